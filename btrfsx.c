@@ -1,0 +1,208 @@
+/* The dispatcher: global options, command lookup by unique prefix, errors, exit codes. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds/commands.h"
+#include "common/error.h"
+
+static const char *const btrfsx_usage[] = {
+	"btrfsx [--format text|json] [--verbose] <group> <command> [<args>]",
+	"Manage btrfs allocation hints, read policies, usage and offline scrub.",
+	"",
+	"Global options:",
+	"--format text|json   output format; JSON is the stable interface for scripts",
+	"-v|--verbose         say more about what is done",
+	"--version            print the version and exit",
+	"-h|--help            print this help and exit",
+	"",
+	"Commands accept unique prefixes (btrfsx insp dump-s).",
+	"'btrfsx <group> --help' lists a group's commands.",
+	NULL
+};
+
+static const struct bx_cmd top_cmds[] = {
+	{ "inspect", NULL, NULL, &bx_inspect_group, 0 },
+	{ NULL },
+};
+
+static const struct bx_cmd_group top_group = { btrfsx_usage, top_cmds };
+
+static void print_group_help(const struct bx_cmd_group *group, const char *path)
+{
+	bx_print_usage(group->usage, true);
+	printf("\nCommands:\n");
+	for (const struct bx_cmd *cmd = group->cmds; cmd->name; cmd++) {
+		const char *const *usage = cmd->group ? cmd->group->usage : cmd->usage;
+
+		if (cmd->flags & BX_CMD_HIDDEN)
+			continue;
+		printf("    %-16s %s\n", cmd->name, usage && usage[1] ? usage[1] : "");
+	}
+	printf("\nRun 'btrfsx %s%s<command> --help' for more.\n", path, *path ? " " : "");
+}
+
+/* Exact name, else a unique prefix. NULL with a usage error otherwise. */
+static const struct bx_cmd *find_cmd(const struct bx_cmd_group *group, const char *name,
+				     const char *path)
+{
+	const struct bx_cmd *match = NULL;
+	int nr_matches = 0;
+	char candidates[256] = "";
+
+	for (const struct bx_cmd *cmd = group->cmds; cmd->name; cmd++) {
+		if (!strcmp(cmd->name, name))
+			return cmd;
+		if (!strncmp(cmd->name, name, strlen(name))) {
+			match = cmd;
+			nr_matches++;
+			strncat(candidates, " ", sizeof(candidates) - strlen(candidates) - 1);
+			strncat(candidates, cmd->name, sizeof(candidates) - strlen(candidates) - 1);
+		}
+	}
+	if (nr_matches == 1)
+		return match;
+	if (nr_matches > 1)
+		bx_usage_error("'%s' is ambiguous:%s", name, candidates);
+	else
+		bx_usage_error("unknown command '%s%s%s'", path, *path ? " " : "", name);
+	return NULL;
+}
+
+static int report(struct bx_ctx *ctx, int ret)
+{
+	size_t nr_warnings = bx_warnings_count();
+
+	if (ctx->out && nr_warnings) {
+		bx_out_list_begin(ctx->out, "warnings");
+		for (size_t i = 0; i < nr_warnings; i++)
+			bx_out_str(ctx->out, NULL, bx_warning(i), BX_F_JSON_ONLY);
+		bx_out_list_end(ctx->out);
+	}
+	for (size_t i = 0; i < nr_warnings; i++)
+		fprintf(stderr, "btrfsx: warning: %s\n", bx_warning(i));
+	bx_warnings_clear();
+	if (ret < 0 && ctx->out) {
+		bx_out_obj_begin(ctx->out, "error", BX_OBJ_LINES, NULL);
+		bx_out_s64(ctx->out, "code", -ret, BX_F_JSON_ONLY);
+		bx_out_str(ctx->out, "message", bx_error_message(ret), BX_F_JSON_ONLY);
+		bx_out_obj_end(ctx->out);
+	}
+	bx_out_finish(ctx->out);
+	ctx->out = NULL;
+	if (ret < 0) {
+		fprintf(stderr, "btrfsx: %s\n", bx_error_message(ret));
+		return BX_EXIT_FAILURE;
+	}
+	if (ret == BX_EXIT_USAGE) {
+		fprintf(stderr, "btrfsx: %s\n", bx_error_message(-22));
+		if (ctx->cmd_path)
+			fprintf(stderr, "Try 'btrfsx %s --help'.\n", ctx->cmd_path);
+	}
+	return ret;
+}
+
+static int run_cmd(struct bx_ctx *ctx, const struct bx_cmd *cmd, char *path, int argc,
+		   char **argv)
+{
+	if (!(cmd->flags & BX_CMD_JSON) && ctx->format == BX_FORMAT_JSON)
+		return report(ctx, bx_usage_error("%s does not support --format json", path));
+	ctx->usage = cmd->usage;
+	ctx->cmd_path = path;
+	ctx->out = bx_out_new(ctx->format, stdout);
+	if (!ctx->out)
+		return report(ctx, bx_error(-12, "out of memory"));
+	optind = 1;
+	return report(ctx, cmd->fn(ctx, argc, argv));
+}
+
+/* Walks groups by name until a command, then runs it with the remaining arguments. */
+static int dispatch(struct bx_ctx *ctx, int argc, char **argv)
+{
+	const struct bx_cmd_group *group = &top_group;
+	char path[256] = "";
+
+	for (int i = 0;; i++) {
+		const struct bx_cmd *cmd;
+
+		if (i == argc) {
+			print_group_help(group, path);
+			return BX_EXIT_USAGE;
+		}
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ||
+		    !strcmp(argv[i], "help")) {
+			print_group_help(group, path);
+			return BX_EXIT_OK;
+		}
+		cmd = find_cmd(group, argv[i], path);
+		if (!cmd) {
+			ctx->cmd_path = *path ? path : NULL;
+			return report(ctx, BX_EXIT_USAGE);
+		}
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s%s", *path ? " " : "",
+			 cmd->name);
+		if (!cmd->group)
+			return run_cmd(ctx, cmd, path, argc - i, argv + i);
+		group = cmd->group;
+	}
+}
+
+static int parse_global(struct bx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int opt;
+
+	opterr = 0;
+	/* '+': stop at the first non-option, the group name. */
+	while ((opt = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				ctx->format = BX_FORMAT_JSON;
+			else if (!strcmp(optarg, "text"))
+				ctx->format = BX_FORMAT_TEXT;
+			else
+				return bx_usage_error("unknown format '%s' (text or json)", optarg);
+			break;
+		case 'v':
+			ctx->verbose++;
+			break;
+		case 'V':
+			printf("btrfsx %s\n", PACKAGE_VERSION);
+			return -1;
+		case 'h':
+			print_group_help(&top_group, "");
+			return -1;
+		default:
+			return bx_usage_error("unknown global option '%s'", argv[optind - 1]);
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct bx_ctx ctx = { .format = BX_FORMAT_TEXT };
+	const char *env;
+	int ret;
+
+	env = getenv("BTRFSX_SYSFS_ROOT");
+	ctx.sysfs_root = env && *env ? env : "/sys";
+	env = getenv("BTRFSX_CONFIG_DIR");
+	ctx.config_dir = env && *env ? env : SYSCONFDIR "/btrfsx";
+	ret = parse_global(&ctx, argc, argv);
+	if (ret < 0)
+		return BX_EXIT_OK;
+	if (ret)
+		return report(&ctx, ret);
+	return dispatch(&ctx, argc - optind, argv + optind);
+}

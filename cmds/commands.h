@@ -1,0 +1,79 @@
+/*
+ * The command table. A group is a list of commands; a command is a function,
+ * its usage text and what it supports. The dispatcher (btrfsx.c) enforces
+ * the flags, parses the global options, prints errors and picks exit codes.
+ *
+ * Usage arrays: [0] synopsis, [1] one-line summary, then long text and
+ * options, NULL-terminated. The synopsis is also the man page's.
+ */
+#ifndef BTRFSX_COMMANDS_H
+#define BTRFSX_COMMANDS_H
+
+#include <stdbool.h>
+
+#include "common/format-output.h"
+
+#define BX_EXIT_OK 0
+#define BX_EXIT_FAILURE 1
+#define BX_EXIT_USAGE 2
+#define BX_EXIT_UNCORRECTABLE 3
+
+/* What a command declares about itself. */
+#define BX_CMD_JSON (1u << 0)      /* accepts --format json */
+#define BX_CMD_WRITES (1u << 1)    /* may change devices */
+#define BX_CMD_HIDDEN (1u << 2)    /* not listed in the group help */
+
+/* Everything a command gets from the command line besides its arguments. */
+struct bx_ctx {
+	enum bx_format format;
+	struct bx_out *out;        /* set up by the dispatcher for the command */
+	int verbose;
+	const char *sysfs_root;    /* BTRFSX_SYSFS_ROOT or "/sys" */
+	const char *config_dir;    /* BTRFSX_CONFIG_DIR or SYSCONFDIR "/btrfsx" */
+	const char *const *usage;  /* the running command's, for usage errors */
+	const char *cmd_path;      /* "inspect dump-super" */
+};
+
+struct bx_cmd_group;
+
+struct bx_cmd {
+	const char *name;
+	int (*fn)(struct bx_ctx *ctx, int argc, char **argv);
+	const char *const *usage;
+	const struct bx_cmd_group *group;   /* set for a group of subcommands */
+	unsigned int flags;
+};
+
+struct bx_cmd_group {
+	const char *const *usage;
+	const struct bx_cmd *cmds;          /* terminated by a NULL name */
+};
+
+/*
+ * Command functions return 0, a negative errno (the message is in
+ * bx_error_message), or a positive exit code (BX_EXIT_USAGE after
+ * bx_usage_error, BX_EXIT_UNCORRECTABLE).
+ */
+int bx_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * getopt_long with the conventions every command shares: --help/-h prints
+ * the usage and makes the command return 0; an unknown option or missing
+ * argument is a usage error. Returns the option, -1 at the end, or
+ * BX_OPT_HELP / BX_OPT_ERROR (return bx_opt_result(...) then).
+ */
+#define BX_OPT_HELP (-100)
+#define BX_OPT_ERROR (-101)
+struct option;
+int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
+	      const struct option *longopts);
+int bx_opt_result(int opt);
+
+/* Checks the number of positional arguments left after options. */
+int bx_check_argc(int nargs, int min, int max);
+
+void bx_print_usage(const char *const *usage, bool full);
+
+extern const struct bx_cmd_group bx_inspect_group;
+
+#endif

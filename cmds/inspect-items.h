@@ -1,0 +1,28 @@
+/* Names and decoded fields of tree items, for inspect dump-tree. */
+#ifndef BTRFSX_INSPECT_ITEMS_H
+#define BTRFSX_INSPECT_ITEMS_H
+
+#include <stdint.h>
+
+#include "common/format-output.h"
+#include "kernel-shared/btree.h"
+
+/* "INODE_ITEM", ... or NULL for an unknown type. */
+const char *bx_key_type_name(uint8_t type);
+
+/* "ROOT_TREE", "FIRST_CHUNK_TREE", ... or NULL when a plain number reads better. */
+const char *bx_objectid_name(uint64_t objectid, uint8_t type);
+
+/* Tree names accepted by dump-tree -t, and their ids. */
+int bx_tree_id_by_name(const char *name, uint64_t *id);
+const char *bx_tree_name(uint64_t id);
+
+/*
+ * Emits item @slot of leaf @eb: its key, position and the decoded fields of
+ * its type. Every decoder checks the item size before reading, so a corrupt
+ * (but checksum-valid) leaf prints an error field instead of reading past it.
+ */
+void bx_print_leaf_item(struct bx_out *out, const struct bx_fs *fs, const struct bx_eb *eb,
+			int slot);
+
+#endif

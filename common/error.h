@@ -1,0 +1,33 @@
+/*
+ * Errors with context. Library code returns a negative errno and records a
+ * message saying what failed and why; callers may prepend their own context.
+ * Only the command line prints it, once. Warnings collect the same way and
+ * are drained by whoever presents them. Both are per thread, like errno.
+ */
+#ifndef BTRFSX_ERROR_H
+#define BTRFSX_ERROR_H
+
+#include <stddef.h>
+
+/* Records "message" for a failure with negative errno @code; returns @code. */
+int bx_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Prepends "context: " to the recorded message (or to strerror(-code) if
+ * nothing was recorded); returns @code.
+ */
+int bx_error_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The recorded message, or strerror(-code) if there is none. */
+const char *bx_error_message(int code);
+void bx_error_clear(void);
+
+/* Records a warning for the caller to present. */
+void bx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Number of pending warnings and the i-th one; valid until bx_warnings_clear(). */
+size_t bx_warnings_count(void);
+const char *bx_warning(size_t i);
+void bx_warnings_clear(void);
+
+#endif

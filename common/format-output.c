@@ -1,0 +1,317 @@
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid/uuid.h>
+
+#include "common/format-output.h"
+#include "common/units.h"
+
+#define MAX_DEPTH 32
+#define TEXT_NAME_WIDTH 28
+
+struct level {
+	bool is_list;
+	bool has_items;          /* JSON: a comma is needed before the next member */
+	enum bx_obj_style style;
+	bool line_open;          /* text: something was printed on the object's line */
+	int extra_indent;        /* text: lines after a bx_out_text_break */
+};
+
+struct bx_out {
+	enum bx_format format;
+	FILE *fp;
+	int depth;
+	struct level levels[MAX_DEPTH];
+};
+
+enum bx_format bx_out_format(const struct bx_out *out)
+{
+	return out->format;
+}
+
+static struct level *top(struct bx_out *out)
+{
+	return &out->levels[out->depth];
+}
+
+static void json_string(FILE *fp, const char *s)
+{
+	struct json_object *obj = json_object_new_string(s);
+
+	fputs(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+					     JSON_C_TO_STRING_NOSLASHESCAPE), fp);
+	json_object_put(obj);
+}
+
+/* JSON: the separator and "key": before a member. */
+static void json_member(struct bx_out *out, const char *key)
+{
+	struct level *lvl = top(out);
+
+	if (lvl->has_items)
+		fputc(',', out->fp);
+	lvl->has_items = true;
+	if (key && !lvl->is_list) {
+		json_string(out->fp, key);
+		fputc(':', out->fp);
+	}
+}
+
+static void text_indent(struct bx_out *out, int depth)
+{
+	for (int i = 0; i < depth; i++)
+		fputc('\t', out->fp);
+}
+
+static void text_close_line(struct bx_out *out)
+{
+	struct level *lvl = top(out);
+
+	if (lvl->line_open) {
+		fputc('\n', out->fp);
+		lvl->line_open = false;
+	}
+}
+
+/* Text depth: the root object and lists do not indent. */
+static int text_depth(struct bx_out *out)
+{
+	int depth = 0;
+
+	for (int i = 2; i <= out->depth; i++)
+		if (!out->levels[i].is_list)
+			depth++;
+	return depth;
+}
+
+struct bx_out *bx_out_new(enum bx_format format, FILE *fp)
+{
+	struct bx_out *out = calloc(1, sizeof(*out));
+
+	if (!out)
+		return NULL;
+	out->format = format;
+	out->fp = fp;
+	if (format == BX_FORMAT_JSON) {
+		fputs("{\"__header\":{\"version\":\"" BX_JSON_VERSION "\"}", fp);
+		out->levels[0].has_items = true;
+	}
+	return out;
+}
+
+void bx_out_finish(struct bx_out *out)
+{
+	if (!out)
+		return;
+	while (out->depth > 0) {
+		if (top(out)->is_list)
+			bx_out_list_end(out);
+		else
+			bx_out_obj_end(out);
+	}
+	if (out->format == BX_FORMAT_JSON)
+		fputs("}\n", out->fp);
+	else
+		text_close_line(out);
+	fflush(out->fp);
+	free(out);
+}
+
+static bool push(struct bx_out *out, bool is_list, enum bx_obj_style style)
+{
+	if (out->depth + 1 >= MAX_DEPTH)
+		return false;
+	out->depth++;
+	*top(out) = (struct level){ .is_list = is_list, .style = style };
+	return true;
+}
+
+void bx_out_obj_begin(struct bx_out *out, const char *key, enum bx_obj_style style,
+		      const char *heading)
+{
+	if (out->format == BX_FORMAT_JSON) {
+		json_member(out, key);
+		fputc('{', out->fp);
+		push(out, false, style);
+		return;
+	}
+	if (style == BX_OBJ_JSON_ONLY || top(out)->style == BX_OBJ_JSON_ONLY) {
+		push(out, false, BX_OBJ_JSON_ONLY);
+		return;
+	}
+	text_close_line(out);
+	push(out, false, style);
+	if (heading) {
+		text_indent(out, text_depth(out) - 1 < 0 ? 0 : text_depth(out) - 1);
+		fputs(heading, out->fp);
+		top(out)->line_open = true;
+		if (style == BX_OBJ_LINES)
+			text_close_line(out);
+	}
+}
+
+void bx_out_obj_end(struct bx_out *out)
+{
+	if (out->format == BX_FORMAT_JSON)
+		fputc('}', out->fp);
+	else if (top(out)->style != BX_OBJ_JSON_ONLY)
+		text_close_line(out);
+	if (out->depth > 0)
+		out->depth--;
+}
+
+void bx_out_list_begin(struct bx_out *out, const char *key)
+{
+	if (out->format == BX_FORMAT_JSON) {
+		json_member(out, key);
+		fputc('[', out->fp);
+	} else {
+		text_close_line(out);
+	}
+	push(out, true, BX_OBJ_LINES);
+}
+
+void bx_out_list_end(struct bx_out *out)
+{
+	if (out->format == BX_FORMAT_JSON)
+		fputc(']', out->fp);
+	if (out->depth > 0)
+		out->depth--;
+}
+
+/* Text: one "name value" field in the current object's style. */
+static void text_field(struct bx_out *out, const char *key, const char *value, unsigned int flags)
+{
+	struct level *lvl = top(out);
+	bool named = key && !(flags & BX_F_NO_NAME);
+
+	if (lvl->style == BX_OBJ_INLINE) {
+		if (!lvl->line_open) {
+			text_indent(out, (text_depth(out) > 0 ? text_depth(out) - 1 : 0) +
+					 lvl->extra_indent);
+			lvl->line_open = true;
+		} else {
+			fputc(' ', out->fp);
+		}
+		if (named)
+			fprintf(out->fp, "%s ", key);
+		fputs(value, out->fp);
+		return;
+	}
+	text_indent(out, text_depth(out));
+	if (named)
+		fprintf(out->fp, "%-*s %s\n", TEXT_NAME_WIDTH, key, value);
+	else
+		fprintf(out->fp, "%s\n", value);
+}
+
+static bool wanted(const struct bx_out *out, unsigned int flags)
+{
+	if (out->format == BX_FORMAT_JSON)
+		return !(flags & BX_F_TEXT_ONLY);
+	return !(flags & BX_F_JSON_ONLY) && out->levels[out->depth].style != BX_OBJ_JSON_ONLY;
+}
+
+/* A field whose JSON form is @json (already valid JSON) and text form @text. */
+static void field(struct bx_out *out, const char *key, const char *json, const char *text,
+		  unsigned int flags)
+{
+	if (!wanted(out, flags))
+		return;
+	if (out->format == BX_FORMAT_JSON) {
+		json_member(out, key);
+		fputs(json, out->fp);
+	} else {
+		text_field(out, key, text, flags);
+	}
+}
+
+void bx_out_u64(struct bx_out *out, const char *key, uint64_t value, unsigned int flags)
+{
+	char json[32], text[32];
+
+	snprintf(json, sizeof(json), "%llu", (unsigned long long)value);
+	snprintf(text, sizeof(text), (flags & BX_F_HEX) ? "0x%llx" : "%llu",
+		 (unsigned long long)value);
+	field(out, key, json, text, flags);
+}
+
+void bx_out_s64(struct bx_out *out, const char *key, int64_t value, unsigned int flags)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)value);
+	field(out, key, buf, buf, flags);
+}
+
+void bx_out_str(struct bx_out *out, const char *key, const char *value, unsigned int flags)
+{
+	if (!wanted(out, flags))
+		return;
+	if (out->format == BX_FORMAT_JSON) {
+		json_member(out, key);
+		if (value)
+			json_string(out->fp, value);
+		else
+			fputs("null", out->fp);
+	} else {
+		text_field(out, key, value ? value : "-", flags);
+	}
+}
+
+void bx_out_bool(struct bx_out *out, const char *key, bool value, unsigned int flags)
+{
+	field(out, key, value ? "true" : "false", value ? "yes" : "no", flags);
+}
+
+void bx_out_uuid(struct bx_out *out, const char *key, const uint8_t uuid[16], unsigned int flags)
+{
+	char text[37];
+
+	uuid_unparse(uuid, text);
+	bx_out_str(out, key, text, flags);
+}
+
+void bx_out_hexbytes(struct bx_out *out, const char *key, const uint8_t *bytes, size_t len,
+		     unsigned int flags)
+{
+	char text[2 * 64 + 1] = "";
+
+	if (len > 64)
+		len = 64;
+	for (size_t i = 0; i < len; i++)
+		snprintf(text + 2 * i, 3, "%02x", bytes[i]);
+	bx_out_str(out, key, text, flags);
+}
+
+void bx_out_size(struct bx_out *out, const char *key, uint64_t bytes, unsigned int units,
+		 unsigned int flags)
+{
+	char json[32], text[48];
+
+	snprintf(json, sizeof(json), "%llu", (unsigned long long)bytes);
+	bx_pretty_size(bytes, units, text, sizeof(text));
+	field(out, key, json, text, flags);
+}
+
+void bx_out_text_break(struct bx_out *out)
+{
+	if (out->format == BX_FORMAT_JSON)
+		return;
+	text_close_line(out);
+	top(out)->extra_indent++;
+}
+
+void bx_out_textf(struct bx_out *out, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (out->format == BX_FORMAT_JSON)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	text_field(out, NULL, buf, BX_F_NO_NAME);
+}

@@ -1,0 +1,93 @@
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/units.h"
+
+void bx_pretty_size(uint64_t bytes, unsigned int units, char *buf, size_t len)
+{
+	static const char *const binary[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	static const char *const decimal[] = { "B", "kB", "MB", "GB", "TB", "PB", "EB" };
+	const char *const *names = (units & BX_UNITS_DECIMAL) ? decimal : binary;
+	double base = (units & BX_UNITS_DECIMAL) ? 1000.0 : 1024.0;
+	unsigned int fixed = units & 0xff;
+	double value = (double)bytes;
+	int exp = 0;
+
+	if (fixed == BX_UNITS_RAW) {
+		snprintf(buf, len, "%" PRIu64, bytes);
+		return;
+	}
+	if (fixed) {
+		for (exp = 0; exp < (int)fixed - 1; exp++)
+			value /= base;
+	} else {
+		while (value >= base && exp < 6) {
+			value /= base;
+			exp++;
+		}
+	}
+	if (exp == 0)
+		snprintf(buf, len, "%" PRIu64 "%s", bytes, fixed ? names[0] : "B");
+	else
+		snprintf(buf, len, "%.2f%s", value, names[exp]);
+}
+
+static int suffix_shift(const char *suffix, unsigned int *shift)
+{
+	static const char letters[] = "KMGTPE";
+	const char *pos;
+
+	if (!*suffix) {
+		*shift = 0;
+		return 0;
+	}
+	pos = strchr(letters, toupper((unsigned char)suffix[0]));
+	if (!pos)
+		return -EINVAL;
+	*shift = 10 * (unsigned int)(pos - letters + 1);
+	suffix++;
+	if (!strcasecmp(suffix, "") || !strcasecmp(suffix, "iB") || !strcasecmp(suffix, "B"))
+		return 0;
+	return -EINVAL;
+}
+
+int bx_parse_size(const char *str, uint64_t *bytes)
+{
+	unsigned int shift;
+	char *end;
+	unsigned long long whole;
+
+	if (!str || !isdigit((unsigned char)str[0]))
+		return -EINVAL;
+	errno = 0;
+	whole = strtoull(str, &end, 10);
+	if (errno)
+		return -ERANGE;
+	if (suffix_shift(end, &shift))
+		return -EINVAL;
+	if (shift && whole > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*bytes = (uint64_t)whole << shift;
+	return 0;
+}
+
+int bx_parse_u64(const char *str, uint64_t *value)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!str || !isdigit((unsigned char)str[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(str, &end, 0);
+	if (errno)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	*value = v;
+	return 0;
+}

@@ -1,0 +1,29 @@
+/* Size units as btrfs-progs spells them: --raw, --human-readable, --iec, --si, -b -k -m -g -t. */
+#ifndef BTRFSX_UNITS_H
+#define BTRFSX_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Low byte: the fixed unit (0 = automatic); flags above it. */
+#define BX_UNITS_RAW 1
+#define BX_UNITS_KIB 2
+#define BX_UNITS_MIB 3
+#define BX_UNITS_GIB 4
+#define BX_UNITS_TIB 5
+#define BX_UNITS_BINARY (0u << 8)   /* KiB, MiB, ... (default) */
+#define BX_UNITS_DECIMAL (1u << 8)  /* kB, MB, ... */
+
+/* Formats @bytes into @buf (at least 32 bytes). */
+void bx_pretty_size(uint64_t bytes, unsigned int units, char *buf, size_t len);
+
+/*
+ * Parses "1234", "64K", "2MiB", "1g" (whole numbers, binary suffixes) into bytes. Returns 0 or -EINVAL /
+ * -ERANGE; rejects negative numbers and trailing garbage.
+ */
+int bx_parse_size(const char *str, uint64_t *bytes);
+
+/* Parses a whole unsigned number in any base (0x.., 0..). 0 or -EINVAL/-ERANGE. */
+int bx_parse_u64(const char *str, uint64_t *value);
+
+#endif

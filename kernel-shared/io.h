@@ -1,0 +1,27 @@
+/*
+ * The one read path: every byte btrfsx reads from a member device goes
+ * through here, addressed physically (superblocks) or logically (through the
+ * chunk map, any mirror, RAID5/6 rebuilds included).
+ */
+#ifndef BTRFSX_IO_H
+#define BTRFSX_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernel-shared/volumes.h"
+
+/* Reads @len bytes at @physical. -EIO with a message on a short or failed read. */
+int bx_read_physical(const struct bx_device *dev, void *buf, size_t len, uint64_t physical);
+
+/*
+ * Reads copy @mirror (1-based, see bx_num_copies) of a logical range, which
+ * may cross stripes but not chunks. RAID5/6: mirror 2 rebuilds from P,
+ * mirror 3 from Q. No checksums are checked here.
+ */
+int bx_read_logical(struct bx_fs *fs, uint64_t logical, void *buf, size_t len, int mirror);
+
+/* Asks the kernel to start reading copy @mirror of a logical range (no wait). */
+void bx_readahead_logical(struct bx_fs *fs, uint64_t logical, uint64_t len, int mirror);
+
+#endif
