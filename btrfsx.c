@@ -93,6 +93,8 @@ static int report(struct bx_ctx *ctx, int ret)
 	}
 	bx_out_finish(ctx->out);
 	ctx->out = NULL;
+	if (ret == BX_DONE)
+		return BX_EXIT_OK;
 	if (ret < 0) {
 		fprintf(stderr, "btrfsx: %s\n", bx_error_message(ret));
 		return BX_EXIT_FAILURE;

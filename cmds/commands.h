@@ -17,6 +17,8 @@
 #define BX_EXIT_FAILURE 1
 #define BX_EXIT_USAGE 2
 #define BX_EXIT_UNCORRECTABLE 3
+/* Returned by a command that printed its help: stop, exit 0. */
+#define BX_DONE 100
 
 /* What a command declares about itself. */
 #define BX_CMD_JSON (1u << 0)      /* accepts --format json */

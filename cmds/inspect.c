@@ -214,7 +214,7 @@ static int cmd_dump_super(struct bx_ctx *ctx, int argc, char **argv)
 /* ---- dump-tree ---- */
 
 static const char *const dump_tree_usage[] = {
-	"btrfsx inspect dump-tree [-t <tree>]... [--no-readahead] <device>...",
+	"btrfsx inspect dump-tree [-t <tree>]... [-b <bytenr>]... [--no-readahead] <device>...",
 	"Print tree blocks and their items.",
 	"",
 	"Without -t: the root tree, the chunk tree and every tree the root tree",
@@ -389,7 +389,6 @@ static int dump_all_trees(struct dump_state *ds)
 		ret = dump_one_tree(ds, &roots[i]);
 	if (!ret && bx_find_root(ds->fs, BTRFS_TREE_LOG_OBJECTID, &root) == 0)
 		ret = dump_one_tree(ds, &root);
-	bx_error_clear();
 	free(roots);
 	return ret;
 }

@@ -57,7 +57,7 @@ int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
 
 int bx_opt_result(int opt)
 {
-	return opt == BX_OPT_HELP ? BX_EXIT_OK : BX_EXIT_USAGE;
+	return opt == BX_OPT_HELP ? BX_DONE : BX_EXIT_USAGE;
 }
 
 int bx_check_argc(int nargs, int min, int max)

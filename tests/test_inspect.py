@@ -1,0 +1,306 @@
+"""btrfsx inspect: our reader against btrfs-progs and the kernel, on real
+filesystems made by mkfs.btrfs and filled through the kernel, for every
+profile and checksum type; then bad input."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import fsutil
+import oracle
+
+pytestmark = pytest.mark.root
+
+PROFILES = ["single", "dup", "raid0", "raid1", "raid1c3", "raid1c4", "raid10", "raid5", "raid6"]
+CSUMS = ["crc32c", "xxhash", "sha256", "blake2"]
+TREES = ["root", "chunk", "dev", "extent", "csum", "fs"]
+MIRRORS = {"single": 1, "dup": 2, "raid0": 1, "raid1": 2, "raid1c3": 3, "raid1c4": 4,
+           "raid10": 2, "raid5": 2, "raid6": 3}
+
+
+def profile_fs(fs_cache, profile, csum):
+    """Data and metadata in @profile (dup on one device, the rest on four)."""
+    return fs_cache.get(data=profile, metadata=profile, csum=csum,
+                        ndevs=1 if profile == "dup" else 4)
+
+
+def our_keys(btrfsx_json, devs, tree):
+    doc = btrfsx_json("inspect", "dump-tree", "-t", tree, *devs)
+    return [(i["key"]["objectid"], i["key"]["type"], i["key"]["offset"])
+            for t in doc["trees"] for b in t["blocks"] for i in b.get("items", [])]
+
+
+@pytest.mark.parametrize("csum", CSUMS)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_dump_tree_keys_equal_progs(fs_cache, btrfsx_json, profile, csum):
+    fs = profile_fs(fs_cache, profile, csum)
+    for tree in TREES:
+        ours = our_keys(btrfsx_json, fs.devs, tree)
+        theirs = oracle.progs_dump_tree_keys(fs.devs, tree)
+        assert ours == theirs, f"{tree} tree differs"
+        assert ours, f"{tree} tree is empty"
+
+
+@pytest.mark.parametrize("csum", CSUMS)
+@pytest.mark.parametrize("profile", ["single", "raid1", "raid5"])
+def test_dump_super_fields_equal_progs(fs_cache, btrfsx_json, profile, csum):
+    fs = profile_fs(fs_cache, profile, csum)
+    for dev in fs.devs:
+        ours = btrfsx_json("inspect", "dump-super", dev)["superblock"]
+        theirs = oracle.progs_dump_super(dev)
+        compared = 0
+        for name, value in ours.items():
+            if isinstance(value, dict):
+                pairs = [(f"{name}.{k}", v) for k, v in value.items()]
+            else:
+                pairs = [(name, value)]
+            for field, val in pairs:
+                if field not in theirs or field == "magic":
+                    continue
+                want = (theirs[field].split() or [""])[0]
+                if isinstance(val, int) and not want.startswith("0x"):
+                    want = int(want)
+                elif isinstance(val, int):
+                    want = int(want, 16)
+                elif field == "csum":
+                    want = want.removeprefix("0x")
+                assert val == want, f"{dev}: {field}"
+                compared += 1
+        assert compared >= 40
+        assert ours["magic"] == int.from_bytes(theirs["magic"].encode(), "little")
+
+
+def test_dump_super_all_copies(fs_cache, btrfsx_json):
+    fs = profile_fs(fs_cache, "single", "crc32c")
+    doc = btrfsx_json("inspect", "dump-super", "-a", fs.dev)
+    copies = doc["superblocks"]
+    assert [c["offset"] for c in copies] == [65536, 64 << 20, 256 << 30]
+    assert [c["status"] for c in copies] == ["ok", "ok", "beyond the end of the device"]
+    assert copies[0]["generation"] == copies[1]["generation"]
+
+
+def read_file(run_btrfsx, devs, path, mirror, tmp_path):
+    out = tmp_path / "read-file.out"
+    run_btrfsx("inspect", "read-file", "--mirror", str(mirror), "-o", out, path, *devs)
+    return fsutil.sha256_file(out), out.stat().st_size
+
+
+@pytest.mark.parametrize("csum", ["crc32c", "blake2"])
+@pytest.mark.parametrize("profile", PROFILES)
+def test_read_file_every_mirror(fs_cache, run_btrfsx, profile, csum, tmp_path):
+    """File contents read through our chunk mapping, from each copy (raid5/6:
+    rebuilt from P and Q), equal what was written through the kernel."""
+    fs = profile_fs(fs_cache, profile, csum)
+    kinds_seen = set()
+    picked = [(p, m) for p, m in fs.manifest.items()
+              if m["kind"] not in kinds_seen and not kinds_seen.add(m["kind"])]
+    picked += [(p, m) for p, m in fs.manifest.items() if m["kind"] == "big"]
+    for mirror in range(1, MIRRORS[profile] + 1):
+        for path, meta in picked:
+            digest, size = read_file(run_btrfsx, fs.devs, path, mirror, tmp_path)
+            assert (size, digest) == (meta["size"], meta["sha256"]), f"{path} mirror {mirror}"
+
+
+def test_read_file_matches_mounted_kernel(loopdevs, run_btrfsx, tmp_path):
+    """The same bytes as the kernel reads from the mounted filesystem."""
+    loops = loopdevs(3)
+    fsutil.mkfs(loops.devs, data="raid5", metadata="raid1")
+    with fsutil.mounted(loops.devs) as mnt:
+        fsutil.fill_files(mnt, seed=7, small_files=4)
+        kernel = {p: fsutil.sha256_file(os.path.join(mnt, p))
+                  for p in ("big/big0.bin", "big/big2.bin", "sparse.bin", "dir/sub/deep.txt")}
+    for path, digest in kernel.items():
+        for mirror in (1, 2):
+            assert read_file(run_btrfsx, loops.devs, path, mirror, tmp_path)[0] == digest
+
+
+# ---- bad input ----
+
+def expect_failure(run_btrfsx, args, message, rc=1):
+    code, out, err = run_btrfsx(*args, check=False)
+    assert code == rc, err
+    assert message in err, err
+    assert "Sanitizer" not in err and "runtime error" not in err
+    return err
+
+
+@pytest.fixture
+def image_fs(tmp_path):
+    """mkfs(images, **opts) -> image files (not attached) holding a new filesystem."""
+    def make(n=1, size="512M", **opts):
+        imgs = fsutil.make_images(tmp_path / f"fs{len(os.listdir(tmp_path))}", [size] * n)
+        fsutil.mkfs([str(i) for i in imgs], **opts)
+        return [str(i) for i in imgs]
+    return make
+
+
+def test_not_btrfs(run_btrfsx, tmp_path):
+    img = tmp_path / "zero.img"
+    img.write_bytes(bytes(1 << 20))
+    for cmd in (["inspect", "dump-super"], ["inspect", "dump-tree"]):
+        expect_failure(run_btrfsx, cmd + [str(img)], "not a btrfs filesystem")
+
+
+def test_other_filesystem_type(run_btrfsx, tmp_path):
+    img = tmp_path / "ext4.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
+    expect_failure(run_btrfsx, ["inspect", "dump-tree", str(img)], "not a btrfs filesystem")
+
+
+def test_zero_length_and_directory(run_btrfsx, tmp_path):
+    empty = tmp_path / "empty.img"
+    empty.touch()
+    expect_failure(run_btrfsx, ["inspect", "dump-super", str(empty)], "not a btrfs filesystem")
+    expect_failure(run_btrfsx, ["inspect", "dump-super", str(tmp_path)], "is a directory")
+    expect_failure(run_btrfsx, ["inspect", "dump-super", str(tmp_path / "nope")],
+                   "No such file")
+
+
+def test_truncated_image(run_btrfsx, image_fs):
+    img, = image_fs()
+    os.truncate(img, 24 << 20)   # superblock stays, chunks beyond the end are gone
+    err = expect_failure(run_btrfsx, ["inspect", "dump-tree", img], "")
+    assert "beyond the end" in err or "no good copy" in err
+
+
+def corrupt(path, offset, length=16):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        data = bytearray(f.read(length))
+        f.seek(offset)
+        f.write(bytes(b ^ 0xff for b in data))
+
+
+def test_primary_superblock_corrupted_falls_back(run_btrfsx, btrfsx_json, image_fs):
+    img, = image_fs()
+    keys_before = our_keys(btrfsx_json, [img], "chunk")
+    corrupt(img, 0x10000 + 0x200)
+    code, out, err = run_btrfsx("inspect", "dump-tree", "-t", "chunk", img, check=False)
+    assert code == 0, err
+    assert "primary superblock checksum mismatch, using copy 1" in err
+    assert our_keys(btrfsx_json, [img], "chunk") == keys_before
+    copies = btrfsx_json("inspect", "dump-super", "-a", img)["superblocks"]
+    assert copies[0]["status"] == "checksum mismatch" and copies[1]["status"] == "ok"
+
+
+def metadata_copies(img, bytenr):
+    """Physical offsets of both DUP copies of a metadata block."""
+    for chunk in oracle.progs_chunks([img]):
+        if chunk["logical"] <= bytenr < chunk["logical"] + chunk["length"]:
+            return [phys + bytenr - chunk["logical"] for _, phys, _ in chunk["stripes"]]
+    raise AssertionError(f"no chunk for {bytenr}")
+
+
+def test_one_tree_block_mirror_corrupted(run_btrfsx, btrfsx_json, image_fs):
+    img, = image_fs(metadata="dup")
+    root = btrfsx_json("inspect", "dump-super", img)["superblock"]["root"]
+    keys_before = our_keys(btrfsx_json, [img], "root")
+    first, second = metadata_copies(img, root)
+    corrupt(img, first + 200)
+    code, out, err = run_btrfsx("inspect", "dump-tree", "-t", "root", img, check=False)
+    assert code == 0, err
+    assert f"tree block {root}: mirror 1 bad" in err
+    assert our_keys(btrfsx_json, [img], "root") == keys_before
+
+
+def test_all_tree_block_mirrors_corrupted(run_btrfsx, btrfsx_json, image_fs):
+    img, = image_fs(metadata="dup")
+    root = btrfsx_json("inspect", "dump-super", img)["superblock"]["root"]
+    for phys in metadata_copies(img, root):
+        corrupt(img, phys + 200)
+    expect_failure(run_btrfsx, ["inspect", "dump-tree", "-t", "fs", img],
+                   f"tree block {root}: no good copy")
+
+
+def test_missing_device(run_btrfsx, image_fs):
+    imgs = image_fs(n=3, data="raid1", metadata="raid1")
+    expect_failure(run_btrfsx, ["inspect", "dump-tree", "-t", "chunk", imgs[0], imgs[2]],
+                   "missing device (devid 2)")
+
+
+def test_device_of_another_filesystem(run_btrfsx, image_fs):
+    a = image_fs(n=2, data="raid1", metadata="raid1")
+    b, = image_fs()
+    expect_failure(run_btrfsx, ["inspect", "dump-tree", a[0], b], "belongs to filesystem")
+
+
+def test_same_device_twice(run_btrfsx, image_fs):
+    img, = image_fs()
+    expect_failure(run_btrfsx, ["inspect", "dump-tree", img, img], "named twice")
+
+
+def test_bad_arguments(run_btrfsx, image_fs):
+    img, = image_fs()
+    expect_failure(run_btrfsx, ["inspect", "dump-tree", "-t", "nosuch", img], "unknown tree", 2)
+    expect_failure(run_btrfsx, ["inspect", "dump-tree"], "not enough arguments", 2)
+    expect_failure(run_btrfsx, ["inspect", "dump-super", img, img], "too many arguments", 2)
+    expect_failure(run_btrfsx, ["inspect", "read-file", "--mirror", "9", "x", img],
+                   "invalid mirror", 2)
+    expect_failure(run_btrfsx, ["inspect", "read-file", "no/such/file", img], "not found")
+    expect_failure(run_btrfsx, ["inspect", "read-file", "--mirror", "3", "x", img], "not found")
+    expect_failure(run_btrfsx, ["inspect", "dump-tree", "-t", "12345", img], "not found")
+
+
+def test_members_found_by_fsid(fs_cache, btrfsx_json):
+    """Naming one attached member is enough: libblkid finds the others."""
+    fs = profile_fs(fs_cache, "raid1c3", "crc32c")
+    assert our_keys(btrfsx_json, [fs.dev], "chunk") == oracle.progs_dump_tree_keys(fs.devs, "chunk")
+
+
+def test_metadata_uuid(loopdevs, btrfsx_json):
+    """After btrfstune -m the tree blocks carry metadata_uuid, not the fsid."""
+    loops = loopdevs(2)
+    fsutil.mkfs(loops.devs, data="raid1", metadata="raid1")
+    subprocess.run(["btrfstune", "-f", "-m", loops.devs[0]], check=True, capture_output=True)
+    sb = btrfsx_json("inspect", "dump-super", loops.devs[1])["superblock"]
+    assert sb["fsid"] != sb["metadata_uuid"]
+    assert sb["incompat_flags"] & (1 << 10)
+    for tree in ("chunk", "root", "extent"):
+        assert our_keys(btrfsx_json, [loops.devs[0]], tree) == \
+            oracle.progs_dump_tree_keys(loops.devs, tree)
+
+
+def test_libbtrfsx_reads_identity(image_fs, tmp_path):
+    """The shared library answers for the same filesystem (a tiny C client)."""
+    build = os.environ.get("BTRFSX_BUILD_DIR", str(Path(fsutil.btrfsx_path()).parent))
+    lib = Path(build) / ".libs" / "libbtrfsx.so"
+    if not lib.exists():
+        pytest.skip("libbtrfsx.so not built")
+    img, = image_fs(label="libtest")
+    src = tmp_path / "client.c"
+    src.write_text(r'''
+#include <stdio.h>
+#include "btrfsx.h"
+int main(int argc, char **argv)
+{
+	struct btrfsx_fs_info info;
+	const char *paths[] = { argv[1] };
+	enum btrfsx_error err = btrfsx_fs_info_offline(paths, 1, &info);
+	if (err) {
+		printf("error %d %s: %s\n", err, btrfsx_strerror(err), btrfsx_last_error_message());
+		return 1;
+	}
+	printf("%s %s %u\n", info.label, info.csum_name, info.nodesize);
+	return 0;
+}
+''')
+    top = Path(__file__).resolve().parent.parent
+    exe = tmp_path / "client"
+    subprocess.run(["cc", "-o", str(exe), str(src), f"-I{top}/libbtrfsutil", f"-L{lib.parent}",
+                    "-lbtrfsx", f"-Wl,-rpath,{lib.parent}"], check=True)
+    env = dict(os.environ, ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0")
+    sanitized = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
+    if "libasan" in sanitized or "libclang_rt.asan" in sanitized:
+        pytest.skip("library built with sanitizers; the plain client cannot load it")
+    out = subprocess.run([str(exe), img], capture_output=True, text=True, env=env)
+    assert out.stdout == "libtest crc32c 16384\n", out.stdout + out.stderr
+    zero = tmp_path / "zero.img"
+    zero.write_bytes(bytes(1 << 20))
+    out = subprocess.run([str(exe), str(zero)], capture_output=True, text=True, env=env)
+    assert out.returncode == 1 and "error 3 not a btrfs filesystem" in out.stdout
