@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -50,6 +49,7 @@ PROFILE_NICE_DEVS = {
 # what is attached / mounted right now (for emergency cleanup)
 _LOOPS: set[str] = set()
 _MOUNTS: list[str] = []
+_MADE_DIRS: set[str] = set()     # mount points we created (removed on umount)
 
 
 # ---------------------------------------------------------------------------
@@ -155,6 +155,10 @@ def attach_loop(image: str | os.PathLike, read_only: bool = False) -> str:
         if p.returncode == 0:
             dev = p.stdout.strip()
             _LOOPS.add(dev)
+            if not read_only:
+                # BLKROSET (blockdev --setro) sticks to /dev/loopN across
+                # attachments: clear a flag a previous user may have left
+                run(["blockdev", "--setrw", dev], check=False)
             return dev
         last = p
         time.sleep(0.2)          # racing another losetup -f
@@ -162,8 +166,11 @@ def attach_loop(image: str | os.PathLike, read_only: bool = False) -> str:
 
 
 def detach_loop(dev: str) -> None:
-    """Forget the device in the kernel's btrfs registry and detach it."""
+    """Forget the device in the kernel's btrfs registry and detach it (after
+    clearing a read-only flag set with blockdev, which would otherwise stay on
+    /dev/loopN and make the next user's writes fail with EIO)."""
     run(["btrfs", "device", "scan", "--forget", dev], check=False)
+    run(["blockdev", "--setrw", dev], check=False)
     for i in range(20):
         p = run(["losetup", "-d", dev], check=False)
         if p.returncode == 0 or "No such device" in p.stderr or "No such file" in p.stderr:
@@ -279,6 +286,10 @@ def umount(mnt: str | os.PathLike) -> None:
         run(["umount", "-l", mnt], check=False)
     if mnt in _MOUNTS:
         _MOUNTS.remove(mnt)
+    if mnt in _MADE_DIRS:
+        with contextlib.suppress(OSError):
+            os.rmdir(mnt)
+            _MADE_DIRS.discard(mnt)
 
 
 def umount_devices(devs: Iterable[str]) -> None:
@@ -318,6 +329,8 @@ def mount(devs: Sequence[str] | str, mountpoint: str | os.PathLike | None = None
                 mnt.rmdir()
         raise
     _MOUNTS.append(str(mnt))
+    if made:
+        _MADE_DIRS.add(str(mnt))
     return mnt
 
 
@@ -327,15 +340,11 @@ def mounted(devs: Sequence[str] | str, options: str | Sequence[str] | None = Non
     """Mount a btrfs (one device or all members; for several devices they are
     scanned and passed as device= options) on a fresh /tmp directory; yields the
     mount point; unmounts and removes the directory in ``finally``."""
-    made = mountpoint is None
     mnt = mount(devs, mountpoint, options)
     try:
         yield mnt
     finally:
         umount(mnt)
-        if made:
-            with contextlib.suppress(OSError):
-                mnt.rmdir()
 
 
 # ---------------------------------------------------------------------------
@@ -476,28 +485,50 @@ def btrfsx_json(*args, check: bool | int = True, **kw):
 # session cache of filled filesystems
 # ---------------------------------------------------------------------------
 
-@dataclass
 class CachedFs:
-    """A filled, unmounted filesystem kept for the whole session.  Its loop
-    devices are read-only (blockdev --setro): only read from them."""
-    data: str
-    metadata: str
-    csum: str
-    devs: list[str]
-    images: list[Path]
-    fsid: str
-    manifest: dict[str, dict]
-    mkfs_extra: tuple[str, ...] = ()
-    _loops: LoopDevices | None = field(default=None, repr=False)
+    """A filled, unmounted filesystem kept for the whole session.
+
+    ``devs`` are loop devices attached read-only (``losetup -r``): only read
+    from them.  ``images`` are the backing files.  The cache may detach a
+    filesystem that has not been used for a while and attach it again on the
+    next ``FsCache.get()``, so take ``devs`` from a fresh ``get()`` in each test
+    rather than keeping it across tests."""
+
+    def __init__(self, data, metadata, csum, images, fsid, manifest, mkfs_extra=()):
+        self.data = data
+        self.metadata = metadata
+        self.csum = csum
+        self.images: list[Path] = list(images)
+        self.fsid: str = fsid
+        self.manifest: dict[str, dict] = manifest
+        self.mkfs_extra: tuple[str, ...] = tuple(mkfs_extra)
+        self._loops = LoopDevices(self.images, read_only=True)
+
+    @property
+    def devs(self) -> list[str]:
+        return list(self._loops.devs)
 
     @property
     def dev(self) -> str:
-        return self.devs[0]
+        return self._loops.devs[0]
+
+    @property
+    def attached(self) -> bool:
+        return bool(self._loops.devs)
+
+    def _attach(self) -> None:
+        if not self._loops.devs:
+            self._loops.attach()
+
+    def _detach(self) -> None:
+        self._loops.detach()
 
     def copy_images(self, dest: str | os.PathLike) -> list[Path]:
-        """Sparse copies of the images in ``dest`` (same fsid! use them as image
-        files, and do not attach/mount them while the cache is attached if the
-        kernel or progs could mix the two up)."""
+        """Sparse copies of the images in ``dest``, e.g. to corrupt one and run
+        an offline command on the image files.  They have the same fsid and
+        device uuids as the cached filesystem: use them as image files and do
+        not attach or mount them while the cache is attached (the kernel and
+        btrfs-progs' device scan could mix the two up)."""
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
         out = []
@@ -507,13 +538,35 @@ class CachedFs:
             out.append(t)
         return out
 
+    def __repr__(self):
+        return (f"CachedFs({self.data}/{self.metadata}/{self.csum}, devs={self.devs}, "
+                f"fsid={self.fsid})")
+
 
 class FsCache:
-    """Builds each (data, metadata, csum, ndevs, size, mkfs_extra, seed) once."""
+    """Builds each (data, metadata, csum, ndevs, size, mkfs_extra, seed,
+    mount_options) filesystem once per session: mkfs.btrfs on fresh loop
+    devices, mount, fill_files(seed), unmount, re-attach read-only.
 
-    def __init__(self, workdir: str | os.PathLike):
+    At most ``max_attached`` filesystems keep their loop devices attached
+    (env BTRFSX_TEST_MAX_ATTACHED, default 12); the least recently used one is
+    detached (its images stay) and re-attached when asked for again."""
+
+    def __init__(self, workdir: str | os.PathLike, max_attached: int | None = None):
         self.workdir = Path(workdir)
+        if max_attached is None:
+            max_attached = int(os.environ.get("BTRFSX_TEST_MAX_ATTACHED", "12"))
+        self.max_attached = max(1, max_attached)
         self._fs: dict[tuple, CachedFs] = {}
+        self._lru: list[tuple] = []
+
+    def _touch(self, key: tuple) -> None:
+        if key in self._lru:
+            self._lru.remove(key)
+        self._lru.append(key)
+        attached = [k for k in self._lru if self._fs[k].attached and k != key]
+        while len(attached) >= self.max_attached:
+            self._fs[attached.pop(0)]._detach()
 
     def get(self, data: str = "single", metadata: str = "dup", csum: str = "crc32c",
             ndevs: int | None = None, size: int | str = DEFAULT_IMAGE_SIZE,
@@ -523,34 +576,32 @@ class FsCache:
             ndevs = max(PROFILE_NICE_DEVS.get(data, 1), PROFILE_NICE_DEVS.get(metadata, 1))
         key = (data, metadata, csum, ndevs, parse_size(size), tuple(mkfs_extra), seed,
                mount_options)
-        if key in self._fs:
-            return self._fs[key]
+        fs = self._fs.get(key)
+        if fs is not None:
+            self._touch(key)
+            fs._attach()
+            return fs
         name = f"{data}-{metadata}-{csum}-{ndevs}-{len(self._fs)}"
         images = make_images(self.workdir / name, [size] * ndevs)
-        loops = LoopDevices(images).attach()
-        try:
+        with LoopDevices(images) as loops:
             fsid = mkfs(loops.devs, data=data, metadata=metadata, csum=csum, extra=mkfs_extra)
             with mounted(loops.devs, options=mount_options) as mnt:
                 manifest = fill_files(mnt, seed=seed)
-            loops.set_read_only(True)
-        except BaseException:
-            loops.detach()
-            raise
-        fs = CachedFs(data=data, metadata=metadata, csum=csum, devs=list(loops.devs),
-                      images=images, fsid=fsid, manifest=manifest,
-                      mkfs_extra=tuple(mkfs_extra), _loops=loops)
+        fs = CachedFs(data, metadata, csum, images, fsid, manifest, mkfs_extra)
         self._fs[key] = fs
+        self._touch(key)
+        fs._attach()
         return fs
 
     def close(self) -> None:
         errs = []
         for fs in self._fs.values():
-            if fs._loops is not None:
-                try:
-                    fs._loops.detach()
-                except Exception as e:
-                    errs.append(str(e))
+            try:
+                fs._detach()
+            except Exception as e:
+                errs.append(str(e))
         self._fs.clear()
+        self._lru.clear()
         if errs:
             raise RuntimeError("; ".join(errs))
 
@@ -566,8 +617,6 @@ def emergency_cleanup() -> list[str]:
     for mnt in list(reversed(_MOUNTS)):
         leftovers.append(f"mount {mnt}")
         umount(mnt)
-        with contextlib.suppress(OSError):
-            os.rmdir(mnt)
     for dev in list(_LOOPS):
         leftovers.append(f"loop {dev}")
         umount_devices([dev])

@@ -146,6 +146,16 @@ _QGROUP_TYPES = {KEY_TYPES["QGROUP_INFO"], KEY_TYPES["QGROUP_LIMIT"],
                  KEY_TYPES["QGROUP_RELATION"]}
 
 
+#: mkfs --csum name -> (csum_type number, name dump-super prints in
+#: "csum_type N (name)", checksum size in bytes)
+CSUM_TYPES: dict[str, tuple[int, str, int]] = {
+    "crc32c": (0, "crc32c", 4),
+    "xxhash": (1, "xxhash64", 8),
+    "sha256": (2, "sha256", 32),
+    "blake2": (3, "blake2", 32),
+}
+
+
 class OracleError(RuntimeError):
     """btrfs-progs failed or printed something we cannot parse."""
 
@@ -245,7 +255,10 @@ class Item:
     itemsize: int
     slot: int
     leaf: int                      # bytenr of the leaf
-    tree: int | None               # tree id of the section, None if unknown
+    tree: int | tuple | None       # tree id of the section it was printed in:
+                                   # the root item's objectid, (TREE_LOG, subvolid)
+                                   # for "log tree key (TREE_LOG ROOT_ITEM 5)",
+                                   # TREE_LOG for "log root tree", None if unknown
     owner: int | None              # header owner of the leaf
     body: list[str] = field(default_factory=list)   # the item's lines, stripped
 
@@ -277,7 +290,7 @@ class TreeDump:
     items: list[Item]
     leaves: dict[int, int]         # leaf bytenr -> items count from its header
     nodes: dict[int, int]          # node bytenr -> level
-    sections: list[tuple[str, int | None]]
+    sections: list[tuple[str, int | tuple | None]]   # (header line, tree id)
     text: str
 
 
@@ -289,8 +302,8 @@ def parse_dump_tree(text: str) -> TreeDump:
     items: list[Item] = []
     leaves: dict[int, int] = {}
     nodes: dict[int, int] = {}
-    sections: list[tuple[str, int | None]] = []
-    cur_tree: int | None = None
+    sections: list[tuple[str, int | tuple | None]] = []
+    cur_tree: int | tuple | None = None
     cur_leaf: int | None = None
     cur_owner: int | None = None
     expect = 0          # items announced by the current leaf header
@@ -313,6 +326,9 @@ def parse_dump_tree(text: str) -> TreeDump:
                 name = m.group(1)
                 if m.group(2) is not None:
                     tid = parse_number(m.group(2))
+                    if tid in (OBJECTIDS["TREE_LOG"], OBJECTIDS["TREE_RELOC"]):
+                        # per-subvolume log / reloc trees: (TREE_LOG, subvolid)
+                        tid = (tid, parse_number(m.group(4)))
                 else:
                     tid = _SECTION_NAMES.get(name)
                 sections.append((line.strip(), tid))
@@ -365,22 +381,38 @@ def _as_list(devs: str | Sequence[str]) -> list[str]:
 def run_progs(args: Sequence[str], check: bool = True) -> subprocess.CompletedProcess:
     p = subprocess.run(["btrfs", *args], capture_output=True, text=True,
                        errors="surrogateescape")
-    if check and (p.returncode != 0 or "ERROR:" in p.stderr):
+    # btrfs-progs scans every block device; one that is being torn down by
+    # someone else ("cannot scan /dev/loopN") says nothing about ours.
+    errors = [line for line in p.stderr.splitlines()
+              if "ERROR:" in line and "cannot scan" not in line]
+    if check and (p.returncode != 0 or errors):
         raise OracleError(f"btrfs {' '.join(args)} failed rc={p.returncode}: {p.stderr.strip()}")
     return p
 
 
 def progs_dump_tree_text(devs: str | Sequence[str], tree: int | str | None = None,
-                         extra: Iterable[str] = ()) -> str:
+                         extra: Iterable[str] = (), scan: bool | None = None) -> str:
     """Raw stdout of ``btrfs inspect-internal dump-tree [-t ID] dev...``.
 
-    All given devices are passed (btrfs-progs also scans for missing members).
-    Raises OracleError when progs fails or prints ERROR (it exits 0 on some
+    All given devices are passed.  scan=None first tries ``--noscan`` (only
+    the given devices: immune to other loop devices coming and going, and to
+    image copies with the same fsid) and, if that fails (members missing from
+    ``devs``), lets progs scan for the others; scan=True/False forces one way.
+    Raises OracleError when progs fails or prints ERROR (it exits 0 after some
     errors, e.g. asking for a block group tree that does not exist)."""
+    extra = list(extra)
     args = ["inspect-internal", "dump-tree", *extra]
     if tree is not None:
         args += ["-t", str(tree_id(tree))]
     args += _as_list(devs)
+    if "--noscan" not in extra:
+        if scan is None:
+            try:
+                return run_progs(args[:2] + ["--noscan"] + args[2:]).stdout
+            except OracleError:
+                pass
+        elif scan is False:
+            args.insert(2, "--noscan")
     return run_progs(args).stdout
 
 
@@ -397,11 +429,13 @@ def progs_dump_tree_keys(devs: str | Sequence[str],
     return [it.key for it in progs_dump_tree_items(devs, tree)]
 
 
-def progs_dump_tree_sections(devs: str | Sequence[str]) -> dict[int | None, list[tuple[int, int, int]]]:
+def progs_dump_tree_sections(devs: str | Sequence[str]) -> dict:
     """All-trees dump split by the tree each item was printed under:
     {tree id: [keys]} (root tree 1, chunk tree 3, fs tree 5, subvolumes 256+,
-    data reloc tree 2**64-9, ...)."""
-    out: dict[int | None, list[tuple[int, int, int]]] = {}
+    data reloc tree 2**64-9; a log root tree under 2**64-6 and the per-subvolume
+    log trees under (2**64-6, subvolid)).  Leaves shared by snapshots are
+    printed (and listed) once per tree that uses them."""
+    out: dict = {}
     for it in progs_dump_tree_items(devs, None):
         out.setdefault(it.tree, []).append(it.key)
     return out
@@ -570,15 +604,21 @@ def parse_dump_super(text: str) -> list[dict[str, str]]:
     return copies
 
 
-def progs_dump_super(dev: str, all: bool = False, extra: Iterable[str] = ()):
-    """``btrfs inspect-internal dump-super -f [-a] dev``.
+def progs_dump_super(dev: str, all: bool = False, force: bool = False,
+                     extra: Iterable[str] = ()):
+    """``btrfs inspect-internal dump-super -f [-a] [-F] dev`` (-f is --full).
 
     all=False: one dict (the primary copy at 64 KiB), see parse_dump_super.
     all=True: {bytenr (int): dict} for every copy that exists on the device
-    (65536, 67108864, 274877906944 when the device is big enough)."""
+    (65536, 67108864, 274877906944 when the device is big enough).
+    A copy with a bad checksum is printed (``csum.match`` == "DON'T MATCH");
+    one with a bad magic makes progs fail (OracleError) unless force=True (-F),
+    which dumps it anyway (``magic.match`` == "DON'T MATCH")."""
     args = ["inspect-internal", "dump-super", "-f", *extra]
     if all:
         args.append("-a")
+    if force:
+        args.append("-F")
     args.append(str(dev))
     p = run_progs(args)
     copies = parse_dump_super(p.stdout)

@@ -1,0 +1,153 @@
+"""pytest fixtures for btrfsx tests.  The helpers live in fsutil.py (importable
+from tests as ``import fsutil``) and oracle.py (btrfs-progs output parsers).
+
+Fixtures
+--------
+btrfsx            path of the binary: $BTRFSX or <repo>/btrfsx (fails if missing)
+run_btrfsx        run_btrfsx(*args, fmt=None, check=True|False|rc, rc=None,
+                  input=None, env=None) -> (rc, stdout, stderr)
+btrfsx_json       btrfsx_json(*args, check=True) -> parsed JSON of
+                  ``btrfsx --format json ARGS``
+loopdevs          factory loopdevs(n=1, size='512M', sizes=None, read_only=False)
+                  -> LoopDevices (list of /dev/loopN, .images); detached (and
+                  unmounted) at teardown.  Skips when not root.
+images            factory images(sizes) -> sparse image paths in tmp_path
+mkfs / mounted / fill_files   the fsutil functions, as fixtures for convenience
+fs_cache          session cache: fs_cache.get(data, metadata, csum, ndevs=None,
+                  size, mkfs_extra=(), seed=0) -> CachedFs (filled, unmounted,
+                  read-only loop devices; never write to it)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import fsutil
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running test (deselect with -m 'not slow')")
+    config.addinivalue_line("markers", "root: needs root, loop devices and the btrfs kernel module")
+
+
+def pytest_collection_modifyitems(config, items):
+    ok, why = fsutil.can_use_loop()
+    if ok:
+        return
+    skip = pytest.mark.skip(reason=f"root/loop tests: {why}")
+    for item in items:
+        if "root" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    left = fsutil.emergency_cleanup()
+    if left:
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        msg = "btrfsx tests left behind (cleaned up now): " + ", ".join(left)
+        if tr is not None:
+            tr.write_line(msg, yellow=True)
+        else:
+            print(msg)
+
+
+def _require_loop():
+    ok, why = fsutil.can_use_loop()
+    if not ok:
+        pytest.skip(why)
+
+
+# --------------------------------------------------------------------------- btrfsx
+
+@pytest.fixture(scope="session")
+def btrfsx() -> str:
+    path = fsutil.btrfsx_path()
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        pytest.fail(f"btrfsx binary not found at {path} (build it, or set BTRFSX=)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def run_btrfsx(btrfsx):
+    def _run(*args, **kw):
+        kw.setdefault("binary", btrfsx)
+        return fsutil.run_btrfsx(*args, **kw)
+    return _run
+
+
+@pytest.fixture(scope="session")
+def btrfsx_json(btrfsx):
+    def _json(*args, **kw):
+        kw.setdefault("binary", btrfsx)
+        return fsutil.btrfsx_json(*args, **kw)
+    return _json
+
+
+# --------------------------------------------------------------------------- images / loops
+
+@pytest.fixture
+def images(tmp_path):
+    """images(sizes, prefix='img') -> [Path] sparse files in tmp_path."""
+    def _make(sizes, prefix="img"):
+        return fsutil.make_images(tmp_path / "images", sizes, prefix=prefix)
+    return _make
+
+
+@pytest.fixture
+def loopdevs(tmp_path, request):
+    """loopdevs(n=1, size='512M', sizes=None, read_only=False) -> LoopDevices.
+
+    Sparse images in tmp_path, attached with ``losetup -f --show``; every set
+    is unmounted and detached at teardown, whatever the test did."""
+    _require_loop()
+    sets: list[fsutil.LoopDevices] = []
+    counter = [0]
+
+    def _make(n: int = 1, size=fsutil.DEFAULT_IMAGE_SIZE, sizes=None, read_only=False):
+        if sizes is None:
+            sizes = [size] * n
+        counter[0] += 1
+        imgs = fsutil.make_images(tmp_path / f"loops{counter[0]}", sizes)
+        loops = fsutil.LoopDevices(imgs, read_only=read_only)
+        sets.append(loops)
+        loops.attach()
+        return loops
+
+    def _fin():
+        errs = []
+        for s in reversed(sets):
+            try:
+                s.detach()
+            except Exception as e:
+                errs.append(str(e))
+        if errs:
+            raise RuntimeError("; ".join(errs))
+
+    request.addfinalizer(_fin)
+    return _make
+
+
+@pytest.fixture
+def mkfs():
+    return fsutil.mkfs
+
+
+@pytest.fixture
+def mounted():
+    return fsutil.mounted
+
+
+@pytest.fixture
+def fill_files():
+    return fsutil.fill_files
+
+
+@pytest.fixture(scope="session")
+def fs_cache(tmp_path_factory):
+    _require_loop()
+    cache = fsutil.FsCache(tmp_path_factory.mktemp("fscache"))
+    yield cache
+    cache.close()
