@@ -25,7 +25,11 @@ static const char *const btrfsx_usage[] = {
 };
 
 static const struct bx_cmd top_cmds[] = {
+	{ "filesystem", NULL, NULL, &bx_filesystem_group, 0 },
 	{ "inspect", NULL, NULL, &bx_inspect_group, 0 },
+	{ "read-policy", NULL, NULL, &bx_read_policy_group, 0 },
+	{ "property", NULL, NULL, &bx_property_group, 0 },
+	{ "device", NULL, NULL, &bx_device_group, 0 },
 	{ NULL },
 };
 
@@ -117,7 +121,7 @@ static int run_cmd(struct bx_ctx *ctx, const struct bx_cmd *cmd, char *path, int
 	ctx->out = bx_out_new(ctx->format, stdout);
 	if (!ctx->out)
 		return report(ctx, bx_error(-12, "out of memory"));
-	optind = 1;
+	optind = 0;  /* 0 makes glibc reset getopt fully, permutation included */
 	return report(ctx, cmd->fn(ctx, argc, argv));
 }
 
@@ -199,6 +203,9 @@ int main(int argc, char **argv)
 
 	env = getenv("BTRFSX_SYSFS_ROOT");
 	ctx.sysfs_root = env && *env ? env : "/sys";
+	env = getenv("BTRFSX_FAULT_AFTER_WRITES");
+	if (env && *env)
+		ctx.fault_after_writes = strtoull(env, NULL, 10);
 	env = getenv("BTRFSX_CONFIG_DIR");
 	ctx.config_dir = env && *env ? env : SYSCONFDIR "/btrfsx";
 	ret = parse_global(&ctx, argc, argv);

@@ -10,6 +10,7 @@
 #define BTRFSX_COMMANDS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/format-output.h"
 
@@ -34,6 +35,8 @@ struct bx_ctx {
 	const char *config_dir;    /* BTRFSX_CONFIG_DIR or SYSCONFDIR "/btrfsx" */
 	const char *const *usage;  /* the running command's, for usage errors */
 	const char *cmd_path;      /* "inspect dump-super" */
+	bool force;                /* --force of the running command */
+	uint64_t fault_after_writes; /* BTRFSX_FAULT_AFTER_WRITES, crash tests only */
 };
 
 struct bx_cmd_group;
@@ -76,6 +79,29 @@ int bx_check_argc(int nargs, int min, int max);
 
 void bx_print_usage(const char *const *usage, bool full);
 
+/*
+ * The size unit options of btrfs-progs: --raw|-b, --human-readable, --iec,
+ * --si, -k -m -g -t (--kbytes ...). Put BX_UNITS_LONGOPTS in the longopts and
+ * "bkmgt" in the short options; bx_units_option() consumes them.
+ */
+#define BX_OPT_UNITS 0x1000
+#define BX_UNITS_LONGOPTS \
+	{ "raw", no_argument, NULL, 'b' }, \
+	{ "human-readable", no_argument, NULL, BX_OPT_UNITS + 0 }, \
+	{ "iec", no_argument, NULL, BX_OPT_UNITS + 1 }, \
+	{ "si", no_argument, NULL, BX_OPT_UNITS + 2 }, \
+	{ "kbytes", no_argument, NULL, 'k' }, \
+	{ "mbytes", no_argument, NULL, 'm' }, \
+	{ "gbytes", no_argument, NULL, 'g' }, \
+	{ "tbytes", no_argument, NULL, 't' }
+/* True if @opt was a unit option; *units updated (see common/units.h). */
+bool bx_units_option(int opt, unsigned int *units);
+
 extern const struct bx_cmd_group bx_inspect_group;
+extern const struct bx_cmd_group bx_filesystem_group;
+extern const struct bx_cmd_group bx_device_property_group;
+extern const struct bx_cmd_group bx_read_policy_group;
+extern const struct bx_cmd_group bx_property_group;
+extern const struct bx_cmd_group bx_device_group;
 
 #endif

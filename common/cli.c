@@ -6,6 +6,7 @@
 
 #include "cmds/commands.h"
 #include "common/error.h"
+#include "common/units.h"
 
 int bx_usage_error(const char *fmt, ...)
 {
@@ -67,4 +68,40 @@ int bx_check_argc(int nargs, int min, int max)
 	if (max >= 0 && nargs > max)
 		return bx_usage_error("too many arguments");
 	return 0;
+}
+
+bool bx_units_option(int opt, unsigned int *units)
+{
+	unsigned int fixed;
+
+	switch (opt) {
+	case 'b':
+		fixed = BX_UNITS_RAW;
+		break;
+	case 'k':
+		fixed = BX_UNITS_KIB;
+		break;
+	case 'm':
+		fixed = BX_UNITS_MIB;
+		break;
+	case 'g':
+		fixed = BX_UNITS_GIB;
+		break;
+	case 't':
+		fixed = BX_UNITS_TIB;
+		break;
+	case BX_OPT_UNITS + 0:
+		fixed = 0;
+		break;
+	case BX_OPT_UNITS + 1:
+		*units &= ~BX_UNITS_DECIMAL;
+		return true;
+	case BX_OPT_UNITS + 2:
+		*units |= BX_UNITS_DECIMAL;
+		return true;
+	default:
+		return false;
+	}
+	*units = (*units & ~0xffu) | fixed;
+	return true;
 }

@@ -76,9 +76,13 @@ const char *bx_warning(size_t i)
 	return i < nr_warnings ? warnings[i] : NULL;
 }
 
+void bx_warnings_truncate(size_t count)
+{
+	while (nr_warnings > count)
+		free(warnings[--nr_warnings]);
+}
+
 void bx_warnings_clear(void)
 {
-	for (size_t i = 0; i < nr_warnings; i++)
-		free(warnings[i]);
-	nr_warnings = 0;
+	bx_warnings_truncate(0);
 }

@@ -29,5 +29,7 @@ void bx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 size_t bx_warnings_count(void);
 const char *bx_warning(size_t i);
 void bx_warnings_clear(void);
+/* Drops the warnings recorded after the first @count (to undo a repeated query's). */
+void bx_warnings_truncate(size_t count);
 
 #endif

@@ -295,6 +295,17 @@ void bx_out_size(struct bx_out *out, const char *key, uint64_t bytes, unsigned i
 	field(out, key, json, text, flags);
 }
 
+void bx_out_double(struct bx_out *out, const char *key, double value, int decimals,
+		   unsigned int flags)
+{
+	char buf[64];
+
+	if (value != value || value > 1e300 || value < -1e300)
+		value = 0;
+	snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+	field(out, key, buf, buf, flags);
+}
+
 void bx_out_text_break(struct bx_out *out)
 {
 	if (out->format == BX_FORMAT_JSON)

@@ -55,6 +55,9 @@ void bx_out_hexbytes(struct bx_out *out, const char *key, const uint8_t *bytes, 
 /* A size: text in the chosen units, JSON always in bytes. */
 void bx_out_size(struct bx_out *out, const char *key, uint64_t bytes, unsigned int units,
 		 unsigned int flags);
+/* A fraction, e.g. a percentage: @decimals digits after the point in text and JSON. */
+void bx_out_double(struct bx_out *out, const char *key, double value, int decimals,
+		   unsigned int flags);
 /* Text only: ends the current line; the object's next fields go on a line indented deeper. */
 void bx_out_text_break(struct bx_out *out);
 /* Text only: free-form words on the current line (e.g. "key (256 INODE_ITEM 0)"). */

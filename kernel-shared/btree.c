@@ -238,8 +238,8 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 
 		if (bx_read_tree_block_mirror(fs, bytenr, mirror, expect, &eb, &status) == 0) {
 			if (mirror > 1)
-				bx_warn("tree block %llu: mirror 1 bad (%s), read mirror %d",
-					(unsigned long long)bytenr, reasons + 2, mirror);
+				bx_warn("tree block %llu: mirror 1 bad, read mirror %d (%s)",
+					(unsigned long long)bytenr, mirror, reasons + 2);
 			if (slot) {
 				bx_eb_put(*slot);
 				*slot = eb;
@@ -248,7 +248,7 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 			*out = eb;
 			return 0;
 		}
-		used += (size_t)snprintf(reasons + used, sizeof(reasons) - used, "%s mirror %d: %s",
+		used += (size_t)snprintf(reasons + used, sizeof(reasons) - used, "%smirror %d: %s",
 					 "; ", mirror, bx_eb_status_str(status));
 		if (used >= sizeof(reasons))
 			used = sizeof(reasons) - 1;

@@ -155,6 +155,11 @@ int bx_chunk_map_insert(struct bx_fs *fs, uint64_t logical, const struct btrfs_c
 	if (existing && existing->logical == logical &&
 	    existing->length == le64toh(item->length))
 		return 0;
+	/* A range past 2^64 would wrap and defeat the overlap check below. */
+	if (le64toh(item->length) > UINT64_MAX - logical)
+		return bx_error(-EUCLEAN, "chunk at logical %llu with length %llu wraps around",
+				(unsigned long long)logical,
+				(unsigned long long)le64toh(item->length));
 	chunk = calloc(1, sizeof(*chunk) + num_stripes * sizeof(chunk->stripes[0]));
 	if (!chunk)
 		return bx_error(-ENOMEM, "out of memory");

@@ -508,4 +508,37 @@ static inline uint64_t btrfs_chunk_item_size(int num_stripes)
 	return sizeof(struct btrfs_chunk) + (uint64_t)num_stripes * sizeof(struct btrfs_stripe);
 }
 
+/* Appended for dump-tree's item decoders. */
+struct btrfs_extent_inline_ref {
+	uint8_t type;
+	uint64_t offset;  /* EXTENT_DATA_REF: its btrfs_extent_data_ref starts here instead */
+} __attribute__((packed));
+
+struct btrfs_dev_replace_item {
+	uint64_t src_devid;
+	uint64_t cursor_left;
+	uint64_t cursor_right;
+	uint64_t cont_reading_from_srcdev_mode;
+	uint64_t replace_state;
+	uint64_t time_started;
+	uint64_t time_stopped;
+	uint64_t num_write_errors;
+	uint64_t num_uncorrectable_read_errors;
+} __attribute__((packed));
+
+struct btrfs_dir_log_item {
+	uint64_t end;
+} __attribute__((packed));
+
+/* Root tree item (FREE_SPACE UNTYPED <block group>) of the v1 free space cache. */
+struct btrfs_free_space_header {
+	struct btrfs_disk_key location;
+	uint64_t generation;
+	uint64_t num_entries;
+	uint64_t num_bitmaps;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct btrfs_extent_inline_ref) == 9, "inline ref size");
+_Static_assert(sizeof(struct btrfs_dev_replace_item) == 72, "dev replace item size");
+
 #endif

@@ -116,6 +116,16 @@ static int device_open(const char *path, unsigned int flags, struct bx_device **
 		goto fail;
 	}
 	dev->writable = flags & BX_OPEN_WRITE;
+	if (dev->writable && S_ISBLK(st.st_mode)) {
+		int ro = 0;
+
+		/* A read-only block device opens read-write; only the writes fail. */
+		if (ioctl(dev->fd, BLKROGET, &ro) == 0 && ro) {
+			ret = bx_error(-EROFS, "%s: cannot open for writing: the device is read-only",
+				       path);
+			goto fail;
+		}
+	}
 	ret = device_size(dev->fd, &st, path, &dev->size);
 	if (!ret)
 		ret = device_read_supers(dev);

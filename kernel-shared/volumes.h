@@ -107,6 +107,8 @@ struct bx_fs {
 	struct bx_block_cache *cache;
 	bool readahead;               /* forward readahead on tree walks */
 	unsigned int flags;
+	uint64_t nr_writes;           /* writes done through the write path */
+	uint64_t fault_after_writes;  /* crash tests: fail every write after this many */
 };
 
 /*

@@ -34,6 +34,18 @@ mkdir "$work/mnt/etc" && cp /etc/os-release /etc/hostname "$work/mnt/etc/"
 sha256sum "$work/mnt/big" | cut -d' ' -f1 >"$work/big.sha256"
 umount "$work/mnt"
 
+step "allocation hints, set offline: metadata on the small device, data on the others"
+"$btrfsx" device property set "${loops[0]}" allocation_hint metadata_preferred
+"$btrfsx" device property set "${loops[2]}" allocation_hint data_only
+"$btrfsx" filesystem show "${loops[0]}"
+echo "(btrfs-progs agrees: $(btrfs inspect-internal dump-super "${loops[2]}" | grep dev_item.type))"
+
+step "mounted: this kernel has no hint support, and btrfsx says so"
+mount "${loops[0]}" "$work/mnt"
+"$btrfsx" property get "${loops[2]}" allocation_hint || true
+"$btrfsx" read-policy get "$work/mnt" || true
+umount "$work/mnt"
+
 step "btrfsx inspect dump-super ${loops[1]}"
 "$btrfsx" inspect dump-super "${loops[1]}" | head -20
 

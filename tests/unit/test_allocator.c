@@ -862,7 +862,8 @@ static void test_hints_c(void)
  *    keeps tier order: devid 2 first, with the better of 3 and 4 (4: more
  *    avail): 4 chunks of 256 until devid 2's 1024 MiB are gone.
  *  - then tier 3 alone: 3 and 4 both have 10239 MiB: 39 * 256 + 255.
- *  Total 1023 + 1024 + 10239 = 12286 MiB in 48 chunks.
+ *  Total 1023 + 1024 + 10239 = 12286 MiB in 48 chunks. Every chunk from the
+ *  5th on is a fallback: the metadata_only devices (tier 1) are full.
  */
 static void test_hints_d(void)
 {
@@ -879,8 +880,10 @@ static void test_hints_d(void)
 	CHECK_U64(r.nr_chunks, 48, "(d) chunks");
 	CHECK_U64(r.logical_bytes, 12286 * MiB, "(d) metadata capacity");
 	if (r.nr_chunks == 48) {
-		for (i = 0; i < 4; i++)
+		for (i = 0; i < 4; i++) {
 			check_devids(&r.chunks[i], t1, 2, "(d) tier 1");
+			CHECK(!(r.chunks[i].flags & BX_ALLOC_F_FALLBACK), "(d) tier 1: no fallback");
+		}
 		CHECK_U64(r.chunks[3].stripe_size, 255 * MiB, "(d) devid 1's last 255 MiB");
 		for (i = 4; i < 8; i++) {
 			check_devids(&r.chunks[i], mixed_tiers, 2, "(d) tier 1 + tier 3");
@@ -889,7 +892,7 @@ static void test_hints_d(void)
 		}
 		for (i = 8; i < 48; i++)
 			if (!chunk_uses(&r.chunks[i], 3) || !chunk_uses(&r.chunks[i], 4) ||
-			    (r.chunks[i].flags & BX_ALLOC_F_FALLBACK))
+			    !(r.chunks[i].flags & BX_ALLOC_F_FALLBACK) || r.chunks[i].tiers != 1 << 3)
 				ok = false;
 		CHECK(ok, "(d) then tier 3 only");
 		CHECK_U64(r.chunks[47].stripe_size, 255 * MiB, "(d) last chunk");
@@ -1033,8 +1036,12 @@ static void test_sim_equals_decide(void)
 			failed++;
 			break;
 		}
+		uint64_t type = 0;
+
 		for (step = 0; step < 400; step++) {
-			uint64_t type = kinds[rnd() % 4] | profiles[rnd() % 9];
+			/* Runs of one type, so that replays start and get cut off. */
+			if (step == 0 || rnd() % 8 == 0)
+				type = kinds[rnd() % 4] | profiles[rnd() % 9];
 			struct bx_alloc_chunk a, b;
 			int ra, rb;
 			uint32_t j;
@@ -1050,6 +1057,7 @@ static void test_sim_equals_decide(void)
 			if (ra) {
 				if (rnd() % 3 == 0)
 					break;
+				type = kinds[rnd() % 4] | profiles[rnd() % 9];
 				continue;
 			}
 			if (a.length != b.length || a.stripe_size != b.stripe_size ||
@@ -1072,6 +1080,110 @@ static void test_sim_equals_decide(void)
 	}
 	CHECK_INT(mismatches, 0, "simulation == decide + apply");
 	CHECK(steps_total > 1000, "enough random steps (%d)", steps_total);
+}
+
+/*
+ * Whole fills: bx_alloc_simulate() (which detects repeating periods and
+ * replays them without sorting) against a plain decide + apply loop, chunk
+ * by chunk, on random filesystems: equal devices (ties, round-robins),
+ * a few sizes, random sizes, fragmented free space, hints, both sorts.
+ */
+static void test_fill_equals_reference(void)
+{
+	static const uint64_t profiles[] = { 0, RAID0, RAID1, RAID1C3, RAID1C4, RAID10,
+					     RAID5, RAID6, DUP };
+	static const uint64_t kinds[] = { DATA, DATA, META, SYS };
+	int round, bad_rounds = 0, rounds = 400;
+	uint64_t chunks = 0;
+
+	/* ALLOC_ROUNDS (and ALLOC_SEED, see main()): longer runs by hand. */
+	if (getenv("ALLOC_ROUNDS"))
+		rounds = atoi(getenv("ALLOC_ROUNDS"));
+	for (round = 0; round < rounds; round++) {
+		struct bx_alloc_device d[12], ref[12];
+		struct bx_alloc_params p = { 0 };
+		struct bx_alloc_sim_result r;
+		size_t n = 1 + rnd() % 12, i;
+		int shape = (int)(rnd() % 4), hinted = rnd() % 3 == 0;
+		uint64_t type = kinds[rnd() % 4] | profiles[rnd() % 9], k;
+		uint64_t budget = (type & SYS) ? 8 * GiB : (type & DATA) ? 400 * GiB : 60 * GiB;
+		bool ok = true;
+
+		p.flags = (uint32_t)(rnd() % 4) & (BX_ALLOC_STRICT | BX_ALLOC_SORT_PRE_6_9);
+		for (i = 0; i < n; i++) {
+			uint64_t size;
+
+			if (shape == 0)
+				size = budget / n;
+			else if (shape == 1)
+				size = (1 + rnd() % 3) * (budget / n / 2);
+			else
+				size = (1 + rnd() % (budget / n / (64 * 1024))) * 64 * 1024;
+			bx_alloc_device_init(&d[i], i + 1, size, hinted ? rnd() % 6 : 0);
+			if (shape == 3) {
+				int e;
+
+				for (e = 0; e < 8; e++)
+					bx_alloc_device_add_extent(&d[i], rnd() % size,
+								   1 + rnd() % (size / 16 + 1));
+			}
+			bx_alloc_device_init(&ref[i], i + 1, size, d[i].hint);
+			bx_alloc_device_set_holes(&ref[i], d[i].holes, d[i].nr_holes);
+			ref[i].bytes_used = d[i].bytes_used;
+		}
+		if (bx_alloc_simulate(d, n, type, &p, true, &r)) {
+			failed++;
+			break;
+		}
+		for (k = 0; ok; k++) {
+			struct bx_alloc_chunk a;
+			const struct bx_alloc_chunk *b = k < r.nr_chunks ? &r.chunks[k] : NULL;
+			uint32_t j;
+			int ret = bx_alloc_decide(ref, n, type, &p, &a);
+
+			if (ret) {
+				ok = ret == -ENOSPC && !b;
+				if (!ok && getenv("ALLOC_DEBUG"))
+					printf("decide %d at chunk %" PRIu64 ", simulation has %" PRIu64 "\n",
+					       ret, k, r.nr_chunks);
+				break;
+			}
+			if (!b || a.length != b->length || a.stripe_size != b->stripe_size ||
+			    a.num_stripes != b->num_stripes || a.flags != b->flags ||
+			    a.tiers != b->tiers)
+				ok = false;
+			for (j = 0; ok && j < a.num_stripes; j++)
+				if (a.stripes[j].devid != b->stripes[j].devid ||
+				    a.stripes[j].physical != b->stripes[j].physical)
+					ok = false;
+			if (!ok && getenv("ALLOC_DEBUG")) {
+				printf("flags %u sizes:", p.flags);
+				for (i = 0; i < n; i++)
+					printf(" %" PRIu64 "/%" PRIu64 "/h%" PRIu64, ref[i].total_bytes >> 20,
+					       bx_alloc_device_unallocated(&ref[i]) >> 20, ref[i].hint);
+				printf("\nref:");
+				for (j = 0; j < a.num_stripes; j++)
+					printf(" %" PRIu64 "@%" PRIu64, a.stripes[j].devid, a.stripes[j].physical >> 20);
+				printf(" len %" PRIu64 "\nsim:", a.length >> 20);
+				for (j = 0; b && j < b->num_stripes; j++)
+					printf(" %" PRIu64 "@%" PRIu64, b->stripes[j].devid, b->stripes[j].physical >> 20);
+				printf(" len %" PRIu64 "\n", b ? b->length >> 20 : 0);
+			}
+			bx_alloc_apply(ref, n, &a);
+			bx_alloc_chunk_release(&a);
+		}
+		if (!ok) {
+			bad_rounds++;
+			printf("fill mismatch: round %d type 0x%" PRIx64 " devices %zu shape %d chunk %"
+			       PRIu64 "\n", round, type, n, shape, k);
+		}
+		chunks += r.nr_chunks;
+		bx_alloc_sim_result_release(&r);
+		freedevs(d, n);
+		freedevs(ref, n);
+	}
+	CHECK_INT(bad_rounds, 0, "fills equal decide + apply");
+	CHECK(chunks > 20000, "enough chunks compared (%" PRIu64 ")", chunks);
 }
 
 /* ---- speed ---- */
@@ -1112,7 +1224,7 @@ static void test_speed(void)
 		bx_alloc_simulate(d, 24, runs[k].type, NULL, false, &r);
 		t = now() - t0;
 		printf("1 PiB / 24 equal devices, %-7s: %.3f s, %" PRIu64 " chunks, %" PRIu64
-		       " GiB\n", runs[k].name, t, r.nr_chunks, r.logical_bytes / GiB);
+		       " GiB\n", runs[k].name, t, r.nr_chunks, (uint64_t)(r.logical_bytes / GiB));
 		if (runs[k].type == DATA)
 			CHECK_U64(r.logical_bytes, 24 * (size - MiB), "1 PiB single capacity");
 		bx_alloc_sim_result_release(&r);
@@ -1137,8 +1249,40 @@ static void test_speed(void)
 			bx_alloc_simulate(d, 24, runs[k].type, NULL, k == 0, &r);
 			t = now() - t0;
 			printf("1 PiB / 24 uneven devices, %-7s: %.3f s, %" PRIu64 " chunks, %" PRIu64
-			       " GiB%s\n", runs[k].name, t, r.nr_chunks, r.logical_bytes / GiB,
+			       " GiB%s\n", runs[k].name, t, r.nr_chunks, (uint64_t)(r.logical_bytes / GiB),
 			       k == 0 ? " (chunk list recorded)" : "");
+			bx_alloc_sim_result_release(&r);
+		}
+		freedevs(d, 24);
+	}
+
+	/*
+	 * With hints: 4 metadata_only (2 TiB), 4 metadata_preferred (8 TiB),
+	 * 16 data_preferred (40..69 TiB): about 0.9 PiB.
+	 */
+	{
+		static const struct {
+			const char *name;
+			uint64_t type;
+		} hruns[] = {
+			{ "data single", DATA }, { "data raid1", DATA | RAID1 },
+			{ "data raid10", DATA | RAID10 }, { "meta raid1c3", META | RAID1C3 },
+		};
+		uint64_t hints[24];
+		struct bx_alloc_sim_result r;
+		double t0, t;
+
+		for (i = 0; i < 24; i++) {
+			hints[i] = i < 4 ? BX_HINT_METADATA_ONLY : i < 8 ? BX_HINT_METADATA_PREFERRED : 0;
+			sizes[i] = i < 4 ? 2 * TiB : i < 8 ? 8 * TiB : (40 + (i * 13) % 30) * TiB;
+		}
+		mkdevs(d, 24, sizes, hints);
+		for (k = 0; k < sizeof(hruns) / sizeof(hruns[0]); k++) {
+			t0 = now();
+			bx_alloc_simulate(d, 24, hruns[k].type, NULL, false, &r);
+			t = now() - t0;
+			printf("0.9 PiB / 24 hinted devices, %-12s: %.3f s, %" PRIu64 " chunks, %" PRIu64
+			       " GiB\n", hruns[k].name, t, r.nr_chunks, (uint64_t)(r.logical_bytes / GiB));
 			bx_alloc_sim_result_release(&r);
 		}
 		freedevs(d, 24);
@@ -1147,6 +1291,8 @@ static void test_speed(void)
 
 int main(void)
 {
+	if (getenv("ALLOC_SEED"))
+		rng_state = strtoull(getenv("ALLOC_SEED"), NULL, 0) * 2654435761ULL + 1;
 	test_limits();
 	test_first_chunks();
 	test_fill_uneven();
@@ -1162,6 +1308,7 @@ int main(void)
 	test_hints_e();
 	test_hints_misc();
 	test_sim_equals_decide();
+	test_fill_equals_reference();
 	test_speed();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

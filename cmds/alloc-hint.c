@@ -1,0 +1,91 @@
+/* The allocation_hint property of devices: handlers for cmds/property.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds/commands.h"
+#include "cmds/property.h"
+#include "common/alloc-hint.h"
+#include "common/error.h"
+#include "kernel-shared/hints.h"
+
+static void hint_text(uint64_t hint, char *buf, size_t len)
+{
+	const char *name = bx_hint_name(hint);
+
+	if (name)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "unknown(%llu)", (unsigned long long)hint);
+}
+
+static const char *iface_name(enum bx_hint_iface iface)
+{
+	switch (iface) {
+	case BX_HINT_IFACE_NAME:
+		return "allocation_hint";
+	case BX_HINT_IFACE_TYPE:
+		return "type";
+	default:
+		return NULL;
+	}
+}
+
+int bx_alloc_hint_prop_get(struct bx_ctx *ctx, const char *object, char *value, size_t len)
+{
+	struct bx_hint_state st;
+	int ret = bx_hint_get(ctx->sysfs_root, object, &st);
+
+	if (ret)
+		return ret;
+	hint_text(st.hint, value, len);
+	return 0;
+}
+
+int bx_alloc_hint_prop_details(struct bx_ctx *ctx, const char *object)
+{
+	size_t nr_warnings = bx_warnings_count();
+	struct bx_hint_state st;
+	int ret = bx_hint_get(ctx->sysfs_root, object, &st);
+
+	/* Warnings were already given for the value itself. */
+	bx_warnings_truncate(nr_warnings);
+	if (ret)
+		return ret;
+	bx_out_u64(ctx->out, "devid", st.devid, BX_F_JSON_ONLY);
+	bx_out_str(ctx->out, "path", st.path, BX_F_JSON_ONLY);
+	bx_out_u64(ctx->out, "value", st.hint, BX_F_JSON_ONLY);
+	bx_out_u64(ctx->out, "type", st.type, BX_F_JSON_ONLY);
+	bx_out_bool(ctx->out, "mounted", st.mounted, BX_F_JSON_ONLY);
+	bx_out_str(ctx->out, "kernel_interface", iface_name(st.iface), BX_F_JSON_ONLY);
+	bx_out_bool(ctx->out, "effective", st.effective, BX_F_JSON_ONLY);
+	return 0;
+}
+
+int bx_alloc_hint_prop_set(struct bx_ctx *ctx, const char *object, const char *value,
+			   char *now, size_t len)
+{
+	struct bx_hint_state before, after;
+	char old[32];
+	uint64_t hint;
+	int ret;
+
+	ret = bx_hint_parse(value, ctx->force, &hint);
+	if (ret)
+		return ret;
+	if (!bx_hint_name(hint))
+		bx_warn("writing unknown allocation hint value %llu (--force)",
+			(unsigned long long)hint);
+	ret = bx_hint_set(ctx->sysfs_root, object, hint, ctx->force ? BX_HINT_SET_FORCE : 0,
+			  ctx->fault_after_writes, &before, &after);
+	if (ret)
+		return bx_error_wrap(ret, "%s", object);
+	hint_text(before.hint, old, sizeof(old));
+	hint_text(after.hint, now, len);
+	bx_out_str(ctx->out, "previous", old, BX_F_JSON_ONLY);
+	bx_out_textf(ctx->out, "%s: devid %llu allocation_hint %s -> %s (%s)", object,
+		     (unsigned long long)before.devid, old, now,
+		     before.mounted ? "through the kernel" :
+		     "offline: chunk tree device item and superblock copies rewritten");
+	return 0;
+}

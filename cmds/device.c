@@ -1,0 +1,239 @@
+/* btrfsx device: per-device views of a mounted filesystem. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmds/commands.h"
+#include "common/error.h"
+#include "common/io-stats.h"
+#include "common/mounted-fs.h"
+#include "common/read-policy.h"
+#include "common/units.h"
+
+/* ---- io-stats ---- */
+
+static const char *const io_stats_usage[] = {
+	"btrfsx device io-stats [-i <seconds>] [-c <count>] [<units>] <path>",
+	"Show how reads are spread over the devices of a mounted filesystem.",
+	"",
+	"Samples the read counters of every member block device (its stat in",
+	"sysfs) over an interval, and prints per device the reads and the bytes",
+	"read in it with their share of the total, <count> times. Shows the read",
+	"policy beside them: whether it spreads reads is what this is for.",
+	"",
+	"-i|--interval <seconds>  length of a sample (default 1, fractions allowed)",
+	"-c|--count <count>       number of samples (default 1)",
+	"--raw, --human-readable, --iec, --si, -b, -k, -m, -g, -t   units of sizes",
+	NULL
+};
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_seconds(double seconds)
+{
+	struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static double share(uint64_t part, uint64_t total)
+{
+	return total ? 100.0 * (double)part / (double)total : 0.0;
+}
+
+static void print_sample(struct bx_out *out, unsigned int units, unsigned int index,
+			 double elapsed, const struct bx_mounted_fs *fs,
+			 const struct bx_dev_reads *before, const struct bx_dev_reads *after)
+{
+	uint64_t total_reads = 0, total_bytes = 0;
+	char heading[64];
+
+	for (size_t i = 0; i < fs->nr_devs; i++) {
+		total_reads += after[i].reads - before[i].reads;
+		total_bytes += after[i].read_bytes - before[i].read_bytes;
+	}
+	snprintf(heading, sizeof(heading), "sample %u (%.2fs):", index, elapsed);
+	bx_out_obj_begin(out, NULL, BX_OBJ_LINES, heading);
+	bx_out_u64(out, "sample", index, BX_F_JSON_ONLY);
+	bx_out_double(out, "seconds", elapsed, 3, BX_F_JSON_ONLY);
+	bx_out_list_begin(out, "devices");
+	for (size_t i = 0; i < fs->nr_devs; i++) {
+		uint64_t reads = after[i].reads - before[i].reads;
+		uint64_t bytes = after[i].read_bytes - before[i].read_bytes;
+
+		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
+		bx_out_u64(out, "devid", after[i].devid, 0);
+		bx_out_str(out, "device", after[i].path[0] ? after[i].path : NULL, 0);
+		if (!after[i].present)
+			bx_out_bool(out, "present", false, 0);
+		else
+			bx_out_bool(out, "present", true, BX_F_JSON_ONLY);
+		bx_out_u64(out, "reads", reads, 0);
+		bx_out_double(out, "reads_pct", share(reads, total_reads), 2, 0);
+		bx_out_size(out, "read_bytes", bytes, units, 0);
+		bx_out_double(out, "read_bytes_pct", share(bytes, total_bytes), 2, 0);
+		bx_out_obj_end(out);
+	}
+	bx_out_list_end(out);
+	bx_out_obj_begin(out, "total", BX_OBJ_INLINE, NULL);
+	bx_out_textf(out, "total");
+	bx_out_u64(out, "reads", total_reads, 0);
+	bx_out_size(out, "read_bytes", total_bytes, units, 0);
+	bx_out_obj_end(out);
+	bx_out_obj_end(out);
+}
+
+static int parse_interval(const char *arg, double *seconds)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v > 0) || v > 86400)
+		return bx_usage_error("invalid interval '%s' (seconds, more than 0)", arg);
+	*seconds = v;
+	return 0;
+}
+
+static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
+{
+	enum { OPT_RAW = 256, OPT_HUMAN, OPT_IEC, OPT_SI };
+	static const struct option longopts[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "raw", no_argument, NULL, OPT_RAW },
+		{ "human-readable", no_argument, NULL, OPT_HUMAN },
+		{ "iec", no_argument, NULL, OPT_IEC },
+		{ "si", no_argument, NULL, OPT_SI },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct bx_dev_reads *before = NULL, *after = NULL, *tmp;
+	unsigned int units = 0, base = BX_UNITS_BINARY;
+	struct bx_mounted_fs fs;
+	struct bx_rp_state st;
+	double interval = 1.0, start;
+	uint64_t count = 1;
+	char policy[64];
+	int opt, ret;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "i:c:bkmgth", longopts)) != -1) {
+		switch (opt) {
+		case 'i':
+			ret = parse_interval(optarg, &interval);
+			if (ret)
+				return ret;
+			break;
+		case 'c':
+			if (bx_parse_u64(optarg, &count) || count == 0 || count > 1000000)
+				return bx_usage_error("invalid count '%s' (a number from 1)", optarg);
+			break;
+		case OPT_RAW:
+		case 'b':
+			units = BX_UNITS_RAW;
+			break;
+		case OPT_HUMAN:
+			units = 0;
+			break;
+		case OPT_IEC:
+			base = BX_UNITS_BINARY;
+			break;
+		case OPT_SI:
+			base = BX_UNITS_DECIMAL;
+			break;
+		case 'k':
+			units = BX_UNITS_KIB;
+			break;
+		case 'm':
+			units = BX_UNITS_MIB;
+			break;
+		case 'g':
+			units = BX_UNITS_GIB;
+			break;
+		case 't':
+			units = BX_UNITS_TIB;
+			break;
+		default:
+			return bx_opt_result(opt);
+		}
+	}
+	units |= base;
+	ret = bx_check_argc(argc - optind, 1, 1);
+	if (ret)
+		return ret;
+	ret = bx_mounted_open(argv[optind], &fs);
+	if (ret)
+		return ret;
+	before = calloc(fs.nr_devs ? fs.nr_devs : 1, sizeof(*before));
+	after = calloc(fs.nr_devs ? fs.nr_devs : 1, sizeof(*after));
+	if (!before || !after) {
+		ret = bx_error(-ENOMEM, "out of memory");
+		goto out;
+	}
+	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);
+	bx_out_str(ctx->out, "path", fs.path, 0);
+	if (bx_rp_read(ctx->sysfs_root, fs.fsid_str, &st) == 0) {
+		bx_rp_format(&st.active, policy, sizeof(policy));
+		bx_out_str(ctx->out, "read_policy", policy, 0);
+	} else {
+		bx_error_clear();
+		bx_out_str(ctx->out, "read_policy", NULL, 0);
+	}
+	bx_out_double(ctx->out, "interval", interval, 3, 0);
+	ret = bx_read_dev_reads(ctx->sysfs_root, &fs, before);
+	if (ret)
+		goto out;
+	for (size_t i = 0; i < fs.nr_devs; i++)
+		if (!before[i].present)
+			bx_warn("%s: device %llu (%s) has no block device statistics", fs.path,
+				(unsigned long long)before[i].devid,
+				before[i].path[0] ? before[i].path : "missing");
+	bx_out_list_begin(ctx->out, "samples");
+	start = now_seconds();
+	for (uint64_t n = 1; n <= count; n++) {
+		double t;
+
+		sleep_seconds(interval);
+		ret = bx_read_dev_reads(ctx->sysfs_root, &fs, after);
+		if (ret)
+			break;
+		t = now_seconds();
+		print_sample(ctx->out, units, (unsigned int)n, t - start, &fs, before, after);
+		fflush(stdout);
+		start = t;
+		tmp = before;
+		before = after;
+		after = tmp;
+	}
+	bx_out_list_end(ctx->out);
+out:
+	free(before);
+	free(after);
+	bx_mounted_close(&fs);
+	return ret;
+}
+
+static const char *const device_usage[] = {
+	"btrfsx device <command> [<args>]",
+	"Per-device views and settings.",
+	NULL
+};
+
+static const struct bx_cmd device_cmds[] = {
+	{ "io-stats", cmd_io_stats, io_stats_usage, NULL, BX_CMD_JSON },
+	{ "property", NULL, NULL, &bx_device_property_group, 0 },
+	{ NULL },
+};
+
+const struct bx_cmd_group bx_device_group = { device_usage, device_cmds };

@@ -1,0 +1,225 @@
+/* btrfsx filesystem: show (devices with their allocation hints). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <blkid/blkid.h>
+#include <uuid/uuid.h>
+
+#include "cmds/commands.h"
+#include "common/alloc-hint.h"
+#include "common/error.h"
+#include "common/mounted-fs.h"
+#include "common/offline.h"
+#include "common/units.h"
+#include "kernel-shared/dev-item.h"
+#include "kernel-shared/hints.h"
+
+static const char *const show_usage[] = {
+	"btrfsx filesystem show [<units>] [<path>...]",
+	"Show filesystems with their devices' sizes, usage and allocation hints.",
+	"",
+	"<path> is a mount point, or member devices / image files of an",
+	"unmounted filesystem (other members are found by fsid). Without a",
+	"path: every btrfs filesystem on the block devices libblkid sees.",
+	"Sizes: --raw, --human-readable (default), --iec, --si, -b -k -m -g -t.",
+	NULL
+};
+
+struct show_opts {
+	unsigned int units;
+};
+
+static void print_hint_fields(struct bx_out *out, const struct bx_hint_state *st, bool known)
+{
+	const char *name = known ? bx_hint_name(st->hint) : NULL;
+	char raw[32];
+
+	if (!known) {
+		bx_out_str(out, "allocation_hint", NULL, 0);
+		return;
+	}
+	snprintf(raw, sizeof(raw), "unknown(%llu)", (unsigned long long)st->hint);
+	bx_out_str(out, "allocation_hint", name ? name : raw, 0);
+	bx_out_u64(out, "hint_value", st->hint, BX_F_JSON_ONLY);
+	bx_out_bool(out, "effective", st->effective, BX_F_JSON_ONLY);
+}
+
+static void print_device(struct bx_out *out, uint64_t devid, uint64_t size, uint64_t used,
+			 const char *path, const struct bx_hint_state *st, bool hint_known,
+			 unsigned int units)
+{
+	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
+	bx_out_u64(out, "devid", devid, 0);
+	bx_out_size(out, "size", size, units, 0);
+	bx_out_size(out, "used", used, units, 0);
+	bx_out_str(out, "path", path ? path : "missing", 0);
+	print_hint_fields(out, st, hint_known);
+	bx_out_obj_end(out);
+}
+
+static void print_fs_header(struct bx_out *out, const char *label, const uint8_t fsid[16],
+			    uint64_t nr_devices, uint64_t bytes_used, const char *mountpoint,
+			    unsigned int units)
+{
+	char fsid_str[37], heading[512], used[48];
+
+	uuid_unparse(fsid, fsid_str);
+	bx_pretty_size(bytes_used, units, used, sizeof(used));
+	snprintf(heading, sizeof(heading), "Label: %s  uuid: %s\n\tTotal devices %llu FS bytes "
+		 "used %s%s%s", *label ? label : "none", fsid_str, (unsigned long long)nr_devices,
+		 used, mountpoint ? "  mounted at " : "", mountpoint ? mountpoint : "");
+	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, heading);
+	bx_out_str(out, "label", label, BX_F_JSON_ONLY);
+	bx_out_uuid(out, "fsid", fsid, BX_F_JSON_ONLY);
+	bx_out_u64(out, "total_devices", nr_devices, BX_F_JSON_ONLY);
+	bx_out_u64(out, "bytes_used", bytes_used, BX_F_JSON_ONLY);
+	bx_out_str(out, "mountpoint", mountpoint, BX_F_JSON_ONLY);
+	bx_out_list_begin(out, "devices");
+}
+
+struct offline_show {
+	struct bx_ctx *ctx;
+	struct bx_fs *fs;
+	unsigned int units;
+};
+
+static int show_dev_item(void *arg, const struct btrfs_dev_item *item)
+{
+	struct offline_show *os = arg;
+	uint64_t devid = le64toh(item->devid);
+	struct bx_device *dev = bx_fs_device(os->fs, devid);
+	struct bx_hint_state st = { .devid = devid, .type = le64toh(item->type) };
+	bool known = true;
+
+	st.hint = bx_hint_of_type(st.type);
+	/* A present member may be mounted with a kernel that reports the live value. */
+	if (dev && bx_hint_get(os->ctx->sysfs_root, dev->path, &st))
+		known = false;
+	print_device(os->ctx->out, devid, le64toh(item->total_bytes), le64toh(item->bytes_used),
+		     dev ? dev->path : NULL, &st, known, os->units);
+	return 0;
+}
+
+static int show_offline(struct bx_ctx *ctx, char *const *paths, int nr_paths, unsigned int units)
+{
+	struct offline_show os = { ctx, NULL, units };
+	char mnt[4096], label[BTRFS_LABEL_SIZE + 1];
+	bool mounted;
+	int ret;
+
+	ret = bx_fs_open(&os.fs, paths, nr_paths, BX_OPEN_DEGRADED);
+	if (ret)
+		return ret;
+	mounted = bx_fs_is_mounted(ctx->sysfs_root, os.fs->fsid, mnt, sizeof(mnt));
+	memcpy(label, os.fs->sb.label, BTRFS_LABEL_SIZE);
+	label[BTRFS_LABEL_SIZE] = '\0';
+	print_fs_header(ctx->out, label, os.fs->fsid, le64toh(os.fs->sb.num_devices),
+			le64toh(os.fs->sb.bytes_used), mounted ? mnt : NULL, units);
+	ret = bx_for_each_dev_item(os.fs, show_dev_item, &os);
+	bx_out_list_end(ctx->out);
+	bx_out_obj_end(ctx->out);
+	bx_fs_close(os.fs);
+	return ret;
+}
+
+static int show_mounted(struct bx_ctx *ctx, const char *path, unsigned int units)
+{
+	struct bx_mounted_fs mfs;
+	uint64_t used = 0;
+	int ret = bx_mounted_open(path, &mfs);
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < mfs.nr_devs; i++)
+		used += mfs.devs[i].bytes_used;
+	print_fs_header(ctx->out, "", mfs.fsid, mfs.nr_devs, used, path, units);
+	for (size_t i = 0; i < mfs.nr_devs; i++) {
+		const struct bx_mounted_dev *d = &mfs.devs[i];
+		struct bx_hint_state st = { .devid = d->devid };
+		bool known = *d->path && !bx_hint_get(ctx->sysfs_root, d->path, &st);
+
+		print_device(ctx->out, d->devid, d->total_bytes, d->bytes_used,
+			     *d->path ? d->path : NULL, &st, known, units);
+	}
+	bx_error_clear();
+	bx_out_list_end(ctx->out);
+	bx_out_obj_end(ctx->out);
+	bx_mounted_close(&mfs);
+	return 0;
+}
+
+/* Every btrfs filesystem libblkid sees, one member named per fsid. */
+static int show_all(struct bx_ctx *ctx, unsigned int units)
+{
+	char seen[64][37];
+	int nr_seen = 0, ret = 0;
+	blkid_dev_iterate iter;
+	blkid_cache cache;
+	blkid_dev bdev;
+
+	if (blkid_get_cache(&cache, "/dev/null") < 0)
+		return bx_error(-ENOMEM, "cannot scan block devices");
+	blkid_probe_all(cache);
+	iter = blkid_dev_iterate_begin(cache);
+	blkid_dev_set_search(iter, "TYPE", "btrfs");
+	while (!ret && blkid_dev_next(iter, &bdev) == 0) {
+		char *uuid = blkid_get_tag_value(cache, "UUID", blkid_dev_devname(bdev));
+		char *name = (char *)blkid_dev_devname(bdev);
+		bool dup = false;
+
+		for (int i = 0; uuid && i < nr_seen; i++)
+			dup |= !strcmp(seen[i], uuid);
+		if (uuid && !dup && nr_seen < 64) {
+			snprintf(seen[nr_seen++], sizeof(seen[0]), "%s", uuid);
+			ret = show_offline(ctx, &name, 1, units);
+		}
+		free(uuid);
+	}
+	blkid_dev_iterate_end(iter);
+	blkid_put_cache(cache);
+	return ret;
+}
+
+static int cmd_show(struct bx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		BX_UNITS_LONGOPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	unsigned int units = 0;
+	struct stat st;
+	int opt, ret;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "bkmgth", longopts)) != -1) {
+		if (bx_units_option(opt, &units))
+			continue;
+		return bx_opt_result(opt);
+	}
+	bx_out_list_begin(ctx->out, "filesystems");
+	if (argc == optind)
+		ret = show_all(ctx, units);
+	else if (stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode))
+		ret = bx_check_argc(argc - optind, 1, 1) ? BX_EXIT_USAGE :
+		      show_mounted(ctx, argv[optind], units);
+	else
+		ret = show_offline(ctx, argv + optind, argc - optind, units);
+	bx_out_list_end(ctx->out);
+	return ret;
+}
+
+static const char *const filesystem_usage[] = {
+	"btrfsx filesystem <command> [<args>]",
+	"Filesystem-wide views: devices and hints.",
+	NULL
+};
+
+static const struct bx_cmd filesystem_cmds[] = {
+	{ "show", cmd_show, show_usage, NULL, BX_CMD_JSON },
+	{ NULL },
+};
+
+const struct bx_cmd_group bx_filesystem_group = { filesystem_usage, filesystem_cmds };

@@ -1,0 +1,805 @@
+/*
+ * btrfsx read-policy: show, switch, persist and apply the RAID1-family read
+ * policy; the tunables of the earlier read_policies/ interface; and the
+ * read_policy filesystem property. The work is in common/read-policy.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "cmds/commands.h"
+#include "cmds/property.h"
+#include "common/error.h"
+#include "common/mounted-fs.h"
+#include "common/read-policy.h"
+
+#define MOUNTINFO "/proc/self/mountinfo"
+#define CMDLINE "/proc/cmdline"
+#define MODPROBE_DIR "/etc/modprobe.d"
+
+#define NO_EFFECT_WARNING \
+	"%s: no RAID1, RAID1C3, RAID1C4 or RAID10 block group: the read policy changes nothing on this filesystem"
+
+/* Warns when no block group is mirrored; errors here only cost the warning. */
+static void warn_if_no_effect(struct bx_ctx *ctx, const struct bx_mounted_fs *fs,
+			      struct bx_rp_mirrored *mirrored)
+{
+	struct bx_rp_mirrored local;
+
+	if (!mirrored)
+		mirrored = &local;
+	if (bx_rp_mirrored(ctx->sysfs_root, fs, mirrored)) {
+		bx_error_clear();
+		mirrored->nr = (size_t)-1;
+		return;
+	}
+	if (mirrored->nr == 0)
+		bx_warn(NO_EFFECT_WARNING, fs->path);
+}
+
+static void print_joined_list(struct bx_out *out, const char *key, const char *const *items,
+			      size_t nr)
+{
+	char text[512] = "";
+
+	for (size_t i = 0; i < nr; i++) {
+		size_t used = strlen(text);
+
+		snprintf(text + used, sizeof(text) - used, "%s%s", i ? " " : "", items[i]);
+	}
+	bx_out_str(out, key, nr ? text : "none", BX_F_TEXT_ONLY);
+	bx_out_list_begin(out, key);
+	for (size_t i = 0; i < nr; i++)
+		bx_out_str(out, NULL, items[i], BX_F_JSON_ONLY);
+	bx_out_list_end(out);
+}
+
+static void print_offered(struct bx_out *out, const struct bx_rp_state *st)
+{
+	const char *items[BX_RP_MAX_OFFERED];
+
+	for (size_t i = 0; i < st->nr_offered; i++)
+		items[i] = st->offered[i].value.name;
+	print_joined_list(out, "available", items, st->nr_offered);
+}
+
+static void print_tunables(struct bx_ctx *ctx, const char *fsid)
+{
+	bx_out_obj_begin(ctx->out, "tunables", BX_OBJ_LINES, "tunables:");
+	for (const struct bx_rp_tunable *t = bx_rp_tunables; t->name; t++) {
+		uint64_t value;
+
+		if (bx_rp_tunable_get(ctx->sysfs_root, fsid, t, &value)) {
+			bx_error_clear();
+			bx_out_str(ctx->out, t->name, NULL, 0);
+			continue;
+		}
+		bx_out_u64(ctx->out, t->name, value, 0);
+	}
+	bx_out_obj_end(ctx->out);
+}
+
+/* ---- get ---- */
+
+static const char *const get_usage[] = {
+	"btrfsx read-policy get <path>",
+	"Show the read policy of a mounted filesystem and what the kernel offers.",
+	"",
+	"<path> is the mount point or any path on the filesystem. Shows the kernel",
+	"interface found (read_policy, read_policies or none), the active policy,",
+	"the policies this kernel offers, the RAID1-family block groups the policy",
+	"affects, the policy recorded for every mount and the module default.",
+	NULL
+};
+
+static int cmd_get(struct bx_ctx *ctx, int argc, char **argv)
+{
+	struct bx_rp_mirrored mirrored;
+	struct bx_rp_config config;
+	struct bx_mounted_fs fs;
+	struct bx_rp_state st;
+	char active[64], module_value[128], module_source[4096];
+	const struct bx_rp_record *rec;
+	const char *items[BX_RP_MAX_MIRRORED];
+	int ret, opt, has_module;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "h", NULL)) != -1)
+		return bx_opt_result(opt);
+	ret = bx_check_argc(argc - optind, 1, 1);
+	if (ret)
+		return ret;
+	ret = bx_mounted_open(argv[optind], &fs);
+	if (ret)
+		return ret;
+	ret = bx_rp_read(ctx->sysfs_root, fs.fsid_str, &st);
+	if (ret)
+		goto out;
+	ret = bx_rp_config_load(ctx->config_dir, &config);
+	if (ret)
+		goto out;
+	rec = bx_rp_config_find(&config, fs.fsid_str);
+	warn_if_no_effect(ctx, &fs, &mirrored);
+	has_module = bx_rp_module_default(CMDLINE, MODPROBE_DIR, module_value,
+					  sizeof(module_value), module_source,
+					  sizeof(module_source));
+	bx_rp_format(&st.active, active, sizeof(active));
+
+	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);
+	bx_out_str(ctx->out, "path", fs.path, 0);
+	bx_out_str(ctx->out, "interface", bx_rp_iface_name(st.iface), 0);
+	bx_out_str(ctx->out, "policy", active, 0);
+	print_offered(ctx->out, &st);
+	bx_out_str(ctx->out, "kernel_shows", st.iface == BX_RP_IFACE_NONE ? NULL : st.raw, 0);
+	if (mirrored.nr != (size_t)-1) {
+		for (size_t i = 0; i < mirrored.nr; i++)
+			items[i] = mirrored.names[i];
+		print_joined_list(ctx->out, "mirrored", items, mirrored.nr);
+		bx_out_bool(ctx->out, "affects_reads", mirrored.nr > 0, 0);
+	}
+	bx_out_str(ctx->out, "persistent", rec ? rec->policy : NULL, 0);
+	bx_out_str(ctx->out, "module_default", has_module > 0 ? module_value : NULL, 0);
+	if (has_module > 0)
+		bx_out_str(ctx->out, "module_default_source", module_source, BX_F_JSON_ONLY);
+	if (st.has_tunables)
+		print_tunables(ctx, fs.fsid_str);
+	bx_rp_config_free(&config);
+out:
+	bx_mounted_close(&fs);
+	return ret;
+}
+
+/* ---- set ---- */
+
+static const char *const set_usage[] = {
+	"btrfsx read-policy set [--persistent] <path> <policy>",
+	"Switch the read policy of a mounted filesystem, and keep it across mounts.",
+	"",
+	"<policy> is one of:",
+	"  pid                  the mirror by process id (the kernel's default)",
+	"  round-robin          spread reads over the mirrors in turn",
+	"  round-robin:<size>   ... switching after <size> bytes (K, M, G suffixes;",
+	"                       a multiple of the sector size)",
+	"  devid                read from the device the kernel picks",
+	"  devid:<devid>        read from device <devid> of this filesystem",
+	"The request is checked against what the running kernel offers before it is",
+	"written, and read back. round-robin and devid need Linux 6.14 or later",
+	"with CONFIG_BTRFS_EXPERIMENTAL; older kernels offer only pid.",
+	"",
+	"-p|--persistent   also record it (by FSID) in <config_dir>/read-policy.conf;",
+	"                  btrfsx-read-policy.service applies it at every mount",
+	NULL
+};
+
+static int record_policy(struct bx_ctx *ctx, const char *fsid, const char *policy)
+{
+	struct bx_rp_config config;
+	int ret;
+
+	ret = bx_rp_config_load(ctx->config_dir, &config);
+	if (ret)
+		return ret;
+	ret = bx_rp_config_put(&config, fsid, policy);
+	if (!ret)
+		ret = bx_rp_config_save(ctx->config_dir, &config);
+	bx_rp_config_free(&config);
+	return ret;
+}
+
+/* Without --persistent, a different recorded policy comes back at the next mount: say so. */
+static void warn_if_recorded_differs(struct bx_ctx *ctx, const char *fsid, const char *wanted)
+{
+	const struct bx_rp_record *rec;
+	struct bx_rp_config config;
+
+	if (bx_rp_config_load(ctx->config_dir, &config)) {
+		bx_error_clear();
+		return;
+	}
+	rec = bx_rp_config_find(&config, fsid);
+	if (rec && strcmp(rec->policy, wanted))
+		bx_warn("filesystem %s has '%s' recorded for every mount; it comes back at the next mount (use --persistent to record '%s')",
+			fsid, rec->policy, wanted);
+	bx_rp_config_free(&config);
+}
+
+static int cmd_set(struct bx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "persistent", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct bx_rp_state before, after;
+	struct bx_rp_value value;
+	struct bx_mounted_fs fs;
+	char previous[64], now[64], wanted[64];
+	bool persistent = false, changed;
+	int opt, ret;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "ph", longopts)) != -1) {
+		if (opt == 'p')
+			persistent = true;
+		else
+			return bx_opt_result(opt);
+	}
+	ret = bx_check_argc(argc - optind, 2, 2);
+	if (ret)
+		return ret;
+	ret = bx_rp_parse(argv[optind + 1], &value);
+	if (ret)
+		return ret;
+	ret = bx_mounted_open(argv[optind], &fs);
+	if (ret)
+		return ret;
+	ret = bx_rp_read(ctx->sysfs_root, fs.fsid_str, &before);
+	if (ret)
+		goto out;
+	ret = bx_rp_set(ctx->sysfs_root, &fs, &value, &after, &changed);
+	if (ret) {
+		ret = bx_error_wrap(ret, "%s", fs.path);
+		goto out;
+	}
+	warn_if_no_effect(ctx, &fs, NULL);
+	bx_rp_format(&value, wanted, sizeof(wanted));
+	if (persistent) {
+		ret = record_policy(ctx, fs.fsid_str, wanted);
+		if (ret)
+			goto out;
+	} else {
+		warn_if_recorded_differs(ctx, fs.fsid_str, wanted);
+	}
+	bx_rp_format(&before.active, previous, sizeof(previous));
+	bx_rp_format(&after.active, now, sizeof(now));
+	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);
+	bx_out_str(ctx->out, "path", fs.path, 0);
+	bx_out_str(ctx->out, "previous", previous, 0);
+	bx_out_str(ctx->out, "policy", now, 0);
+	bx_out_bool(ctx->out, "changed", changed, 0);
+	bx_out_str(ctx->out, "persistent", persistent ? wanted : NULL, 0);
+out:
+	bx_mounted_close(&fs);
+	return ret;
+}
+
+/* ---- apply ---- */
+
+static const char *const apply_usage[] = {
+	"btrfsx read-policy apply [--watch] [<path>]",
+	"Apply the recorded read policies to mounted filesystems.",
+	"",
+	"With <path>, applies the policy recorded for that filesystem. Without,",
+	"applies every recorded policy to the filesystems mounted now, by FSID.",
+	"--watch then keeps running and applies the recorded policy each time a",
+	"filesystem is mounted; btrfsx-read-policy.service runs it so.",
+	"",
+	"-w|--watch   keep running, applying at every mount (text output only)",
+	NULL
+};
+
+enum apply_status { APPLIED, UNCHANGED, FAILED, NOT_MOUNTED, NO_RECORD };
+
+static const char *const status_names[] = {
+	[APPLIED] = "applied",
+	[UNCHANGED] = "unchanged",
+	[FAILED] = "failed",
+	[NOT_MOUNTED] = "not-mounted",
+	[NO_RECORD] = "no-record",
+};
+
+static void print_apply(struct bx_ctx *ctx, const char *fsid, const char *path,
+			const char *policy, enum apply_status status, const char *error)
+{
+	bx_out_obj_begin(ctx->out, NULL, BX_OBJ_INLINE, NULL);
+	bx_out_str(ctx->out, "fsid", fsid, 0);
+	bx_out_str(ctx->out, "path", path, 0);
+	bx_out_str(ctx->out, "policy", policy, 0);
+	bx_out_str(ctx->out, "status", status_names[status], 0);
+	if (error)
+		bx_out_str(ctx->out, "error", error, 0);
+	bx_out_obj_end(ctx->out);
+}
+
+/* Applies @policy to the filesystem at @path and prints the result; -errno if it failed. */
+static int apply_one(struct bx_ctx *ctx, const char *path, const struct bx_rp_config *config,
+		     const char *known_fsid)
+{
+	const struct bx_rp_record *rec = NULL;
+	struct bx_rp_value value;
+	struct bx_mounted_fs fs;
+	bool changed = false;
+	int ret;
+
+	ret = bx_mounted_open(path, &fs);
+	if (ret) {
+		print_apply(ctx, known_fsid, path, NULL, FAILED, bx_error_message(ret));
+		return ret;
+	}
+	rec = bx_rp_config_find(config, fs.fsid_str);
+	if (!rec) {
+		print_apply(ctx, fs.fsid_str, path, NULL, NO_RECORD, NULL);
+		bx_mounted_close(&fs);
+		return 0;
+	}
+	ret = bx_rp_parse(rec->policy, &value);
+	if (!ret)
+		ret = bx_rp_set(ctx->sysfs_root, &fs, &value, NULL, &changed);
+	if (ret) {
+		ret = bx_error_wrap(ret, "%s", path);
+		print_apply(ctx, fs.fsid_str, path, rec->policy, FAILED, bx_error_message(ret));
+	} else {
+		warn_if_no_effect(ctx, &fs, NULL);
+		print_apply(ctx, fs.fsid_str, path, rec->policy, changed ? APPLIED : UNCHANGED,
+			    NULL);
+	}
+	bx_mounted_close(&fs);
+	return ret;
+}
+
+/* A btrfs mount and the FSID found for it. */
+struct seen_mount {
+	int mount_id;
+	char fsid[BX_FSID_STR_LEN];
+	char mountpoint[4096];
+};
+
+struct mount_table {
+	size_t nr;
+	struct seen_mount *mounts;
+};
+
+static const char *fsid_of(const struct mount_table *t, int mount_id)
+{
+	for (size_t i = 0; t && i < t->nr; i++)
+		if (t->mounts[i].mount_id == mount_id)
+			return t->mounts[i].fsid;
+	return NULL;
+}
+
+/* Reads the btrfs mounts with their FSIDs; FSIDs already known from @prev are reused. */
+static int scan_mounts(const struct mount_table *prev, struct mount_table *t)
+{
+	struct bx_mount_entry *entries;
+	size_t nr;
+	int ret;
+
+	t->nr = 0;
+	t->mounts = NULL;
+	ret = bx_list_btrfs_mounts(MOUNTINFO, &entries, &nr);
+	if (ret)
+		return ret;
+	t->mounts = calloc(nr ? nr : 1, sizeof(*t->mounts));
+	if (!t->mounts) {
+		free(entries);
+		return bx_error(-ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < nr; i++) {
+		struct seen_mount *m = &t->mounts[t->nr];
+		const char *known = fsid_of(prev, entries[i].mount_id);
+		struct bx_mounted_fs fs;
+
+		m->mount_id = entries[i].mount_id;
+		snprintf(m->mountpoint, sizeof(m->mountpoint), "%s", entries[i].mountpoint);
+		if (known) {
+			snprintf(m->fsid, sizeof(m->fsid), "%s", known);
+		} else {
+			/* Gone again, or not reachable from here: skip it. */
+			if (bx_mounted_open(m->mountpoint, &fs)) {
+				bx_error_clear();
+				continue;
+			}
+			snprintf(m->fsid, sizeof(m->fsid), "%s", fs.fsid_str);
+			bx_mounted_close(&fs);
+		}
+		t->nr++;
+	}
+	free(entries);
+	return 0;
+}
+
+static bool fsid_mounted_in(const struct mount_table *t, const char *fsid, int mount_id)
+{
+	for (size_t i = 0; t && i < t->nr; i++)
+		if (!strcmp(t->mounts[i].fsid, fsid) && (mount_id < 0 || t->mounts[i].mount_id == mount_id))
+			return true;
+	return false;
+}
+
+/*
+ * Applies the recorded policies to filesystems of @now that are new since
+ * @prev (all of them when @prev is NULL): a filesystem is new when none of
+ * its mounts in @now was there before, i.e. it was (re)mounted meanwhile.
+ * Records for filesystems not mounted are listed when @report_unmounted.
+ */
+static int apply_new(struct bx_ctx *ctx, const struct mount_table *prev,
+		     const struct mount_table *now, bool report_unmounted, size_t *nr_failed)
+{
+	struct bx_rp_config config;
+	int ret;
+
+	ret = bx_rp_config_load(ctx->config_dir, &config);
+	if (ret)
+		return ret;
+	for (size_t r = 0; r < config.nr; r++) {
+		const struct bx_rp_record *rec = &config.records[r];
+		const struct seen_mount *first = NULL;
+		bool old = false;
+
+		if (rec->verbatim)
+			continue;
+		for (size_t i = 0; i < now->nr; i++) {
+			if (strcmp(now->mounts[i].fsid, rec->fsid))
+				continue;
+			if (!first)
+				first = &now->mounts[i];
+			if (prev && fsid_mounted_in(prev, rec->fsid, now->mounts[i].mount_id))
+				old = true;
+		}
+		if (!first) {
+			if (report_unmounted)
+				print_apply(ctx, rec->fsid, NULL, rec->policy, NOT_MOUNTED, NULL);
+			continue;
+		}
+		if (old)
+			continue;
+		if (apply_one(ctx, first->mountpoint, &config, rec->fsid)) {
+			(*nr_failed)++;
+			bx_error_clear();
+		}
+	}
+	bx_rp_config_free(&config);
+	return 0;
+}
+
+static void flush_warnings(void)
+{
+	for (size_t i = 0; i < bx_warnings_count(); i++)
+		fprintf(stderr, "btrfsx: warning: %s\n", bx_warning(i));
+	bx_warnings_clear();
+}
+
+/* Runs until killed: applies at start, then at every change of the mount table. */
+static int watch(struct bx_ctx *ctx)
+{
+	struct mount_table prev = { 0 }, now;
+	size_t nr_failed = 0;
+	int fd, ret;
+
+	/* Opened before the first scan so that no mount in between is missed. */
+	fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return bx_error(-errno, "%s: %m", MOUNTINFO);
+	ret = scan_mounts(NULL, &prev);
+	if (!ret)
+		ret = apply_new(ctx, NULL, &prev, false, &nr_failed);
+	while (!ret) {
+		struct pollfd pfd = { .fd = fd, .events = POLLPRI };
+
+		fflush(stdout);
+		flush_warnings();
+		if (poll(&pfd, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = bx_error(-errno, "poll %s: %m", MOUNTINFO);
+			break;
+		}
+		ret = scan_mounts(&prev, &now);
+		if (ret)
+			break;
+		ret = apply_new(ctx, &prev, &now, false, &nr_failed);
+		free(prev.mounts);
+		prev = now;
+	}
+	free(prev.mounts);
+	close(fd);
+	return ret;
+}
+
+static int cmd_apply(struct bx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "watch", no_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct mount_table now;
+	bool do_watch = false;
+	size_t nr_failed = 0;
+	int opt, ret;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "wh", longopts)) != -1) {
+		if (opt == 'w')
+			do_watch = true;
+		else
+			return bx_opt_result(opt);
+	}
+	ret = bx_check_argc(argc - optind, 0, do_watch ? 0 : 1);
+	if (ret)
+		return ret;
+	if (do_watch && ctx->format == BX_FORMAT_JSON)
+		return bx_usage_error("--watch prints text only");
+	bx_out_list_begin(ctx->out, "filesystems");
+	if (do_watch) {
+		ret = watch(ctx);
+	} else if (argc - optind == 1) {
+		struct bx_rp_config config;
+
+		ret = bx_rp_config_load(ctx->config_dir, &config);
+		if (!ret) {
+			ret = apply_one(ctx, argv[optind], &config, NULL);
+			bx_rp_config_free(&config);
+		}
+	} else {
+		ret = scan_mounts(NULL, &now);
+		if (!ret) {
+			ret = apply_new(ctx, NULL, &now, true, &nr_failed);
+			free(now.mounts);
+		}
+	}
+	/* Closed before the dispatcher adds warnings and the error beside it. */
+	bx_out_list_end(ctx->out);
+	if (!ret && nr_failed)
+		ret = bx_error(-EIO, "%zu recorded read polic%s could not be applied", nr_failed,
+			       nr_failed == 1 ? "y" : "ies");
+	return ret;
+}
+
+/* ---- list, forget ---- */
+
+static const char *const list_usage[] = {
+	"btrfsx read-policy list",
+	"List the read policies recorded for every mount.",
+	"",
+	"Shows each FSID in <config_dir>/read-policy.conf, its policy and where it",
+	"is mounted now.",
+	NULL
+};
+
+static int cmd_list(struct bx_ctx *ctx, int argc, char **argv)
+{
+	struct bx_rp_config config;
+	struct mount_table now;
+	int opt, ret;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "h", NULL)) != -1)
+		return bx_opt_result(opt);
+	ret = bx_check_argc(argc - optind, 0, 0);
+	if (ret)
+		return ret;
+	ret = bx_rp_config_load(ctx->config_dir, &config);
+	if (ret)
+		return ret;
+	ret = scan_mounts(NULL, &now);
+	if (ret) {
+		bx_rp_config_free(&config);
+		return ret;
+	}
+	bx_out_list_begin(ctx->out, "records");
+	for (size_t r = 0; r < config.nr; r++) {
+		const struct bx_rp_record *rec = &config.records[r];
+		const char *mnt = NULL;
+
+		if (rec->verbatim)
+			continue;
+		for (size_t i = 0; i < now.nr && !mnt; i++)
+			if (!strcmp(now.mounts[i].fsid, rec->fsid))
+				mnt = now.mounts[i].mountpoint;
+		bx_out_obj_begin(ctx->out, NULL, BX_OBJ_INLINE, NULL);
+		bx_out_str(ctx->out, "fsid", rec->fsid, 0);
+		bx_out_str(ctx->out, "policy", rec->policy, 0);
+		bx_out_str(ctx->out, "mounted", mnt, 0);
+		bx_out_obj_end(ctx->out);
+	}
+	bx_out_list_end(ctx->out);
+	free(now.mounts);
+	bx_rp_config_free(&config);
+	return 0;
+}
+
+static const char *const forget_usage[] = {
+	"btrfsx read-policy forget <path>|<fsid>",
+	"Remove the read policy recorded for a filesystem.",
+	"",
+	"The policy active now stays until the next mount.",
+	NULL
+};
+
+static int cmd_forget(struct bx_ctx *ctx, int argc, char **argv)
+{
+	struct bx_rp_config config;
+	char fsid[BX_FSID_STR_LEN];
+	const char *arg;
+	uuid_t uu;
+	int opt, ret;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "h", NULL)) != -1)
+		return bx_opt_result(opt);
+	ret = bx_check_argc(argc - optind, 1, 1);
+	if (ret)
+		return ret;
+	arg = argv[optind];
+	if (strlen(arg) == 36 && !uuid_parse(arg, uu) && access(arg, F_OK)) {
+		uuid_unparse_lower(uu, fsid);
+	} else {
+		struct bx_mounted_fs fs;
+
+		ret = bx_mounted_open(arg, &fs);
+		if (ret)
+			return ret;
+		snprintf(fsid, sizeof(fsid), "%s", fs.fsid_str);
+		bx_mounted_close(&fs);
+	}
+	ret = bx_rp_config_load(ctx->config_dir, &config);
+	if (ret)
+		return ret;
+	if (!bx_rp_config_remove(&config, fsid))
+		ret = bx_error(-ENOENT, "%s: no read policy is recorded for filesystem %s", arg, fsid);
+	else
+		ret = bx_rp_config_save(ctx->config_dir, &config);
+	bx_rp_config_free(&config);
+	if (ret)
+		return ret;
+	bx_out_str(ctx->out, "fsid", fsid, 0);
+	bx_out_bool(ctx->out, "forgotten", true, 0);
+	return 0;
+}
+
+/* ---- tunables ---- */
+
+static const char *const tunables_usage[] = {
+	"btrfsx read-policy tunables <path> [<name> [<value>]]",
+	"Show or set the round-robin tunables of the earlier read_policies/ interface.",
+	"",
+	"Without <name>, shows all of them; with <value>, sets <name>: the value is",
+	"checked, written and read back.",
+	"  roundrobin_nonlocal_inc_mixed_only (0 or 1, default 1): add the penalty",
+	"    only when rotational and non-rotational devices are mixed;",
+	"  roundrobin_nonrot_nonlocal_inc (default 0), roundrobin_rot_nonlocal_inc",
+	"    (default 1): the penalty added to a non-rotational or rotational",
+	"    device's load when a read is not next to its previous one (0-4294967295).",
+	"Mainline kernels have none of these.",
+	NULL
+};
+
+static int show_tunables(struct bx_ctx *ctx, const struct bx_mounted_fs *fs,
+			 const struct bx_rp_tunable *only)
+{
+	int ret = 0;
+
+	bx_out_str(ctx->out, "fsid", fs->fsid_str, BX_F_JSON_ONLY);
+	bx_out_list_begin(ctx->out, "tunables");
+	for (const struct bx_rp_tunable *t = bx_rp_tunables; t->name; t++) {
+		uint64_t value;
+
+		if (only && only != t)
+			continue;
+		ret = bx_rp_tunable_get(ctx->sysfs_root, fs->fsid_str, t, &value);
+		if (ret)
+			break;
+		bx_out_obj_begin(ctx->out, NULL, BX_OBJ_INLINE, NULL);
+		bx_out_str(ctx->out, "name", t->name, BX_F_NO_NAME);
+		bx_out_u64(ctx->out, "value", value, BX_F_NO_NAME);
+		bx_out_u64(ctx->out, "default", t->def, 0);
+		bx_out_obj_end(ctx->out);
+	}
+	bx_out_list_end(ctx->out);
+	return ret;
+}
+
+static int set_tunable(struct bx_ctx *ctx, const struct bx_mounted_fs *fs,
+		       const struct bx_rp_tunable *t, uint64_t value)
+{
+	uint64_t before;
+	int ret;
+
+	ret = bx_rp_tunable_get(ctx->sysfs_root, fs->fsid_str, t, &before);
+	if (!ret)
+		ret = bx_rp_tunable_set(ctx->sysfs_root, fs->fsid_str, t, value);
+	if (ret)
+		return ret;
+	bx_out_str(ctx->out, "fsid", fs->fsid_str, BX_F_JSON_ONLY);
+	bx_out_str(ctx->out, "name", t->name, 0);
+	bx_out_u64(ctx->out, "previous", before, 0);
+	bx_out_u64(ctx->out, "value", value, 0);
+	return 0;
+}
+
+static int cmd_tunables(struct bx_ctx *ctx, int argc, char **argv)
+{
+	const struct bx_rp_tunable *t = NULL;
+	struct bx_mounted_fs fs;
+	uint64_t value = 0;
+	int opt, ret, nargs;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "h", NULL)) != -1)
+		return bx_opt_result(opt);
+	nargs = argc - optind;
+	ret = bx_check_argc(nargs, 1, 3);
+	if (ret)
+		return ret;
+	if (nargs >= 2 && !(t = bx_rp_tunable_find(argv[optind + 1])))
+		return -EINVAL;
+	if (nargs == 3) {
+		ret = bx_rp_tunable_parse(t, argv[optind + 2], &value);
+		if (ret)
+			return ret;
+	}
+	ret = bx_mounted_open(argv[optind], &fs);
+	if (ret)
+		return ret;
+	if (nargs == 3)
+		ret = set_tunable(ctx, &fs, t, value);
+	else
+		ret = show_tunables(ctx, &fs, t);
+	bx_mounted_close(&fs);
+	return ret;
+}
+
+/* ---- the read_policy property ---- */
+
+int bx_read_policy_prop_get(struct bx_ctx *ctx, const char *object, char *value, size_t len)
+{
+	struct bx_mounted_fs fs;
+	struct bx_rp_state st;
+	int ret;
+
+	ret = bx_mounted_open(object, &fs);
+	if (ret)
+		return ret;
+	ret = bx_rp_read(ctx->sysfs_root, fs.fsid_str, &st);
+	if (!ret)
+		bx_rp_format(&st.active, value, len);
+	bx_mounted_close(&fs);
+	return ret;
+}
+
+int bx_read_policy_prop_set(struct bx_ctx *ctx, const char *object, const char *str,
+			    char *now, size_t len)
+{
+	struct bx_rp_value value;
+	struct bx_mounted_fs fs;
+	struct bx_rp_state after;
+	int ret;
+
+	ret = bx_rp_parse(str, &value);
+	if (ret)
+		return ret;
+	ret = bx_mounted_open(object, &fs);
+	if (ret)
+		return ret;
+	ret = bx_rp_set(ctx->sysfs_root, &fs, &value, &after, NULL);
+	if (ret) {
+		ret = bx_error_wrap(ret, "%s", object);
+	} else {
+		warn_if_no_effect(ctx, &fs, NULL);
+		bx_rp_format(&after.active, now, len);
+	}
+	bx_mounted_close(&fs);
+	return ret;
+}
+
+/* ---- the group ---- */
+
+static const char *const read_policy_usage[] = {
+	"btrfsx read-policy <command> [<args>]",
+	"Show, switch and persist the RAID1-family read policy.",
+	NULL
+};
+
+static const struct bx_cmd read_policy_cmds[] = {
+	{ "get", cmd_get, get_usage, NULL, BX_CMD_JSON },
+	{ "set", cmd_set, set_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
+	{ "apply", cmd_apply, apply_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
+	{ "list", cmd_list, list_usage, NULL, BX_CMD_JSON },
+	{ "forget", cmd_forget, forget_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
+	{ "tunables", cmd_tunables, tunables_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
+	{ NULL },
+};
+
+const struct bx_cmd_group bx_read_policy_group = { read_policy_usage, read_policy_cmds };

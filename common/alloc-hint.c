@@ -1,0 +1,358 @@
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common/alloc-hint.h"
+#include "common/error.h"
+#include "common/mounted-fs.h"
+#include "common/offline.h"
+#include "common/units.h"
+#include "kernel-shared/allocator.h"
+#include "kernel-shared/dev-item.h"
+#include "kernel-shared/hints.h"
+#include "kernel-shared/write.h"
+
+/* ---- the kernel's sysfs files ---- */
+
+static void devinfo_file(const char *sysfs_root, const uint8_t fsid[16], uint64_t devid,
+			 const char *name, char *path, size_t len)
+{
+	char fsid_str[BX_FSID_STR_LEN];
+
+	bx_fsid_unparse(fsid, fsid_str);
+	snprintf(path, len, "%s/fs/btrfs/%s/devinfo/%llu/%s", sysfs_root, fsid_str,
+		 (unsigned long long)devid, name);
+}
+
+static enum bx_hint_iface detect_iface(const char *sysfs_root, const uint8_t fsid[16],
+				       uint64_t devid)
+{
+	char path[PATH_MAX];
+
+	devinfo_file(sysfs_root, fsid, devid, "allocation_hint", path, sizeof(path));
+	if (!access(path, F_OK))
+		return BX_HINT_IFACE_NAME;
+	devinfo_file(sysfs_root, fsid, devid, "type", path, sizeof(path));
+	if (!access(path, F_OK))
+		return BX_HINT_IFACE_TYPE;
+	return BX_HINT_IFACE_NONE;
+}
+
+static int sysfs_read(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return bx_error(-errno, "%s: %m", path);
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return bx_error(-errno, "%s: %m", path);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Writes @value; the kernel's answer becomes a message that says what it means. */
+static int sysfs_write(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ssize_t n;
+	int err;
+
+	if (fd < 0)
+		return bx_error(-errno, "%s: %m", path);
+	n = write(fd, value, strlen(value));
+	err = errno;
+	close(fd);
+	if (n >= 0)
+		return 0;
+	switch (err) {
+	case EINVAL:
+		return bx_error(-EINVAL, "the kernel rejected '%s' (%s)", value, path);
+	case EROFS:
+		return bx_error(-EROFS, "the filesystem is mounted read-only; remount it "
+				"read-write to change the hint");
+	case EPERM:
+		return bx_error(-EPERM, "the kernel refused the change (filesystem not ready, "
+				"or no permission)");
+	default:
+		return bx_error(-err, "%s: %s", path, strerror(err));
+	}
+}
+
+static int sysfs_get_hint(const char *sysfs_root, const uint8_t fsid[16],
+			  struct bx_hint_state *st)
+{
+	char path[PATH_MAX], buf[64];
+	int ret;
+
+	devinfo_file(sysfs_root, fsid, st->devid,
+		     st->iface == BX_HINT_IFACE_NAME ? "allocation_hint" : "type", path, sizeof(path));
+	ret = sysfs_read(path, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	if (st->iface == BX_HINT_IFACE_TYPE) {
+		if (bx_parse_u64(buf, &st->type))
+			return bx_error(-EINVAL, "%s: unexpected content '%s'", path, buf);
+		st->hint = bx_hint_of_type(st->type);
+		return 0;
+	}
+	if (bx_hint_parse(buf, false, &st->hint) || st->hint > BX_HINT_DATA_ONLY)
+		return bx_error(-EINVAL, "%s: the kernel reports '%s'", path, buf);
+	st->type = bx_type_with_hint(st->type, st->hint);
+	return 0;
+}
+
+static int sysfs_set_hint(const char *sysfs_root, const uint8_t fsid[16],
+			  const struct bx_hint_state *st, uint64_t hint)
+{
+	char path[PATH_MAX], value[64];
+
+	if (st->iface == BX_HINT_IFACE_NAME) {
+		if (hint > BX_HINT_DATA_ONLY)
+			return bx_error(-EINVAL, "this kernel's allocation_hint takes only "
+					"data_preferred, metadata_preferred, metadata_only and "
+					"data_only; '%s' needs a kernel with the 3-bit type field",
+					bx_hint_name(hint) ? bx_hint_name(hint) : "that value");
+		devinfo_file(sysfs_root, fsid, st->devid, "allocation_hint", path, sizeof(path));
+		snprintf(value, sizeof(value), "%s", bx_hint_name(hint));
+		for (char *p = value; *p; p++)
+			*p = (char)toupper((unsigned char)*p);
+	} else {
+		/* The type file replaces the whole field: keep the bits above the hint. */
+		devinfo_file(sysfs_root, fsid, st->devid, "type", path, sizeof(path));
+		snprintf(value, sizeof(value), "0x%llx",
+			 (unsigned long long)bx_type_with_hint(st->type, hint));
+	}
+	return sysfs_write(path, value);
+}
+
+/* ---- guard rails ---- */
+
+struct hint_member {
+	uint64_t devid;
+	uint64_t hint;
+};
+
+/* Enough devices for every profile in use to allocate another chunk? */
+static int check_profiles(const struct bx_fs *fs, const struct hint_member *members, size_t nr)
+{
+	for (size_t c = 0; c < fs->chunks.nr; c++) {
+		uint64_t type = fs->chunks.chunks[c]->type;
+		bool data = type & BTRFS_BLOCK_GROUP_DATA;
+		struct bx_alloc_raid_attr attr;
+		size_t allowed = 0;
+
+		/* Mixed block groups ignore hints. */
+		if ((type & BTRFS_BLOCK_GROUP_DATA) && (type & BTRFS_BLOCK_GROUP_METADATA))
+			continue;
+		if (bx_alloc_raid_attr(type, &attr))
+			continue;
+		for (size_t i = 0; i < nr; i++)
+			if (data ? bx_hint_allows_data(members[i].hint)
+				 : bx_hint_allows_metadata(members[i].hint))
+				allowed++;
+		const char *kind = data ? "data" : (type & BTRFS_BLOCK_GROUP_SYSTEM) ? "system" :
+				   "metadata";
+
+		if (allowed < (size_t)attr.devs_min)
+			return bx_error(-ENOSPC, "after this change %zu device%s would allow %s, but "
+					"%s %s needs %d; no new %s chunk could be allocated (--force "
+					"overrides)", allowed, allowed == 1 ? "" : "s",
+					data ? "data" : "metadata", bx_profile_name(type), kind,
+					attr.devs_min, kind);
+	}
+	return 0;
+}
+
+int bx_hint_check_profiles(struct bx_fs *fs, uint64_t devid, uint64_t new_hint)
+{
+	struct hint_member *members = calloc(fs->nr_devs, sizeof(*members));
+	int ret;
+
+	if (!members)
+		return bx_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < fs->nr_devs; i++) {
+		members[i].devid = fs->devs[i]->devid;
+		members[i].hint = fs->devs[i]->devid == devid ? new_hint :
+				  bx_hint_of_type(le64toh(fs->devs[i]->item.type));
+	}
+	ret = check_profiles(fs, members, fs->nr_devs);
+	free(members);
+	return ret;
+}
+
+/* ---- get and set ---- */
+
+static int identify(const char *device, struct bx_hint_state *st, uint8_t fsid[16])
+{
+	struct bx_fs *fs;
+	int ret = bx_fs_open(&fs, (char *const *)&device, 1, BX_OPEN_SB_ONLY | BX_OPEN_NO_SCAN);
+
+	if (ret)
+		return ret;
+	memset(st, 0, sizeof(*st));
+	st->devid = fs->devs[0]->devid;
+	snprintf(st->path, sizeof(st->path), "%s", device);
+	st->type = le64toh(fs->devs[0]->sb.dev_item.type);
+	memcpy(fsid, fs->fsid, 16);
+	bx_fs_close(fs);
+	return 0;
+}
+
+/* The stored value from the chunk tree, read-only (the filesystem may be mounted). */
+static int read_stored(const char *device, struct bx_hint_state *st)
+{
+	struct btrfs_dev_item item;
+	struct bx_fs *fs;
+	int ret = bx_fs_open(&fs, (char *const *)&device, 1, BX_OPEN_DEGRADED);
+
+	if (ret)
+		return ret;
+	ret = bx_read_dev_item(fs, st->devid, &item);
+	if (!ret)
+		st->type = le64toh(item.type);
+	bx_fs_close(fs);
+	st->hint = bx_hint_of_type(st->type);
+	return ret;
+}
+
+static void warn_unusual(const struct bx_hint_state *st)
+{
+	if (bx_type_is_device_roles(st->type))
+		bx_warn("devid %llu: type 0x%llx uses the device-roles encoding, which btrfsx does "
+			"not support yet", (unsigned long long)st->devid,
+			(unsigned long long)st->type);
+	else if (!bx_hint_name(st->hint))
+		bx_warn("devid %llu: unknown allocation hint value %llu",
+			(unsigned long long)st->devid, (unsigned long long)st->hint);
+}
+
+int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state *st)
+{
+	uint8_t fsid[16];
+	int ret = identify(device, st, fsid);
+
+	if (ret)
+		return ret;
+	st->mounted = bx_fs_is_mounted(sysfs_root, fsid, NULL, 0);
+	if (st->mounted)
+		st->iface = detect_iface(sysfs_root, fsid, st->devid);
+	if (st->iface != BX_HINT_IFACE_NONE) {
+		st->effective = true;
+		ret = sysfs_get_hint(sysfs_root, fsid, st);
+	} else {
+		ret = read_stored(device, st);
+		if (!ret && st->mounted)
+			bx_warn("the running kernel has no allocation hint support: the stored hint "
+				"has no effect");
+	}
+	if (!ret)
+		warn_unusual(st);
+	return ret;
+}
+
+static int set_online(const char *sysfs_root, const uint8_t fsid[16], const char *device,
+		      uint64_t hint, unsigned int flags, struct bx_hint_state *before,
+		      struct bx_hint_state *after)
+{
+	struct bx_fs *fs;
+	int ret;
+
+	if (before->iface == BX_HINT_IFACE_NONE)
+		return bx_error(-EOPNOTSUPP, "%s: the running kernel has no allocation hint support "
+				"(no devinfo/%llu/allocation_hint or type in sysfs); unmount the "
+				"filesystem to set the hint offline", device,
+				(unsigned long long)before->devid);
+	ret = sysfs_get_hint(sysfs_root, fsid, before);
+	if (!ret && bx_type_is_device_roles(before->type))
+		ret = bx_error(-EOPNOTSUPP, "devid %llu uses the device-roles encoding; not "
+			       "writing over it", (unsigned long long)before->devid);
+	/* The guard reads the devices; a mounted filesystem may be too busy to read. */
+	if (!ret && !(flags & BX_HINT_SET_FORCE)) {
+		if (bx_fs_open(&fs, (char *const *)&device, 1, BX_OPEN_DEGRADED) == 0) {
+			ret = bx_hint_check_profiles(fs, before->devid, hint);
+			bx_fs_close(fs);
+		} else {
+			bx_error_clear();
+		}
+	}
+	if (!ret)
+		ret = sysfs_set_hint(sysfs_root, fsid, before, hint);
+	*after = *before;
+	if (!ret)
+		ret = sysfs_get_hint(sysfs_root, fsid, after);
+	if (!ret && after->hint != hint)
+		ret = bx_error(-EIO, "the kernel took the write but reports %s afterwards",
+			       bx_hint_name(after->hint) ? bx_hint_name(after->hint) : "another value");
+	return ret;
+}
+
+static int set_offline(const char *device, uint64_t hint, unsigned int flags,
+		       uint64_t fault_after_writes, struct bx_hint_state *before,
+		       struct bx_hint_state *after)
+{
+	struct btrfs_dev_item item;
+	struct bx_fs *fs;
+	int ret = bx_open_offline_writable(&fs, (char *const *)&device, 1);
+
+	if (ret)
+		return ret;
+	ret = bx_read_dev_item(fs, before->devid, &item);
+	if (ret)
+		goto out;
+	before->type = le64toh(item.type);
+	before->hint = bx_hint_of_type(before->type);
+	if (bx_type_is_device_roles(before->type)) {
+		ret = bx_error(-EOPNOTSUPP, "devid %llu uses the device-roles encoding (type 0x%llx);"
+			       " not writing over it", (unsigned long long)before->devid,
+			       (unsigned long long)before->type);
+		goto out;
+	}
+	if (!(flags & BX_HINT_SET_FORCE)) {
+		ret = bx_hint_check_profiles(fs, before->devid, hint);
+		if (ret)
+			goto out;
+	}
+	fs->fault_after_writes = fault_after_writes;
+	*after = *before;
+	ret = bx_set_dev_type(fs, before->devid, bx_type_with_hint(before->type, hint));
+	if (!ret)
+		ret = bx_read_dev_item(fs, before->devid, &item);
+	if (!ret) {
+		after->type = le64toh(item.type);
+		after->hint = bx_hint_of_type(after->type);
+	}
+out:
+	bx_fs_close(fs);
+	return ret;
+}
+
+int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsigned int flags,
+		uint64_t fault_after_writes, struct bx_hint_state *before,
+		struct bx_hint_state *after)
+{
+	uint8_t fsid[16];
+	int ret = identify(device, before, fsid);
+
+	if (ret)
+		return ret;
+	if (!bx_hint_name(hint) && !(flags & BX_HINT_SET_FORCE))
+		return bx_error(-EINVAL, "hint value %llu is unknown; --force writes it anyway",
+				(unsigned long long)hint);
+	before->mounted = bx_fs_is_mounted(sysfs_root, fsid, NULL, 0);
+	if (before->mounted) {
+		before->iface = detect_iface(sysfs_root, fsid, before->devid);
+		before->effective = before->iface != BX_HINT_IFACE_NONE;
+		return set_online(sysfs_root, fsid, device, hint, flags, before, after);
+	}
+	return set_offline(device, hint, flags, fault_after_writes, before, after);
+}

@@ -1,0 +1,57 @@
+/*
+ * Allocation hints of member devices: read and set, through the kernel's
+ * sysfs when the filesystem is mounted, on the device items when it is not.
+ * Library style: no printing; warnings through bx_warn.
+ */
+#ifndef BTRFSX_ALLOC_HINT_H
+#define BTRFSX_ALLOC_HINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Which kernel interface carries the hint of a mounted filesystem. */
+enum bx_hint_iface {
+	BX_HINT_IFACE_NONE,   /* the running kernel ignores hints */
+	BX_HINT_IFACE_NAME,   /* V12: devinfo/<devid>/allocation_hint, names */
+	BX_HINT_IFACE_TYPE,   /* kakra's fork: devinfo/<devid>/type, the whole field */
+};
+
+struct bx_hint_state {
+	uint64_t devid;
+	char path[4096];
+	uint64_t type;        /* the whole type field */
+	uint64_t hint;        /* its hint bits */
+	bool mounted;
+	enum bx_hint_iface iface;
+	bool effective;       /* the running kernel honours it */
+};
+
+/* Options of bx_hint_set. */
+#define BX_HINT_SET_FORCE (1u << 0)   /* unknown values; guard rails off */
+
+/*
+ * The hint of the device (block device or image file) @device. Mounted:
+ * from sysfs when the kernel exposes it, else the stored value with
+ * effective = false.
+ */
+int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state *state);
+
+/*
+ * Sets the hint of @device to @hint. Mounted: through the kernel interface,
+ * read back to confirm. Unmounted: the device items on disk (crash-safe
+ * order). Refuses changes that leave a profile in use without enough
+ * devices to allocate a chunk, unless BX_HINT_SET_FORCE. @fault_after_writes
+ * is for crash tests (0: off). Fills @before and @after.
+ */
+int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsigned int flags,
+		uint64_t fault_after_writes, struct bx_hint_state *before,
+		struct bx_hint_state *after);
+
+/*
+ * Whether every chunk profile in use could still allocate a chunk if devid
+ * @devid had @new_hint: -ENOSPC with an explanation if not.
+ */
+struct bx_fs;
+int bx_hint_check_profiles(struct bx_fs *fs, uint64_t devid, uint64_t new_hint);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * Per-device read counters of a mounted btrfs, from each member block
+ * device's <sysfs_root>/dev/block/<major>:<minor>/stat (the kernel's
+ * Documentation/block/stat.rst: field 1 reads completed, field 3 sectors
+ * read, always in 512-byte units). Library style: no printing.
+ */
+#ifndef BTRFSX_IO_STATS_H
+#define BTRFSX_IO_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/mounted-fs.h"
+
+struct bx_dev_reads {
+	uint64_t devid;
+	char path[1024];      /* the device as the kernel reports it */
+	char stat_path[512];  /* the stat file read; "" if none was found */
+	bool present;         /* false: missing device or no stat file */
+	uint64_t reads;       /* completed read requests */
+	uint64_t read_bytes;  /* sectors read * 512 */
+};
+
+/*
+ * Fills @out (room for fs->nr_devs entries) with the current counters of
+ * every member device of @fs. A device whose stat cannot be found is marked
+ * not present and counts 0; a stat file that cannot be parsed is an error.
+ */
+int bx_read_dev_reads(const char *sysfs_root, const struct bx_mounted_fs *fs,
+		      struct bx_dev_reads *out);
+
+#endif

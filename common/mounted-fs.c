@@ -1,0 +1,230 @@
+/* A mounted btrfs through its ioctls, and the btrfs mounts of this namespace. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "common/error.h"
+#include "common/mounted-fs.h"
+
+void bx_fsid_unparse(const uint8_t fsid[16], char out[BX_FSID_STR_LEN])
+{
+	uuid_unparse_lower(fsid, out);
+}
+
+static int cmp_devid(const void *a, const void *b)
+{
+	const struct bx_mounted_dev *x = a, *y = b;
+
+	return x->devid < y->devid ? -1 : x->devid > y->devid;
+}
+
+static int query_devices(struct bx_mounted_fs *fs, uint64_t max_id, uint64_t num_devices)
+{
+	size_t alloc = num_devices ? num_devices : 1;
+
+	fs->devs = calloc(alloc, sizeof(*fs->devs));
+	if (!fs->devs)
+		return bx_error(-ENOMEM, "out of memory");
+	for (uint64_t devid = 1; devid <= max_id; devid++) {
+		struct btrfs_ioctl_dev_info_args di;
+		struct bx_mounted_dev *dev;
+
+		memset(&di, 0, sizeof(di));
+		di.devid = devid;
+		if (ioctl(fs->fd, BTRFS_IOC_DEV_INFO, &di) < 0) {
+			if (errno == ENODEV)
+				continue;
+			return bx_error(-errno, "%s: cannot query device %llu: %m", fs->path,
+					(unsigned long long)devid);
+		}
+		if (fs->nr_devs == alloc) {
+			struct bx_mounted_dev *grown;
+
+			alloc *= 2;
+			grown = realloc(fs->devs, alloc * sizeof(*grown));
+			if (!grown)
+				return bx_error(-ENOMEM, "out of memory");
+			fs->devs = grown;
+		}
+		dev = &fs->devs[fs->nr_devs++];
+		memset(dev, 0, sizeof(*dev));
+		dev->devid = di.devid;
+		dev->total_bytes = di.total_bytes;
+		dev->bytes_used = di.bytes_used;
+		snprintf(dev->path, sizeof(dev->path), "%.*s", (int)sizeof(di.path),
+			 (const char *)di.path);
+	}
+	qsort(fs->devs, fs->nr_devs, sizeof(*fs->devs), cmp_devid);
+	return 0;
+}
+
+int bx_mounted_open(const char *path, struct bx_mounted_fs *fs)
+{
+	struct btrfs_ioctl_fs_info_args fi;
+	struct statfs sfs;
+	int ret;
+
+	memset(fs, 0, sizeof(*fs));
+	fs->fd = -1;
+	snprintf(fs->path, sizeof(fs->path), "%s", path);
+	fs->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fs->fd < 0)
+		return bx_error(-errno, "%s: %m", path);
+	if (fstatfs(fs->fd, &sfs) < 0) {
+		ret = bx_error(-errno, "%s: %m", path);
+		goto fail;
+	}
+	if ((unsigned long)sfs.f_type != BTRFS_SUPER_MAGIC) {
+		ret = bx_error(-EINVAL, "%s: not on a mounted btrfs filesystem", path);
+		goto fail;
+	}
+	memset(&fi, 0, sizeof(fi));
+	if (ioctl(fs->fd, BTRFS_IOC_FS_INFO, &fi) < 0) {
+		ret = bx_error(-errno, "%s: cannot query the filesystem: %m", path);
+		goto fail;
+	}
+	memcpy(fs->fsid, fi.fsid, sizeof(fs->fsid));
+	bx_fsid_unparse(fs->fsid, fs->fsid_str);
+	fs->sectorsize = fi.sectorsize ? fi.sectorsize : 4096;
+	fs->nodesize = fi.nodesize;
+	ret = query_devices(fs, fi.max_id, fi.num_devices);
+	if (ret)
+		goto fail;
+	return 0;
+fail:
+	bx_mounted_close(fs);
+	return ret;
+}
+
+void bx_mounted_close(struct bx_mounted_fs *fs)
+{
+	if (fs->fd >= 0)
+		close(fs->fd);
+	fs->fd = -1;
+	free(fs->devs);
+	fs->devs = NULL;
+	fs->nr_devs = 0;
+}
+
+int bx_mounted_has_devid(const struct bx_mounted_fs *fs, uint64_t devid)
+{
+	for (size_t i = 0; i < fs->nr_devs; i++)
+		if (fs->devs[i].devid == devid)
+			return 1;
+	return 0;
+}
+
+int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size_t max,
+			   size_t *nr)
+{
+	struct btrfs_ioctl_space_args probe = { 0 };
+	struct btrfs_ioctl_space_args *args;
+	uint64_t slots;
+
+	*nr = 0;
+	if (ioctl(fs->fd, BTRFS_IOC_SPACE_INFO, &probe) < 0)
+		return bx_error(-errno, "%s: cannot read space info: %m", fs->path);
+	slots = probe.total_spaces;
+	if (!slots)
+		return 0;
+	args = calloc(1, sizeof(*args) + slots * sizeof(struct btrfs_ioctl_space_info));
+	if (!args)
+		return bx_error(-ENOMEM, "out of memory");
+	args->space_slots = slots;
+	if (ioctl(fs->fd, BTRFS_IOC_SPACE_INFO, args) < 0) {
+		int ret = bx_error(-errno, "%s: cannot read space info: %m", fs->path);
+
+		free(args);
+		return ret;
+	}
+	for (uint64_t i = 0; i < args->total_spaces && *nr < max; i++)
+		flags[(*nr)++] = args->spaces[i].flags;
+	free(args);
+	return 0;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *out = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*out++ = *s++;
+		}
+	}
+	*out = '\0';
+}
+
+/* Splits one mountinfo line; fills @e and returns 1 for a btrfs mount, 0 otherwise. */
+static int parse_mountinfo_line(char *line, struct bx_mount_entry *e)
+{
+	char *fields[16], *save = NULL, *tok;
+	int nr = 0, sep = -1;
+
+	for (tok = strtok_r(line, " \n", &save); tok && nr < 16; tok = strtok_r(NULL, " \n", &save)) {
+		if (sep < 0 && !strcmp(tok, "-"))
+			sep = nr;
+		fields[nr++] = tok;
+	}
+	/* id parent maj:min root mountpoint options [optional...] - fstype source superopts */
+	if (sep < 6 || sep + 2 >= nr || strcmp(fields[sep + 1], "btrfs"))
+		return 0;
+	e->mount_id = atoi(fields[0]);
+	unescape(fields[4]);
+	unescape(fields[sep + 2]);
+	snprintf(e->mountpoint, sizeof(e->mountpoint), "%s", fields[4]);
+	snprintf(e->source, sizeof(e->source), "%s", fields[sep + 2]);
+	return 1;
+}
+
+int bx_list_btrfs_mounts(const char *mountinfo, struct bx_mount_entry **entries, size_t *nr)
+{
+	struct bx_mount_entry *list = NULL;
+	size_t alloc = 0, count = 0, cap = 0;
+	char *line = NULL;
+	FILE *fp;
+
+	*entries = NULL;
+	*nr = 0;
+	fp = fopen(mountinfo, "re");
+	if (!fp)
+		return bx_error(-errno, "%s: %m", mountinfo);
+	while (getline(&line, &cap, fp) > 0) {
+		struct bx_mount_entry e;
+
+		if (!parse_mountinfo_line(line, &e))
+			continue;
+		if (count == alloc) {
+			struct bx_mount_entry *grown;
+
+			alloc = alloc ? alloc * 2 : 8;
+			grown = realloc(list, alloc * sizeof(*grown));
+			if (!grown) {
+				free(list);
+				free(line);
+				fclose(fp);
+				return bx_error(-ENOMEM, "out of memory");
+			}
+			list = grown;
+		}
+		list[count++] = e;
+	}
+	free(line);
+	fclose(fp);
+	*entries = list;
+	*nr = count;
+	return 0;
+}

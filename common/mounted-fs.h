@@ -1,0 +1,69 @@
+/*
+ * A mounted btrfs seen through its ioctls: FSID, sector size and member
+ * devices (BTRFS_IOC_FS_INFO, BTRFS_IOC_DEV_INFO), the block group profiles
+ * in use (BTRFS_IOC_SPACE_INFO), and the list of btrfs mounts of this mount
+ * namespace (/proc/self/mountinfo). Library style: no printing; functions
+ * return 0 or a negative errno with a message recorded by bx_error().
+ */
+#ifndef BTRFSX_MOUNTED_FS_H
+#define BTRFSX_MOUNTED_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BX_FSID_STR_LEN 37   /* 36 characters and the NUL */
+
+struct bx_mounted_dev {
+	uint64_t devid;
+	uint64_t total_bytes;
+	uint64_t bytes_used;
+	char path[1024];     /* as the kernel reports it; "" when missing */
+};
+
+struct bx_mounted_fs {
+	int fd;                          /* O_RDONLY on the path given to open */
+	char path[4096];                 /* the path given to bx_mounted_open */
+	uint8_t fsid[16];
+	char fsid_str[BX_FSID_STR_LEN];  /* lowercase, the name under /sys/fs/btrfs */
+	uint32_t sectorsize;
+	uint32_t nodesize;
+	size_t nr_devs;
+	struct bx_mounted_dev *devs;     /* sorted by devid */
+};
+
+/*
+ * Opens a path on a mounted btrfs (the mount point or anything below it) and
+ * queries it. Fails with -EINVAL when @path is not on a btrfs.
+ * Release with bx_mounted_close().
+ */
+int bx_mounted_open(const char *path, struct bx_mounted_fs *fs);
+void bx_mounted_close(struct bx_mounted_fs *fs);
+
+/* True if @devid is a member device of @fs. */
+int bx_mounted_has_devid(const struct bx_mounted_fs *fs, uint64_t devid);
+
+/*
+ * Block group flags in use (BTRFS_BLOCK_GROUP_* type and profile bits, one
+ * entry per SPACE_INFO slot) from BTRFS_IOC_SPACE_INFO. @flags gets up to
+ * @max entries; *@nr the count.
+ */
+int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size_t max,
+			   size_t *nr);
+
+/* One btrfs mount from /proc/self/mountinfo. */
+struct bx_mount_entry {
+	int mount_id;
+	char mountpoint[4096];
+	char source[1024];
+};
+
+/*
+ * Lists the btrfs mounts of this mount namespace read from @mountinfo
+ * ("/proc/self/mountinfo" normally). *@entries is malloc'ed; free() it.
+ */
+int bx_list_btrfs_mounts(const char *mountinfo, struct bx_mount_entry **entries, size_t *nr);
+
+/* Formats a 16-byte FSID as the lowercase 36-character UUID string. */
+void bx_fsid_unparse(const uint8_t fsid[16], char out[BX_FSID_STR_LEN]);
+
+#endif

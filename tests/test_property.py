@@ -1,0 +1,320 @@
+"""btrfsx property ... allocation_hint (and btrfsx device property): offline on
+real filesystems checked with btrfs-progs and the kernel, crash safety at
+every write, the two kernel sysfs interfaces on fake trees, the real kernel
+(which has no hint support), and bad input.  read_policy is covered by
+test_read_policy.py."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import fsutil
+import oracle
+
+pytestmark = pytest.mark.root
+
+TESTS = Path(__file__).resolve().parent
+NAMES = ["data_preferred", "metadata_preferred", "metadata_only", "data_only", "none"]
+
+
+def progs_dev_type(devs, devid):
+    return int(oracle.progs_dev_items(devs)[devid]["type"])
+
+
+def progs_super_types(dev):
+    return [int(copy["dev_item.type"]) for copy in oracle.progs_dump_super(dev, all=True).values()]
+
+
+def progs_check(devs):
+    p = subprocess.run(["btrfs", "check", "--readonly", devs[0]], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def get_hint(btrfsx_json, dev):
+    return btrfsx_json("property", "get", dev, "allocation_hint")
+
+
+@pytest.fixture
+def three_devs(loopdevs):
+    """Single data, raid1 metadata on three devices: any one device may take any hint."""
+    loops = loopdevs(3)
+    fsutil.mkfs(loops.devs, data="single", metadata="raid1")
+    return loops
+
+
+@pytest.mark.parametrize("value", range(5))
+def test_set_each_value_offline(three_devs, run_btrfsx, btrfsx_json, value):
+    devs = three_devs.devs
+    rc, out, err = run_btrfsx("property", "set", devs[2], "allocation_hint", NAMES[value])
+    assert f"allocation_hint data_preferred -> {NAMES[value]}" in out
+    assert progs_dev_type(devs, 3) == value
+    assert progs_super_types(devs[2]) == [value, value]
+    assert progs_dev_type(devs, 1) == 0 and progs_super_types(devs[0]) == [0, 0]
+    progs_check(devs)
+    # The kernel mounts it, writes, and carries the field over.
+    with fsutil.mounted(devs) as mnt:
+        fsutil.fill_files(mnt, small_files=4, big_files=1)
+    progs_check(devs)
+    assert progs_dev_type(devs, 3) == value
+    doc = get_hint(btrfsx_json, devs[2])
+    assert doc["allocation_hint"] == NAMES[value] and doc["value"] == value
+    assert doc["devid"] == 3 and doc["path"] == devs[2]
+    assert doc["effective"] is False and doc["mounted"] is False
+
+
+def test_device_property_grammar_and_spellings(three_devs, run_btrfsx, btrfsx_json):
+    dev = three_devs.devs[1]
+    for spelling, value in [("METADATA_ONLY", 2), ("Data_Only", 3), ("m", 1), ("monly", 2),
+                            ("donly", 3), ("d", 0), ("none", 4)]:
+        run_btrfsx("device", "property", "set", dev, "allocation_hint", spelling)
+        assert btrfsx_json("device", "property", "get", dev, "allocation_hint")["value"] == value
+    rc, out, err = run_btrfsx("dev", "prop", "get", dev, "allocation_hint")
+    assert out == "allocation_hint=none\n"
+
+
+def test_unknown_values(three_devs, run_btrfsx, btrfsx_json):
+    dev = three_devs.devs[1]
+    rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "fast", check=1)
+    assert "unknown allocation hint 'fast'" in err and "metadata_only" in err
+    rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "5", check=1)
+    assert "unknown allocation hint '5'" in err
+    rc, out, err = run_btrfsx("property", "set", "-f", dev, "allocation_hint", "9", check=1)
+    assert "does not fit the 3-bit hint field" in err
+    rc, out, err = run_btrfsx("property", "set", "--force", dev, "allocation_hint", "5")
+    assert "writing unknown allocation hint value 5" in err
+    assert progs_dev_type(three_devs.devs, 2) == 5
+    rc, out, err = run_btrfsx("property", "get", dev, "allocation_hint")
+    assert out == "allocation_hint=unknown(5)\n"
+    assert "unknown allocation hint value 5" in err
+
+
+def test_guard_rails(loopdevs, run_btrfsx):
+    one = loopdevs(1)
+    fsutil.mkfs(one.devs, data="single", metadata="dup")
+    rc, out, err = run_btrfsx("property", "set", one.devs[0], "allocation_hint", "data_only",
+                              check=1)
+    assert "0 devices would allow metadata" in err and "--force" in err
+    rc, out, err = run_btrfsx("property", "set", one.devs[0], "allocation_hint", "metadata_only",
+                              check=1)
+    assert "0 devices would allow data" in err
+    assert progs_dev_type(one.devs, 1) == 0
+    two = loopdevs(2)
+    fsutil.mkfs(two.devs, data="raid1", metadata="raid1")
+    rc, out, err = run_btrfsx("property", "set", two.devs[0], "allocation_hint", "data_only",
+                              check=1)
+    assert "1 device would allow metadata, but raid1" in err
+    run_btrfsx("property", "set", "--force", two.devs[0], "allocation_hint", "data_only")
+    assert progs_dev_type(two.devs, 1) == 3
+
+
+def image_state(images):
+    return [fsutil.sha256_file(i) for i in images]
+
+
+def test_crash_at_every_write(loopdevs, run_btrfsx, tmp_path):
+    """Stop after the N-th write for every N: each result passes btrfs check,
+    mounts, and holds the old or the new hint on every copy that is read."""
+    loops = loopdevs(1)
+    fsutil.mkfs(loops.devs, data="single", metadata="dup")
+    dev, image = loops.devs[0], loops.images[0]
+    pristine = tmp_path / "pristine.img"
+    shutil.copyfile(image, pristine)
+    n = 0
+    while True:
+        n += 1
+        shutil.copyfile(pristine, image)
+        rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "metadata_preferred",
+                                  check=False, env={"BTRFSX_FAULT_AFTER_WRITES": n})
+        if rc == 0:
+            break
+        assert rc == 1 and f"fault injection after {n} writes" in err, err
+        assert progs_dev_type([dev], 1) in (0, 1)
+        assert set(progs_super_types(dev)) <= {0, 1}
+        progs_check([dev])
+        with fsutil.mounted([dev]) as mnt:
+            (Path(mnt) / "after-crash").write_text(str(n))
+        progs_check([dev])
+    # Two copies of the chunk tree leaf (dup) and two superblock copies:
+    # stops after writes 1, 2 and 3 were tried, the 4th run wrote everything.
+    assert n == 4
+    assert progs_dev_type([dev], 1) == 1 and progs_super_types(dev) == [1, 1]
+
+
+def test_mounted_without_kernel_support(loopdevs, run_btrfsx, btrfsx_json):
+    """The running kernel has no allocation hint support."""
+    loops = loopdevs(2)
+    fsutil.mkfs(loops.devs, data="single", metadata="raid1")
+    run_btrfsx("property", "set", loops.devs[1], "allocation_hint", "metadata_preferred")
+    with fsutil.mounted(loops.devs) as mnt:
+        rc, out, err = run_btrfsx("property", "set", loops.devs[1], "allocation_hint", "data_only",
+                                  check=1)
+        assert "no allocation hint support" in err and "unmount" in err
+        rc, out, err = run_btrfsx("property", "get", loops.devs[1], "allocation_hint")
+        assert out == "allocation_hint=metadata_preferred\n"
+        assert "has no effect" in err
+        doc = get_hint(btrfsx_json, loops.devs[1])
+        assert doc["mounted"] is True and doc["effective"] is False
+        assert doc["kernel_interface"] is None
+    assert progs_dev_type(loops.devs, 2) == 1
+
+
+class FakeSysfs:
+    """A fake /sys for one (unmounted) filesystem: BTRFSX_SYSFS_ROOT makes it look mounted."""
+
+    def __init__(self, root: Path, fsid: str, devid: int, iface: str, content: str):
+        self.root = root
+        self.dir = root / "fs" / "btrfs" / fsid / "devinfo" / str(devid)
+        self.dir.mkdir(parents=True)
+        self.file = self.dir / iface
+        self.file.write_text(content)
+        self.env = {"BTRFSX_SYSFS_ROOT": str(root)}
+
+
+@pytest.fixture
+def fake_fs(loopdevs, tmp_path):
+    def make(iface, content):
+        loops = loopdevs(3)
+        fsid = fsutil.mkfs(loops.devs, data="single", metadata="raid1")
+        return loops.devs, FakeSysfs(tmp_path / "sys", fsid, 3, iface, content)
+    return make
+
+
+@pytest.fixture(scope="module")
+def preload(tmp_path_factory):
+    out = tmp_path_factory.mktemp("preload") / "fake_sysfs_write.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(out),
+                    str(TESTS / "fake_sysfs_write.c"), "-ldl"], check=True)
+    return out
+
+
+def test_v12_name_interface(fake_fs, run_btrfsx, btrfsx_json):
+    devs, fake = fake_fs("allocation_hint", "DATA_PREFERRED\n")
+    doc = btrfsx_json("property", "get", devs[2], "allocation_hint", env=fake.env)
+    assert doc["effective"] is True and doc["kernel_interface"] == "allocation_hint"
+    for name, shown in [("metadata_only", "METADATA_ONLY"), ("DATA_ONLY", "DATA_ONLY"),
+                        ("m", "METADATA_PREFERRED")]:
+        run_btrfsx("property", "set", devs[2], "allocation_hint", name, env=fake.env)
+        assert fake.file.read_text() == shown
+    rc, out, err = run_btrfsx("property", "set", devs[2], "allocation_hint", "none",
+                              env=fake.env, check=1)
+    assert "takes only data_preferred, metadata_preferred, metadata_only and data_only" in err
+    fake.file.write_text("<UNKNOWN>\n")
+    rc, out, err = run_btrfsx("property", "get", devs[2], "allocation_hint", env=fake.env,
+                              check=1)
+    assert "<UNKNOWN>" in err
+    # Nothing went to the disk: the online path never writes device items.
+    assert progs_dev_type(devs, 3) == 0
+
+
+@pytest.mark.parametrize("errno_, message", [(22, "the kernel rejected 'METADATA_ONLY'"),
+                                             (30, "mounted read-only"),
+                                             (1, "the kernel refused the change")])
+def test_v12_kernel_errors(fake_fs, run_btrfsx, preload, errno_, message):
+    devs, fake = fake_fs("allocation_hint", "DATA_PREFERRED\n")
+    env = dict(fake.env, LD_PRELOAD=preload, FAKE_SYSFS_EINVAL="/allocation_hint",
+               FAKE_SYSFS_ERRNO=errno_, FAKE_SYSFS_SHOW="DATA_PREFERRED\n")
+    rc, out, err = run_btrfsx("property", "set", devs[2], "allocation_hint", "metadata_only",
+                              env=env, check=1)
+    assert message in err
+
+
+def test_read_back_disagrees(fake_fs, run_btrfsx, preload):
+    devs, fake = fake_fs("allocation_hint", "DATA_PREFERRED\n")
+    env = dict(fake.env, LD_PRELOAD=preload, FAKE_SYSFS_IGNORE="/allocation_hint",
+               FAKE_SYSFS_SHOW="DATA_PREFERRED\n")
+    rc, out, err = run_btrfsx("property", "set", devs[2], "allocation_hint", "data_only",
+                              env=env, check=1)
+    assert "reports data_preferred afterwards" in err
+
+
+def test_fork_type_interface(fake_fs, run_btrfsx, btrfsx_json):
+    devs, fake = fake_fs("type", "0x00000100\n")
+    doc = btrfsx_json("property", "get", devs[2], "allocation_hint", env=fake.env)
+    assert doc["kernel_interface"] == "type" and doc["type"] == 0x100
+    run_btrfsx("property", "set", devs[2], "allocation_hint", "none", env=fake.env)
+    assert fake.file.read_text() == "0x104"
+    run_btrfsx("property", "set", devs[2], "allocation_hint", "metadata_only", env=fake.env)
+    assert fake.file.read_text() == "0x102"
+    # Guard rails apply online too: raid1 metadata needs two devices that allow it.
+    subprocess.run([os.environ.get("BTRFSX", fsutil.btrfsx_path()), "property", "set",
+                    devs[1], "allocation_hint", "data_only"], check=True, capture_output=True)
+    rc, out, err = run_btrfsx("property", "set", devs[2], "allocation_hint", "data_only",
+                              env=fake.env, check=1)
+    assert "1 device would allow metadata" in err
+
+
+def test_fork_device_roles_refused(fake_fs, run_btrfsx):
+    devs, fake = fake_fs("type", "0x00000014\n")
+    rc, out, err = run_btrfsx("property", "set", devs[2], "allocation_hint", "data_only",
+                              env=fake.env, check=1)
+    assert "device-roles encoding" in err
+    assert fake.file.read_text() == "0x00000014\n"
+
+
+# ---- bad input ----
+
+def test_bad_objects(run_btrfsx, tmp_path, loopdevs):
+    zero = tmp_path / "zero.img"
+    zero.write_bytes(bytes(1 << 20))
+    rc, out, err = run_btrfsx("property", "set", zero, "allocation_hint", "d", check=1)
+    assert "not a btrfs filesystem" in err
+    assert zero.read_bytes() == bytes(1 << 20)
+    rc, out, err = run_btrfsx("property", "get", tmp_path / "nope", "allocation_hint", check=1)
+    assert "No such file" in err
+    rc, out, err = run_btrfsx("property", "set", "/dev/null", "allocation_hint", "d", check=1)
+    assert "not a mount point, block device or image file" in err
+    rc, out, err = run_btrfsx("property", "set", tmp_path, "allocation_hint", "d", check=1)
+    assert "does not apply to a filesystem object" in err
+
+
+def test_missing_member_refused(loopdevs, run_btrfsx):
+    loops = loopdevs(3)
+    fsutil.mkfs(loops.devs, data="single", metadata="raid1")
+    before = image_state(loops.images)
+    subprocess.run(["losetup", "-d", loops.devs[2]], check=True)
+    rc, out, err = run_btrfsx("property", "set", loops.devs[0], "allocation_hint", "m", check=1)
+    assert "missing device (devid 3)" in err
+    assert image_state(loops.images) == before
+
+
+def test_image_file_attached_or_read_only(loopdevs, run_btrfsx, tmp_path):
+    loops = loopdevs(1)
+    fsutil.mkfs(loops.devs, data="single", metadata="dup")
+    before = image_state(loops.images)
+    rc, out, err = run_btrfsx("property", "set", loops.images[0], "allocation_hint", "m", check=1)
+    assert f"attached to {loops.devs[0]}" in err
+    ro = fsutil.attach_loop(loops.images[0], read_only=True)
+    try:
+        rc, out, err = run_btrfsx("property", "set", ro, "allocation_hint", "m", check=1)
+    finally:
+        fsutil.detach_loop(ro)
+    assert "cannot open" in err and ro in err
+    assert image_state(loops.images) == before
+
+
+def test_filesystem_show(three_devs, run_btrfsx, btrfsx_json):
+    devs = three_devs.devs
+    run_btrfsx("property", "set", devs[0], "allocation_hint", "metadata_only")
+    run_btrfsx("property", "set", devs[2], "allocation_hint", "data_only")
+    doc = btrfsx_json("filesystem", "show", devs[1])
+    fs, = doc["filesystems"]
+    assert fs["total_devices"] == 3 and fs["mountpoint"] is None
+    assert [(d["devid"], d["path"], d["allocation_hint"]) for d in fs["devices"]] == \
+        [(1, devs[0], "metadata_only"), (2, devs[1], "data_preferred"), (3, devs[2], "data_only")]
+    items = oracle.progs_dev_items(devs)
+    assert [d["size"] for d in fs["devices"]] == [int(items[i]["total_bytes"]) for i in (1, 2, 3)]
+    assert [d["used"] for d in fs["devices"]] == [int(items[i]["bytes_used"]) for i in (1, 2, 3)]
+    rc, out, err = run_btrfsx("filesystem", "show", "--raw", devs[0])
+    assert f"devid 1 size {items[1]['total_bytes']} used" in out and "metadata_only" in out
+    with fsutil.mounted(devs) as mnt:
+        doc = btrfsx_json("filesystem", "show", mnt)
+        fs, = doc["filesystems"]
+        assert fs["mountpoint"] == str(mnt)
+        assert [d["allocation_hint"] for d in fs["devices"]] == \
+            ["metadata_only", "data_preferred", "data_only"]
+        assert all(d["effective"] is False for d in fs["devices"])

@@ -1,0 +1,762 @@
+"""btrfsx read-policy and the read_policy property.
+
+Against the running kernel (which shows ``[pid]`` only) and against fake sysfs
+trees for each kernel interface: mainline with CONFIG_BTRFS_EXPERIMENTAL,
+mainline without it, the earlier read_policies/ patches, and none. A fake tree
+is <tmp>/fs/btrfs/<FSID of a real mounted filesystem>/..., since the FSID,
+sector size and device ids still come from the real filesystem's ioctls.
+
+A fake attribute is a regular file: what btrfsx writes is what it reads back.
+The kernel-side rejection (EINVAL) and a kernel that shows something else
+after the write are simulated by tests/fake_sysfs_write.c (LD_PRELOAD).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import fsutil
+
+pytestmark = pytest.mark.root
+
+TESTS = Path(__file__).resolve().parent
+EXPERIMENTAL = "[pid] round-robin:262144 devid:1"
+RR_TUNABLES = {
+    "roundrobin_nonlocal_inc_mixed_only": "1",
+    "roundrobin_nonrot_nonlocal_inc": "0",
+    "roundrobin_rot_nonlocal_inc": "1",
+}
+
+
+# --------------------------------------------------------------------------- fixtures
+
+class Fs:
+    """A mounted filesystem on loop devices, for one module."""
+
+    def __init__(self, tmp: Path, n: int, data: str, metadata: str):
+        imgs = fsutil.make_images(tmp / "images", ["320M"] * n)
+        self.loops = fsutil.LoopDevices(imgs)
+        self.loops.attach()
+        try:
+            self.fsid = fsutil.mkfs(list(self.loops), data=data, metadata=metadata)
+            self.mnt = fsutil.mount(list(self.loops))
+        except BaseException:
+            self.loops.detach()
+            raise
+        self.devs = list(self.loops)
+
+    def remount(self):
+        fsutil.umount(self.mnt)
+        fsutil.mount(self.devs, self.mnt)
+
+    def close(self):
+        try:
+            fsutil.umount(self.mnt)
+            with __import__("contextlib").suppress(OSError):
+                os.rmdir(self.mnt)
+        finally:
+            self.loops.detach()
+
+
+def _require_loop():
+    ok, why = fsutil.can_use_loop()
+    if not ok:
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def raid1(tmp_path_factory):
+    _require_loop()
+    fs = Fs(tmp_path_factory.mktemp("rp-raid1"), 2, "raid1", "raid1")
+    yield fs
+    fs.close()
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    _require_loop()
+    fs = Fs(tmp_path_factory.mktemp("rp-single"), 1, "single", "dup")
+    yield fs
+    fs.close()
+
+
+@pytest.fixture(scope="session")
+def preload(tmp_path_factory):
+    """The LD_PRELOAD helper, built with the system compiler."""
+    cc = os.environ.get("CC_FOR_TESTS") or shutil.which("cc") or shutil.which("gcc") \
+        or shutil.which("clang")
+    if not cc:
+        pytest.skip("no C compiler for the LD_PRELOAD helper")
+    out = tmp_path_factory.mktemp("preload") / "fake_sysfs_write.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(out),
+                    str(TESTS / "fake_sysfs_write.c"), "-ldl"], check=True)
+    return out
+
+
+class Fake:
+    """A fake sysfs tree (and config dir) for one filesystem."""
+
+    def __init__(self, root: Path, fsid: str):
+        self.root = root / "sys"
+        self.config = root / "etc-btrfsx"
+        self.dir = self.root / "fs" / "btrfs" / fsid
+        self.dir.mkdir(parents=True)
+
+    @property
+    def env(self):
+        return {"BTRFSX_SYSFS_ROOT": str(self.root), "BTRFSX_CONFIG_DIR": str(self.config)}
+
+    def write(self, rel: str, text: str):
+        p = self.dir / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+    def read(self, rel: str) -> str:
+        return (self.dir / rel).read_text()
+
+    def profiles(self, *names: str):
+        for name in names:
+            (self.dir / "allocation" / name).mkdir(parents=True, exist_ok=True)
+
+
+def make_fake(tmp_path, fsid, kind, profiles=("data/raid1", "metadata/raid1", "system/raid1")):
+    fake = Fake(tmp_path, fsid)
+    if profiles is not None:
+        fake.profiles(*profiles)
+    if kind == "experimental":
+        fake.write("read_policy", EXPERIMENTAL + "\n")
+    elif kind == "plain":
+        fake.write("read_policy", "[pid]\n")
+    elif kind == "earlier":
+        fake.write("read_policies/policy", "[pid] roundrobin\n")
+        for name, value in RR_TUNABLES.items():
+            fake.write(f"read_policies/{name}", value + "\n")
+    else:
+        assert kind == "none"
+    return fake
+
+
+@pytest.fixture
+def fake(tmp_path, raid1):
+    def _make(kind, **kw):
+        return make_fake(tmp_path, raid1.fsid, kind, **kw)
+    return _make
+
+
+def rp(run_btrfsx, *args, env=None, check=True):
+    return run_btrfsx("read-policy", *args, env=env, check=check)
+
+
+def rp_json(btrfsx_json, *args, env=None, check=True):
+    return btrfsx_json("read-policy", *args, env=env, check=check)
+
+
+# --------------------------------------------------------------------------- the running kernel
+
+def real_offers(raid1) -> str:
+    return Path(f"/sys/fs/btrfs/{raid1.fsid}/read_policy").read_text().strip()
+
+
+def test_real_kernel_get_shows_pid(raid1, btrfsx_json, run_btrfsx):
+    doc = rp_json(btrfsx_json, "get", raid1.mnt)
+    assert doc["fsid"] == raid1.fsid
+    assert doc["interface"] == "read_policy"
+    assert doc["policy"] == "pid"
+    assert "pid" in doc["available"]
+    assert doc["kernel_shows"] == real_offers(raid1)
+    assert set(doc["mirrored"]) >= {"data/raid1", "metadata/raid1"}
+    assert doc["affects_reads"] is True
+    assert doc["persistent"] is None
+    rc, out, err = rp(run_btrfsx, "get", raid1.mnt)
+    assert "policy" in out and "pid" in out and err == ""
+
+
+def test_real_kernel_set_round_robin_fails_clearly(raid1, run_btrfsx):
+    if real_offers(raid1) != "[pid]":
+        pytest.skip("this kernel offers more than pid")
+    for value in ("round-robin", "round-robin:256K", "devid", "devid:1"):
+        rc, out, err = rp(run_btrfsx, "set", raid1.mnt, value, check=1)
+        assert "this kernel offers only the 'pid' read policy" in err, err
+        assert "Linux 6.14" in err and "CONFIG_BTRFS_EXPERIMENTAL" in err
+        assert out == ""
+    assert real_offers(raid1) == "[pid]"
+
+
+def test_real_kernel_set_pid(raid1, btrfsx_json):
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "pid")
+    assert doc["previous"] == "pid" and doc["policy"] == "pid"
+    assert doc["changed"] is False and doc["persistent"] is None
+
+
+def test_real_kernel_property(raid1, run_btrfsx, btrfsx_json):
+    rc, out, err = run_btrfsx("property", "get", raid1.mnt, "read_policy")
+    assert out == "read_policy=pid\n"
+    assert btrfsx_json("property", "get", raid1.mnt) == \
+        {"__header": {"version": "1"}, "read_policy": "pid"}
+    rc, out, err = run_btrfsx("property", "set", raid1.mnt, "read_policy", "pid")
+    assert out == "" and err == ""
+    if real_offers(raid1) == "[pid]":
+        rc, out, err = run_btrfsx("property", "set", raid1.mnt, "read_policy", "round-robin",
+                                  check=1)
+        assert "offers only the 'pid' read policy" in err
+
+
+def test_real_single_profile_warns(single, btrfsx_json, run_btrfsx):
+    doc = rp_json(btrfsx_json, "get", single.mnt)
+    assert doc["mirrored"] == [] and doc["affects_reads"] is False
+    assert any("no RAID1, RAID1C3, RAID1C4 or RAID10 block group" in w for w in doc["warnings"])
+    rc, out, err = rp(run_btrfsx, "set", single.mnt, "pid")
+    assert "changes nothing on this filesystem" in err
+
+
+def test_not_btrfs(run_btrfsx, tmp_path):
+    rc, out, err = rp(run_btrfsx, "get", tmp_path, check=1)
+    assert "not on a mounted btrfs filesystem" in err
+    rc, out, err = rp(run_btrfsx, "get", tmp_path / "nosuch", check=1)
+    assert "No such file or directory" in err
+
+
+# --------------------------------------------------------------------------- mainline, experimental
+
+ACCEPTED = [
+    # request, what is written, the policy shown afterwards
+    ("round-robin", "round-robin", "round-robin"),
+    ("roundrobin", "round-robin", "round-robin"),
+    ("round-robin:4096", "round-robin:4096", "round-robin:4096"),
+    ("round-robin:64K", "round-robin:65536", "round-robin:65536"),
+    ("round-robin:1M", "round-robin:1048576", "round-robin:1048576"),
+    ("round-robin:1MiB", "round-robin:1048576", "round-robin:1048576"),
+    ("round-robin:1G", "round-robin:1073741824", "round-robin:1073741824"),
+    ("round-robin:262144", "round-robin:262144", "round-robin:262144"),
+    ("devid", "devid", "devid"),
+    ("devid:1", "devid:1", "devid:1"),
+    ("devid:2", "devid:2", "devid:2"),
+    ("devid:0x2", "devid:2", "devid:2"),
+]
+
+
+@pytest.mark.parametrize("request_, written, shown", ACCEPTED)
+def test_experimental_accepts(fake, btrfsx_json, raid1, request_, written, shown):
+    f = fake("experimental")
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, request_, env=f.env)
+    assert f.read("read_policy") == written
+    assert doc["previous"] == "pid"
+    assert doc["policy"] == shown
+    assert doc["changed"] is True
+    assert "warnings" not in doc
+
+
+def test_experimental_back_to_pid(fake, btrfsx_json, raid1):
+    f = fake("experimental")
+    f.write("read_policy", "pid [round-robin:262144] devid:1\n")
+    doc = rp_json(btrfsx_json, "get", raid1.mnt, env=f.env)
+    assert doc["policy"] == "round-robin:262144"
+    assert doc["available"] == ["pid", "round-robin", "devid"]
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "pid", env=f.env)
+    assert f.read("read_policy") == "pid"
+    assert doc["previous"] == "round-robin:262144" and doc["policy"] == "pid"
+
+
+def test_experimental_already_active_is_not_written(fake, btrfsx_json, raid1):
+    f = fake("experimental")
+    f.write("read_policy", "pid round-robin:262144 [devid:2]\n")
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "devid:2", env=f.env)
+    assert doc["changed"] is False
+    assert f.read("read_policy") == "pid round-robin:262144 [devid:2]\n"
+    # without an argument the kernel picks its default again: written
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "devid", env=f.env)
+    assert doc["changed"] is True and f.read("read_policy") == "devid"
+
+
+REJECTED = [
+    ("round-robin:6000", "6000 is not a multiple of the sector size 4096"),
+    ("round-robin:4097", "4097 is not a multiple of the sector size 4096"),
+    ("round-robin:1000", "not a multiple of the sector size"),
+    ("round-robin:0", "the size must be greater than 0"),
+    ("round-robin:-4096", "is not a size"),
+    ("round-robin:x", "'x' is not a size"),
+    ("round-robin:", "'' is not a size"),
+    ("round-robin:4k4", "is not a size"),
+    ("round-robin:8G", "the size must be below 4GiB"),
+    ("round-robin:1T", "the size must be below 4GiB"),
+    ("devid:3", "device 3 is not part of filesystem"),
+    ("devid:0", "'0' is not a device id"),
+    ("devid:x", "'x' is not a device id"),
+    ("pid:1", "pid takes no argument"),
+    ("latency", "unknown read policy 'latency'"),
+    ("", "invalid read policy ''"),
+    ("Round-Robin", "unknown read policy 'Round-Robin'"),
+    ("round robin", "invalid read policy 'round robin'"),
+    (":4096", "invalid read policy ':4096'"),
+]
+
+
+@pytest.mark.parametrize("request_, message", REJECTED)
+def test_experimental_rejects(fake, run_btrfsx, raid1, request_, message):
+    f = fake("experimental")
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, request_, env=f.env, check=1)
+    assert message in err, err
+    assert out == ""
+    assert f.read("read_policy") == EXPERIMENTAL + "\n"
+
+
+def test_experimental_rejects_json_error(fake, btrfsx_json, raid1):
+    f = fake("experimental")
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "devid:7", env=f.env, check=1)
+    assert doc["error"]["code"] == 22
+    assert "device 7 is not part of filesystem" in doc["error"]["message"]
+    assert "(its devices: 1 2)" in doc["error"]["message"]
+
+
+def test_kernel_einval(fake, run_btrfsx, raid1, preload):
+    f = fake("experimental")
+    env = dict(f.env, LD_PRELOAD=str(preload), FAKE_SYSFS_EINVAL="/read_policy",
+               FAKE_SYSFS_SHOW=EXPERIMENTAL + "\n")
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, "round-robin:64K", env=env, check=1)
+    assert "the kernel rejected read policy 'round-robin:65536' (EINVAL)" in err, err
+    assert f.read("read_policy") == EXPERIMENTAL + "\n"
+    rc, out, err = run_btrfsx("property", "set", raid1.mnt, "read_policy", "devid:2", env=env,
+                              check=1)
+    assert "the kernel rejected read policy 'devid:2' (EINVAL)" in err, err
+    rc, out, err = rp(run_btrfsx, "set", "--persistent", raid1.mnt, "devid", env=env, check=1)
+    assert not (f.config / "read-policy.conf").exists()
+
+
+def test_read_back_disagrees(fake, run_btrfsx, raid1, preload):
+    f = fake("experimental")
+    env = dict(f.env, LD_PRELOAD=str(preload), FAKE_SYSFS_IGNORE="/read_policy",
+               FAKE_SYSFS_SHOW=EXPERIMENTAL)
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, "round-robin", env=env, check=1)
+    assert "wrote 'round-robin' but the kernel now shows '[pid] round-robin:262144 devid:1'" \
+        in err, err
+    env["FAKE_SYSFS_SHOW"] = "pid [round-robin:4096] devid:1"
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, "round-robin:8192", env=env, check=1)
+    assert "but the kernel now shows" in err
+
+
+def test_unparsable_policy_file(fake, run_btrfsx, raid1):
+    f = fake("experimental")
+    for text in ("", "[pid] [devid]", "pid devid", "[pid] round-robin:abc"):
+        f.write("read_policy", text)
+        rc, out, err = rp(run_btrfsx, "get", raid1.mnt, env=f.env, check=1)
+        assert "read_policy" in err and ("cannot" in err or "empty" in err), err
+
+
+def test_property_on_fake(fake, run_btrfsx, btrfsx_json, raid1):
+    f = fake("experimental")
+    doc = btrfsx_json("property", "set", raid1.mnt, "read_policy", "round-robin:128K", env=f.env)
+    assert doc["read_policy"] == "round-robin:131072"
+    rc, out, err = run_btrfsx("property", "get", raid1.mnt, "read_policy", env=f.env)
+    assert out == "read_policy=round-robin:131072\n"
+    rc, out, err = run_btrfsx("property", "set", raid1.mnt, "read_policy", "round-robin:6000",
+                              env=f.env, check=1)
+    assert "not a multiple of the sector size" in err
+
+
+def test_property_objects(raid1, run_btrfsx, btrfsx_json):
+    doc = btrfsx_json("property", "list", raid1.mnt)
+    assert [p["name"] for p in doc["properties"]] == ["read_policy"]
+    assert doc["properties"][0]["object"] == "filesystem"
+    rc, out, err = run_btrfsx("property", "get", raid1.mnt, "nosuch", check=1)
+    assert "unknown property 'nosuch'" in err
+    rc, out, err = run_btrfsx("property", "get", "-t", "device", raid1.mnt, "read_policy",
+                              check=1)
+    assert "does not apply to a device object" in err
+    rc, out, err = run_btrfsx("property", "get", raid1.devs[0], "read_policy", check=1)
+    assert "does not apply to a device object" in err
+    rc, out, err = run_btrfsx("property", "get", "-t", "bogus", raid1.mnt, check=2)
+    assert "unknown object type 'bogus'" in err
+    rc, out, err = run_btrfsx("property", "set", raid1.mnt, "read_policy", check=2)
+
+
+# --------------------------------------------------------------------------- mainline without the option
+
+@pytest.mark.parametrize("request_", ["round-robin", "round-robin:64K", "roundrobin", "devid",
+                                      "devid:1"])
+def test_plain_kernel_offers_only_pid(fake, run_btrfsx, raid1, request_):
+    f = fake("plain")
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, request_, env=f.env, check=1)
+    assert "this kernel offers only the 'pid' read policy" in err
+    assert "Linux 6.14 or later built with CONFIG_BTRFS_EXPERIMENTAL=y" in err
+    assert f.read("read_policy") == "[pid]\n"
+
+
+def test_plain_kernel(fake, btrfsx_json, run_btrfsx, raid1):
+    f = fake("plain")
+    doc = rp_json(btrfsx_json, "get", raid1.mnt, env=f.env)
+    assert doc["interface"] == "read_policy"
+    assert doc["policy"] == "pid" and doc["available"] == ["pid"]
+    assert "tunables" not in doc
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "pid", env=f.env)
+    assert doc["changed"] is False
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, "latency", env=f.env, check=1)
+    assert "unknown read policy 'latency' (this kernel offers: pid)" in err
+
+
+def test_kernel_offering_an_unknown_policy(fake, btrfsx_json, raid1):
+    f = fake("plain")
+    f.write("read_policy", "[pid] latency\n")
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "latency", env=f.env)
+    assert f.read("read_policy") == "latency"
+    assert doc["policy"] == "latency"
+
+
+# --------------------------------------------------------------------------- the earlier read_policies/ patches
+
+def test_earlier_get(fake, btrfsx_json, run_btrfsx, raid1):
+    f = fake("earlier")
+    doc = rp_json(btrfsx_json, "get", raid1.mnt, env=f.env)
+    assert doc["interface"] == "read_policies"
+    assert doc["policy"] == "pid"
+    assert doc["available"] == ["pid", "round-robin"]
+    assert doc["kernel_shows"] == "[pid] roundrobin"
+    assert doc["tunables"] == {k: int(v) for k, v in RR_TUNABLES.items()}
+    rc, out, err = rp(run_btrfsx, "get", raid1.mnt, env=f.env)
+    assert "tunables:" in out and "roundrobin_rot_nonlocal_inc" in out
+
+
+@pytest.mark.parametrize("request_", ["round-robin", "roundrobin"])
+def test_earlier_set_round_robin(fake, btrfsx_json, raid1, request_):
+    f = fake("earlier")
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, request_, env=f.env)
+    assert f.read("read_policies/policy") == "roundrobin"
+    assert doc["policy"] == "round-robin" and doc["changed"] is True
+    f.write("read_policies/policy", "pid [roundrobin]\n")
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "pid", env=f.env)
+    assert f.read("read_policies/policy") == "pid"
+    assert doc["previous"] == "round-robin"
+
+
+@pytest.mark.parametrize("request_, message", [
+    ("round-robin:64K", "the read_policies/ interface of this kernel takes no argument"),
+    ("devid", "does not offer the 'devid' read policy (it offers: pid, roundrobin)"),
+    ("devid:1", "does not offer the 'devid' read policy"),
+    ("round-robin:6000", "takes no argument"),
+])
+def test_earlier_rejects(fake, run_btrfsx, raid1, request_, message):
+    f = fake("earlier")
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, request_, env=f.env, check=1)
+    assert message in err, err
+    assert f.read("read_policies/policy") == "[pid] roundrobin\n"
+
+
+def test_earlier_einval(fake, run_btrfsx, raid1, preload):
+    f = fake("earlier")
+    env = dict(f.env, LD_PRELOAD=str(preload), FAKE_SYSFS_EINVAL="/read_policies/policy",
+               FAKE_SYSFS_SHOW="[pid] roundrobin\n")
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, "round-robin", env=env, check=1)
+    assert "the kernel rejected read policy 'roundrobin' (EINVAL)" in err
+
+
+# --------------------------------------------------------------------------- tunables
+
+TUNABLE_OK = [
+    ("roundrobin_nonlocal_inc_mixed_only", "0", "0"),
+    ("roundrobin_nonlocal_inc_mixed_only", "1", "1"),
+    ("roundrobin_nonlocal_inc_mixed_only", "off", "0"),
+    ("roundrobin_nonlocal_inc_mixed_only", "yes", "1"),
+    ("roundrobin_nonlocal_inc_mixed_only", "False", "0"),
+    ("roundrobin_nonrot_nonlocal_inc", "0", "0"),
+    ("roundrobin_nonrot_nonlocal_inc", "7", "7"),
+    ("roundrobin_rot_nonlocal_inc", "4294967295", "4294967295"),
+    ("roundrobin_rot_nonlocal_inc", "0x10", "16"),
+]
+
+
+@pytest.mark.parametrize("name, value, written", TUNABLE_OK)
+def test_tunable_set(fake, btrfsx_json, raid1, name, value, written):
+    f = fake("earlier")
+    doc = rp_json(btrfsx_json, "tunables", raid1.mnt, name, value, env=f.env)
+    assert f.read(f"read_policies/{name}") == written
+    assert doc["name"] == name
+    assert doc["previous"] == int(RR_TUNABLES[name])
+    assert doc["value"] == int(written)
+
+
+TUNABLE_BAD = [
+    ("roundrobin_nonlocal_inc_mixed_only", "2", "invalid value '2' (0 or 1)"),
+    ("roundrobin_nonlocal_inc_mixed_only", "maybe", "(0 or 1)"),
+    ("roundrobin_nonlocal_inc_mixed_only", "", "(0 or 1)"),
+    ("roundrobin_nonrot_nonlocal_inc", "4294967296", "a number from 0 to 4294967295"),
+    ("roundrobin_rot_nonlocal_inc", "abc", "a number from 0 to 4294967295"),
+    ("roundrobin_rot_nonlocal_inc", "1.5", "a number from 0 to 4294967295"),
+    ("roundrobin_rot_nonlocal_inc", "", "a number from 0 to 4294967295"),
+    ("no_such_tunable", "1", "unknown tunable 'no_such_tunable'"),
+]
+
+
+@pytest.mark.parametrize("name, value, message", TUNABLE_BAD)
+def test_tunable_rejects(fake, run_btrfsx, raid1, name, value, message):
+    f = fake("earlier")
+    rc, out, err = rp(run_btrfsx, "tunables", raid1.mnt, name, value, env=f.env, check=1)
+    assert message in err, err
+    for n, v in RR_TUNABLES.items():
+        assert f.read(f"read_policies/{n}") == v + "\n"
+
+
+def test_tunable_negative(fake, run_btrfsx, raid1):
+    f = fake("earlier")
+    name = "roundrobin_nonrot_nonlocal_inc"
+    rc, out, err = rp(run_btrfsx, "tunables", "--", raid1.mnt, name, "-1", env=f.env, check=1)
+    assert "invalid value '-1' (a number from 0 to 4294967295)" in err
+    assert f.read(f"read_policies/{name}") == "0\n"
+
+
+def test_tunables_get(fake, btrfsx_json, run_btrfsx, raid1):
+    f = fake("earlier")
+    f.write("read_policies/roundrobin_rot_nonlocal_inc", "3\n")
+    doc = rp_json(btrfsx_json, "tunables", raid1.mnt, env=f.env)
+    assert doc["tunables"] == [
+        {"name": "roundrobin_nonlocal_inc_mixed_only", "value": 1, "default": 1},
+        {"name": "roundrobin_nonrot_nonlocal_inc", "value": 0, "default": 0},
+        {"name": "roundrobin_rot_nonlocal_inc", "value": 3, "default": 1},
+    ]
+    doc = rp_json(btrfsx_json, "tunables", raid1.mnt, "roundrobin_rot_nonlocal_inc", env=f.env)
+    assert doc["tunables"] == [{"name": "roundrobin_rot_nonlocal_inc", "value": 3, "default": 1}]
+    rc, out, err = rp(run_btrfsx, "tunables", raid1.mnt, env=f.env)
+    assert out.splitlines()[2] == "roundrobin_rot_nonlocal_inc 3 default 1"
+
+
+def test_tunable_einval_and_read_back(fake, run_btrfsx, raid1, preload):
+    f = fake("earlier")
+    name = "roundrobin_rot_nonlocal_inc"
+    env = dict(f.env, LD_PRELOAD=str(preload), FAKE_SYSFS_EINVAL=f"/{name}",
+               FAKE_SYSFS_SHOW="1\n")
+    rc, out, err = rp(run_btrfsx, "tunables", raid1.mnt, name, "9", env=env, check=1)
+    assert "the kernel rejected '9' (EINVAL)" in err
+    env = dict(f.env, LD_PRELOAD=str(preload), FAKE_SYSFS_IGNORE=f"/{name}",
+               FAKE_SYSFS_SHOW="1\n")
+    rc, out, err = rp(run_btrfsx, "tunables", raid1.mnt, name, "9", env=env, check=1)
+    assert "wrote 9 but the kernel now shows 1" in err
+
+
+@pytest.mark.parametrize("kind", ["experimental", "plain", "none"])
+def test_tunables_absent_on_mainline(fake, run_btrfsx, raid1, kind):
+    f = fake(kind)
+    rc, out, err = rp(run_btrfsx, "tunables", raid1.mnt, env=f.env, check=1)
+    assert "come only with the earlier round-robin patches" in err and "not with mainline" in err
+    rc, out, err = rp(run_btrfsx, "tunables", raid1.mnt, "roundrobin_rot_nonlocal_inc", "1",
+                      env=f.env, check=1)
+    assert "not with mainline" in err
+
+
+# --------------------------------------------------------------------------- no interface; profiles
+
+def test_no_interface(fake, btrfsx_json, run_btrfsx, raid1):
+    f = fake("none")
+    doc = rp_json(btrfsx_json, "get", raid1.mnt, env=f.env)
+    assert doc["interface"] == "none" and doc["policy"] == "pid"
+    assert doc["available"] == ["pid"] and doc["kernel_shows"] is None
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "pid", env=f.env)
+    assert doc["changed"] is False
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, "round-robin", env=f.env, check=1)
+    assert "no read policy interface (it came with Linux 5.11)" in err
+
+
+def test_not_mounted_fake(tmp_path, raid1, run_btrfsx):
+    f = Fake(tmp_path, "00000000-0000-0000-0000-000000000000")
+    rc, out, err = rp(run_btrfsx, "get", raid1.mnt, env=f.env, check=1)
+    assert f"is filesystem {raid1.fsid} mounted?" in err
+
+
+def test_no_mirrored_block_group_warns(fake, btrfsx_json, run_btrfsx, raid1):
+    f = fake("experimental", profiles=("data/single", "metadata/dup", "system/dup"))
+    doc = rp_json(btrfsx_json, "get", raid1.mnt, env=f.env)
+    assert doc["mirrored"] == [] and doc["affects_reads"] is False
+    assert len(doc["warnings"]) == 1
+    rc, out, err = rp(run_btrfsx, "set", raid1.mnt, "round-robin", env=f.env)
+    assert "no RAID1, RAID1C3, RAID1C4 or RAID10 block group" in err
+    assert f.read("read_policy") == "round-robin"
+
+
+@pytest.mark.parametrize("profiles, expected", [
+    (("data/raid1c3",), ["data/raid1c3"]),
+    (("data/single", "metadata/raid1c4"), ["metadata/raid1c4"]),
+    (("data/raid10", "metadata/raid10"), ["data/raid10", "metadata/raid10"]),
+])
+def test_mirrored_profiles_from_sysfs(fake, btrfsx_json, raid1, profiles, expected):
+    f = fake("experimental", profiles=profiles)
+    doc = rp_json(btrfsx_json, "get", raid1.mnt, env=f.env)
+    assert doc["mirrored"] == expected and "warnings" not in doc
+
+
+def test_mirrored_profiles_from_ioctl(fake, btrfsx_json, raid1):
+    """Without allocation/ in sysfs, BTRFS_IOC_SPACE_INFO of the real fs decides."""
+    f = fake("experimental", profiles=None)
+    doc = rp_json(btrfsx_json, "get", raid1.mnt, env=f.env)
+    assert set(doc["mirrored"]) == {"data/raid1", "metadata/raid1", "system/raid1"}
+
+
+# --------------------------------------------------------------------------- persistence
+
+def conf_records(fake) -> list[str]:
+    return [l for l in (fake.config / "read-policy.conf").read_text().splitlines()
+            if l and not l.startswith("#")]
+
+
+def test_set_persistent_and_apply(fake, btrfsx_json, run_btrfsx, raid1):
+    f = fake("experimental")
+    f.config = f.config / "nested" / "dir"      # created on demand
+    doc = rp_json(btrfsx_json, "set", "--persistent", raid1.mnt, "round-robin:512K", env=f.env)
+    assert doc["persistent"] == "round-robin:524288"
+    assert conf_records(f) == [f"{raid1.fsid} round-robin:524288"]
+    assert sorted(os.listdir(f.config)) == ["read-policy.conf"]      # no temporary left
+    assert rp_json(btrfsx_json, "get", raid1.mnt, env=f.env)["persistent"] == "round-robin:524288"
+
+    doc = rp_json(btrfsx_json, "list", env=f.env)
+    assert doc["records"] == [{"fsid": raid1.fsid, "policy": "round-robin:524288",
+                               "mounted": str(raid1.mnt)}]
+
+    # a new mount: the kernel shows its default again
+    f.write("read_policy", EXPERIMENTAL + "\n")
+    doc = rp_json(btrfsx_json, "apply", env=f.env)
+    assert doc["filesystems"] == [{"fsid": raid1.fsid, "path": str(raid1.mnt),
+                                   "policy": "round-robin:524288", "status": "applied"}]
+    assert f.read("read_policy") == "round-robin:524288"
+    doc = rp_json(btrfsx_json, "apply", raid1.mnt, env=f.env)
+    assert doc["filesystems"][0]["status"] == "unchanged"
+
+    # a plain set over a different record warns that the record comes back
+    f.write("read_policy", EXPERIMENTAL + "\n")
+    doc = rp_json(btrfsx_json, "set", raid1.mnt, "pid", env=f.env)
+    assert doc["changed"] is False
+    assert any("has 'round-robin:524288' recorded for every mount" in w for w in doc["warnings"])
+
+    # a second set --persistent replaces the record
+    f.write("read_policy", EXPERIMENTAL + "\n")
+    rp_json(btrfsx_json, "set", "-p", raid1.mnt, "devid:2", env=f.env)
+    assert conf_records(f) == [f"{raid1.fsid} devid:2"]
+
+    doc = rp_json(btrfsx_json, "forget", raid1.mnt, env=f.env)
+    assert doc["fsid"] == raid1.fsid and doc["forgotten"] is True
+    assert conf_records(f) == []
+    rc, out, err = rp(run_btrfsx, "forget", raid1.fsid, env=f.env, check=1)
+    assert "no read policy is recorded" in err
+
+
+def test_set_persistent_not_recorded_when_refused(fake, run_btrfsx, raid1):
+    f = fake("plain")
+    rc, out, err = rp(run_btrfsx, "set", "--persistent", raid1.mnt, "round-robin", env=f.env,
+                      check=1)
+    assert not (f.config / "read-policy.conf").exists()
+
+
+def test_apply_every_record(fake, btrfsx_json, run_btrfsx, raid1):
+    f = fake("experimental")
+    other = "12345678-1234-1234-1234-123456789abc"
+    f.config.mkdir()
+    (f.config / "read-policy.conf").write_text(
+        "# hand-written\n"
+        f"{other} round-robin\n"
+        "this line is broken\n"
+        f"{raid1.fsid.upper()} devid:1\n")
+    doc = rp_json(btrfsx_json, "apply", env=f.env)
+    assert doc["filesystems"] == [
+        {"fsid": other, "path": None, "policy": "round-robin", "status": "not-mounted"},
+        {"fsid": raid1.fsid, "path": str(raid1.mnt), "policy": "devid:1", "status": "applied"},
+    ]
+    assert any("this line is broken" in w for w in doc["warnings"])
+    assert f.read("read_policy") == "devid:1"
+    # saving keeps comments and unreadable lines as they were
+    rp_json(btrfsx_json, "forget", other, env=f.env)
+    assert (f.config / "read-policy.conf").read_text() == (
+        "# hand-written\n"
+        "this line is broken\n"
+        f"{raid1.fsid} devid:1\n")
+
+
+def test_apply_failure_exits_1(fake, btrfsx_json, run_btrfsx, raid1):
+    f = fake("experimental")
+    f.config.mkdir()
+    (f.config / "read-policy.conf").write_text(f"{raid1.fsid} devid:9\n")
+    doc = rp_json(btrfsx_json, "apply", env=f.env, check=1)
+    fs = doc["filesystems"][0]
+    assert fs["status"] == "failed" and "device 9 is not part of filesystem" in fs["error"]
+    assert "1 recorded read policy could not be applied" in doc["error"]["message"]
+    assert f.read("read_policy") == EXPERIMENTAL + "\n"
+    rc, out, err = rp(run_btrfsx, "apply", raid1.mnt, env=f.env, check=1)
+    assert "device 9 is not part of filesystem" in err
+
+
+def test_apply_without_records(fake, btrfsx_json, raid1):
+    f = fake("experimental")
+    assert rp_json(btrfsx_json, "apply", env=f.env)["filesystems"] == []
+    doc = rp_json(btrfsx_json, "apply", raid1.mnt, env=f.env)
+    assert doc["filesystems"][0]["status"] == "no-record"
+    assert rp_json(btrfsx_json, "list", env=f.env)["records"] == []
+
+
+def test_apply_watch_refuses_json(run_btrfsx):
+    rc, out, err = run_btrfsx("--format", "json", "read-policy", "apply", "--watch", check=2)
+    assert "--watch prints text only" in err
+    rc, out, err = run_btrfsx("read-policy", "apply", "--watch", "/", check=2)
+
+
+def wait_for(pred, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def test_apply_watch_applies_at_every_mount(tmp_path, btrfsx, loopdevs, run_btrfsx):
+    """What btrfsx-read-policy.service runs: applied at start and after each mount."""
+    loops = loopdevs(2, size="320M")
+    fsid = fsutil.mkfs(list(loops), data="raid1", metadata="raid1")
+    f = make_fake(tmp_path, fsid, "experimental")
+    f.config.mkdir()
+    (f.config / "read-policy.conf").write_text(f"{fsid} round-robin:128K\n")
+    mnt = fsutil.mount(list(loops))
+    env = dict(os.environ, **f.env)
+    proc = subprocess.Popen([btrfsx, "read-policy", "apply", "--watch"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: f.read("read_policy") == "round-robin:131072"), \
+            "not applied at start"
+        for _ in range(2):
+            f.write("read_policy", EXPERIMENTAL + "\n")      # what a fresh mount shows
+            fsutil.umount(mnt)
+            fsutil.mount(list(loops), mnt)
+            assert wait_for(lambda: f.read("read_policy") == "round-robin:131072"), \
+                "not applied after the mount"
+        # another mount of a filesystem that stays mounted changes nothing
+        f.write("read_policy", EXPERIMENTAL + "\n")
+        bind = tmp_path / "bind"
+        bind.mkdir()
+        subprocess.run(["mount", "--bind", str(mnt), str(bind)], check=True)
+        time.sleep(0.5)
+        subprocess.run(["umount", str(bind)], check=True)
+        time.sleep(0.3)
+        assert f.read("read_policy") == EXPERIMENTAL + "\n"
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+        fsutil.umount(mnt)
+        with __import__("contextlib").suppress(OSError):
+            os.rmdir(mnt)
+    assert out.count(f"fsid {fsid} path {mnt} policy round-robin:131072 status applied") == 3, out
+
+
+# --------------------------------------------------------------------------- the shipped unit
+
+def test_systemd_unit_runs_apply_watch():
+    unit = (TESTS.parent / "systemd" / "btrfsx-read-policy.service.in").read_text()
+    assert "ExecStart=@bindir@/btrfsx read-policy apply --watch" in unit
+    assert "WantedBy=local-fs.target" in unit
+
+
+def test_man_page_documents_persistence():
+    page = (TESTS.parent / "Documentation" / "btrfsx-read-policy.adoc").read_text()
+    for word in ("--persistent", "read-policy.conf", "btrfsx-read-policy.service",
+                 "apply --watch", "CONFIG_BTRFS_EXPERIMENTAL", "roundrobin_rot_nonlocal_inc"):
+        assert word in page, word
