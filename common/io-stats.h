@@ -8,6 +8,7 @@
 #define BTRFSX_IO_STATS_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "common/mounted-fs.h"
@@ -15,7 +16,7 @@
 struct bx_dev_reads {
 	uint64_t devid;
 	char path[1024];      /* the device as the kernel reports it */
-	char stat_path[512];  /* the stat file read; "" if none was found */
+	char stat_path[PATH_MAX + 64];  /* the stat file read; "" if none was found */
 	bool present;         /* false: missing device or no stat file */
 	uint64_t reads;       /* completed read requests */
 	uint64_t read_bytes;  /* sectors read * 512 */

@@ -25,8 +25,8 @@ for size in 1G 2G 3G; do
 done
 echo "${loops[@]}"
 
-step "mkfs.btrfs -d raid1 -m raid1c3, files written through the kernel"
-mkfs.btrfs -q -f -d raid1 -m raid1c3 "${loops[@]}"
+step "mkfs.btrfs -d raid1 -m raid1, files written through the kernel"
+mkfs.btrfs -q -f -d raid1 -m raid1 "${loops[@]}"
 mkdir "$work/mnt"
 mount "${loops[0]}" "$work/mnt"
 head -c 64M /dev/urandom >"$work/mnt/big"
@@ -38,6 +38,8 @@ step "allocation hints, set offline: metadata on the small device, data on the o
 "$btrfsx" device property set "${loops[0]}" allocation_hint metadata_preferred
 "$btrfsx" device property set "${loops[2]}" allocation_hint data_only
 "$btrfsx" filesystem show "${loops[0]}"
+echo "-- a second data_only device would leave raid1 metadata one device short:"
+"$btrfsx" device property set "${loops[1]}" allocation_hint data_only || true
 echo "(btrfs-progs agrees: $(btrfs inspect-internal dump-super "${loops[2]}" | grep dev_item.type))"
 
 step "mounted: this kernel has no hint support, and btrfsx says so"
