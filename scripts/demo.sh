@@ -63,9 +63,12 @@ for b in d["trees"][0]["blocks"]:
             print("devid", i["key"]["objectid"], "extent at", i["key"]["offset"], "length", i["length"])'
 
 step "read a file back through btrfsx's own chunk mapping, from each raid1 copy"
+want=$(cat "$work/big.sha256")
 for mirror in 1 2; do
 	sum=$("$btrfsx" inspect read-file --mirror $mirror big "${loops[0]}" | sha256sum | cut -d' ' -f1)
-	echo "mirror $mirror: $sum $( [ "$sum" = "$(cat "$work/big.sha256")" ] && echo matches the kernel's copy)"
+	verdict="DIFFERS from what the kernel wrote"
+	[ "$sum" = "$want" ] && verdict="same as what the kernel wrote"
+	echo "mirror $mirror: $sum ($verdict)"
 done
 
 step "done; cleaning up"
