@@ -26,17 +26,10 @@
 #include <stdint.h>
 
 #include "kernel-shared/ctree.h"
+#include "kernel-shared/hints.h"
 
 /* The first MiB of every device is never allocated (BTRFS_DEVICE_RANGE_RESERVED). */
 #define BX_ALLOC_RESERVED (1024 * 1024ULL)
-
-/* Allocation hint values (the low bits of btrfs_dev_item.type, see SPEC). */
-#define BX_HINT_DATA_PREFERRED 0
-#define BX_HINT_METADATA_PREFERRED 1
-#define BX_HINT_METADATA_ONLY 2
-#define BX_HINT_DATA_ONLY 3
-#define BX_HINT_NONE 4		/* kakra's fork: last resort */
-#define BX_HINT_MAX_KNOWN 4	/* larger values are unknown: ordered as data_preferred */
 
 /* Tiers: 1 is used first; BX_TIER_NEVER means the hint excludes the device. */
 #define BX_TIER_NEVER 0

@@ -193,8 +193,15 @@ static void fs_scan_members(struct bx_fs *fs, unsigned int flags)
 		const char *name = blkid_dev_devname(bdev);
 		struct bx_device *dev;
 
-		if (fs_has_path(fs, name) || device_open(name, flags, &dev))
+		size_t used = strlen(fs->scan_failures);
+
+		if (fs_has_path(fs, name))
 			continue;
+		if (device_open(name, flags, &dev)) {
+			snprintf(fs->scan_failures + used, sizeof(fs->scan_failures) - used, "%s%s",
+				 used ? "; " : "", bx_error_message(-EIO));
+			continue;
+		}
 		if (fs_add_device(fs, dev))
 			device_free(dev);
 	}
@@ -285,9 +292,9 @@ static int read_chunk_tree(struct bx_fs *fs)
 		return bx_error_wrap(ret, "reading the chunk tree");
 	if (fs->nr_missing && !(fs->flags & BX_OPEN_DEGRADED))
 		return bx_error(-ENODEV, "filesystem has %llu missing device%s (devid %s); "
-				"name all members or attach them",
+				"name all members or attach them%s%s",
 				(unsigned long long)fs->nr_missing, fs->nr_missing > 1 ? "s" : "",
-				missing.msg);
+				missing.msg, *fs->scan_failures ? "; " : "", fs->scan_failures);
 	if (fs->nr_missing)
 		bx_warn("filesystem is degraded: devid %s missing", missing.msg);
 	return 0;

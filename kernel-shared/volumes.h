@@ -107,6 +107,7 @@ struct bx_fs {
 	struct bx_block_cache *cache;
 	bool readahead;               /* forward readahead on tree walks */
 	unsigned int flags;
+	char scan_failures[512];      /* members found by fsid that could not be opened */
 	uint64_t nr_writes;           /* writes done through the write path */
 	uint64_t fault_after_writes;  /* crash tests: fail every write after this many */
 };

@@ -318,3 +318,16 @@ def test_filesystem_show(three_devs, run_btrfsx, btrfsx_json):
         assert [d["allocation_hint"] for d in fs["devices"]] == \
             ["metadata_only", "data_preferred", "data_only"]
         assert all(d["effective"] is False for d in fs["devices"])
+
+
+def test_busy_device_refused(three_devs, run_btrfsx):
+    """A member another program holds open exclusively is not written."""
+    before = image_state(three_devs.images)
+    fd = os.open(three_devs.devs[1], os.O_RDONLY | os.O_EXCL)
+    try:
+        rc, out, err = run_btrfsx("property", "set", three_devs.devs[0], "allocation_hint", "m",
+                                  check=1)
+    finally:
+        os.close(fd)
+    assert "device is busy" in err
+    assert image_state(three_devs.images) == before
