@@ -329,18 +329,17 @@ static int dump_one_tree(struct dump_state *ds, const struct bx_root *root)
 	return ret;
 }
 
-/* Every tree the root tree has a root item for, in key order. */
-static int collect_roots(struct bx_fs *fs, struct bx_root **roots, size_t *nr)
+/* Every tree @parent (the root tree, or the log root tree) has a root item for. */
+static int collect_roots(struct bx_fs *fs, const struct bx_root *parent, struct bx_root **roots,
+			 size_t *nr)
 {
 	struct btrfs_key first = { 0, 0, 0 };
-	struct bx_root tree_root;
 	struct bx_path path;
 	size_t alloc = 0;
 	int ret;
 
-	bx_find_root(fs, BTRFS_ROOT_TREE_OBJECTID, &tree_root);
 	bx_path_init(&path, fs->readahead);
-	ret = bx_search(fs, &tree_root, &first, &path);
+	ret = bx_search(fs, parent, &first, &path);
 	if (ret >= 0)
 		ret = bx_path_settle(fs, &path);
 	for (; ret == 0; ret = bx_next_item(fs, &path)) {
@@ -371,10 +370,22 @@ static int collect_roots(struct bx_fs *fs, struct bx_root **roots, size_t *nr)
 	return ret < 0 ? ret : 0;
 }
 
+/* The trees @parent lists: subvolumes and the rest for the root tree, logs for the log root. */
+static int dump_listed_trees(struct dump_state *ds, const struct bx_root *parent)
+{
+	struct bx_root *roots = NULL;
+	size_t nr = 0;
+	int ret = collect_roots(ds->fs, parent, &roots, &nr);
+
+	for (size_t i = 0; !ret && i < nr; i++)
+		ret = dump_one_tree(ds, &roots[i]);
+	free(roots);
+	return ret;
+}
+
 static int dump_all_trees(struct dump_state *ds)
 {
-	struct bx_root *roots = NULL, root;
-	size_t nr = 0;
+	struct bx_root root;
 	int ret;
 
 	bx_find_root(ds->fs, BTRFS_ROOT_TREE_OBJECTID, &root);
@@ -383,14 +394,17 @@ static int dump_all_trees(struct dump_state *ds)
 		bx_find_root(ds->fs, BTRFS_CHUNK_TREE_OBJECTID, &root);
 		ret = dump_one_tree(ds, &root);
 	}
+	bx_find_root(ds->fs, BTRFS_ROOT_TREE_OBJECTID, &root);
 	if (!ret)
-		ret = collect_roots(ds->fs, &roots, &nr);
-	for (size_t i = 0; !ret && i < nr; i++)
-		ret = dump_one_tree(ds, &roots[i]);
-	if (!ret && bx_find_root(ds->fs, BTRFS_TREE_LOG_OBJECTID, &root) == 0)
-		ret = dump_one_tree(ds, &root);
-	free(roots);
-	return ret;
+		ret = dump_listed_trees(ds, &root);
+	if (ret)
+		return ret;
+	if (bx_find_root(ds->fs, BTRFS_TREE_LOG_OBJECTID, &root)) {
+		bx_error_clear();  /* no log tree: nothing to replay, nothing to show */
+		return 0;
+	}
+	ret = dump_one_tree(ds, &root);
+	return ret ? ret : dump_listed_trees(ds, &root);
 }
 
 static int dump_blocks(struct dump_state *ds, const uint64_t *blocks, int nr)
