@@ -467,20 +467,36 @@ static void decode_inode_item(const struct item_ctx *ic)
 	out_time(out, "otime", &ii->otime);
 }
 
-static size_t inode_ref_entry(const struct item_ctx *ic, size_t off, size_t *need)
+/*
+ * Length of a name-carrying entry at @off: a @head-byte header whose last
+ * two bytes are the little-endian name length, then the name. 0 with *need
+ * set when the item is too short for it.
+ */
+static size_t named_entry_len(const struct item_ctx *ic, size_t off, size_t head, size_t *need)
 {
-	const struct btrfs_inode_ref *ref = (const void *)(ic->ptr + off);
+	uint16_t name_len;
 	size_t len;
 
-	if (ic->size - off < sizeof(*ref)) {
-		*need = off + sizeof(*ref);
+	if (ic->size - off < head) {
+		*need = off + head;
 		return 0;
 	}
-	len = sizeof(*ref) + le16toh(ref->name_len);
+	memcpy(&name_len, ic->ptr + off + head - sizeof(name_len), sizeof(name_len));
+	len = head + le16toh(name_len);
 	if (ic->size - off < len) {
 		*need = off + len;
 		return 0;
 	}
+	return len;
+}
+
+static size_t inode_ref_entry(const struct item_ctx *ic, size_t off, size_t *need)
+{
+	const struct btrfs_inode_ref *ref = (const void *)(ic->ptr + off);
+	size_t len = named_entry_len(ic, off, sizeof(*ref), need);
+
+	if (!len)
+		return 0;
 	bx_out_obj_begin(ic->out, NULL, BX_OBJ_INLINE, NULL);
 	bx_out_u64(ic->out, "index", le64toh(ref->index), 0);
 	bx_out_u64(ic->out, "name_len", le16toh(ref->name_len), 0);
@@ -497,17 +513,10 @@ static void decode_inode_ref(const struct item_ctx *ic)
 static size_t inode_extref_entry(const struct item_ctx *ic, size_t off, size_t *need)
 {
 	const struct btrfs_inode_extref *ref = (const void *)(ic->ptr + off);
-	size_t len;
+	size_t len = named_entry_len(ic, off, sizeof(*ref), need);
 
-	if (ic->size - off < sizeof(*ref)) {
-		*need = off + sizeof(*ref);
+	if (!len)
 		return 0;
-	}
-	len = sizeof(*ref) + le16toh(ref->name_len);
-	if (ic->size - off < len) {
-		*need = off + len;
-		return 0;
-	}
 	bx_out_obj_begin(ic->out, NULL, BX_OBJ_INLINE, NULL);
 	bx_out_u64(ic->out, "parent", le64toh(ref->parent_objectid), 0);
 	bx_out_u64(ic->out, "index", le64toh(ref->index), 0);
