@@ -329,3 +329,192 @@ def test_all_trees_with_log_tree(loopdevs, btrfsx_json, tmp_path):
     ours = [(i["key"]["objectid"], i["key"]["type"], i["key"]["offset"])
             for t in doc["trees"] for b in t["blocks"] for i in b.get("items", [])]
     assert sorted(ours) == sorted(oracle.progs_dump_tree_keys([str(copy)], None))
+
+
+# ---- item values: every decoded field against btrfs-progs ----
+
+FICLONE = 0x40049409          # ioctl: reflink a whole file
+
+
+def _write(path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def _reflink(src, dst) -> None:
+    import fcntl
+    with open(src, "rb") as s, open(dst, "wb") as d:
+        fcntl.ioctl(d.fileno(), FICLONE, s.fileno())
+
+
+def populate_rich(mnt, seed: int = 0, compressed_name: str = "comp") -> None:
+    """Fill a mounted filesystem with one of everything dump-tree decodes
+    (quota must be enabled already for the qgroup items).
+
+    Inline, regular, sparse (explicit holes without no-holes), preallocated,
+    compressed (``chattr +c``, and anything the mount's compress= option
+    compresses) and NOCOW files; a symlink, a fifo, a char device, odd modes,
+    owners, flags and nanosecond times; hardlinks in one and in several
+    directories, and 120 links with 200-byte names in one directory (their
+    INODE_REF overflows, so the rest become INODE_EXTREFs); names with invalid
+    UTF-8, a newline, a tab, a backslash, control bytes, emoji; xattrs with
+    text, binary (NUL first), empty, multi-line and 300-byte values and a
+    non-UTF-8 name; 60 reflinks of one extent (keyed EXTENT_DATA_REFs);
+    600 small files for several leaves; a subvolume, a snapshot of the top
+    level and a read-only one of the subvolume, then changes that unshare
+    leaves (FULL_BACKREF, SHARED_DATA_REF); a qgroup 1/100 holding the
+    subvolume, with limits."""
+    import random
+    import stat
+    rng = random.Random(seed)
+    m = Path(mnt)
+    run = fsutil.run
+    (m / "dir1/sub").mkdir(parents=True)
+    _write(m / "small", b"hello inline\n")
+    _write(m / "dir1/big", rng.randbytes(300 * 1024))
+    _write(m / "dir1/sub/zeros", bytes(200000))
+    with open(m / "sparse", "wb") as f:
+        f.seek(1 << 20)
+        f.write(b"x" * 8192)
+        f.seek(3 << 20)
+        f.write(b"y" * 4096)
+    fd = os.open(m / "prealloc", os.O_CREAT | os.O_WRONLY)
+    os.posix_fallocate(fd, 0, 1 << 20)
+    os.close(fd)
+    (m / compressed_name).touch()
+    run(["chattr", "+c", m / compressed_name])
+    _write(m / compressed_name, b"compress me " * 20000)
+    _write(m / "comp-inline", b"a" * 2000)
+    (m / "nocow").touch()
+    run(["chattr", "+C", m / "nocow"])
+    _write(m / "nocow", rng.randbytes(64 * 1024))
+
+    # special files, modes, owners, flags, times
+    os.symlink("dir1/sub/zeros", m / "symlink")
+    os.mkfifo(m / "fifo")
+    os.mknod(m / "chardev", stat.S_IFCHR | 0o640, os.makedev(1, 3))
+    _write(m / "setuid", b"#!/bin/sh\n")
+    os.chmod(m / "setuid", 0o4755)
+    os.chown(m / "setuid", 1234, 5678)
+    (m / "sticky").mkdir()
+    os.chmod(m / "sticky", 0o1777)
+    _write(m / "flagged", b"flags")
+    run(["chattr", "+dA", m / "flagged"])
+    os.utime(m / "flagged", ns=(1_000_000_123, 2_000_000_456))
+
+    # hardlinks; long names overflow the INODE_REF into INODE_EXTREFs
+    os.link(m / "small", m / "dir1/small-link")
+    os.link(m / "small", m / "small-link2")
+    (m / "links").mkdir()
+    _write(m / "links/target", b"t" * 10)
+    for i in range(120):
+        os.link(m / "links/target", m / "links" / (("L%03d" % i) * 50))
+
+    # odd names and xattrs
+    for name in (b"bad\xff\xfe name", b"new\nline", b"back\\slash", b"quote\"tab\t",
+                 b"ctl\x01\x7f", "utf8-\u00e9\u4e2d\U0001F600".encode(), b"trailing space "):
+        _write(os.path.join(bytes(m), name), b"n")
+    os.setxattr(m / "small", "user.text", b"value one")
+    os.setxattr(m / "small", "user.bin", b"\x00\x01\xff\xfe\\x")
+    os.setxattr(m / "small", "user.empty", b"")
+    os.setxattr(m / "small", "user.lines", b"first\nsecond\n")
+    os.setxattr(m / "small", "user.long", bytes(range(32, 127)) * 3 + b"tail")
+    os.setxattr(m / "dir1", b"user.bad\xffname", b"\xc3\xa9ok")
+
+    # reflinks: more refs than fit in the extent item
+    _write(m / "refsrc", rng.randbytes(128 * 1024))
+    (m / "reflinks").mkdir()
+    for i in range(60):
+        _reflink(m / "refsrc", m / "reflinks" / f"r{i}")
+
+    # several leaves, so snapshots share some and changes unshare them
+    (m / "many").mkdir()
+    for i in range(600):
+        _write(m / "many" / f"f{i}", b"z" * (i % 50 + 1))
+    for i in range(0, 600, 50):
+        _write(m / "many" / f"e{i}", rng.randbytes(8192 + i))
+
+    # subvolumes, snapshots, quota groups
+    run(["btrfs", "-q", "subvolume", "create", m / "subv"])
+    _write(m / "subv/inside", rng.randbytes(20000))
+    run(["btrfs", "-q", "subvolume", "snapshot", m, m / "snap"])
+    run(["btrfs", "-q", "subvolume", "snapshot", "-r", m / "subv", m / "subv-ro"])
+    run(["btrfs", "qgroup", "create", "1/100", m])
+    subvolid = run(["btrfs", "inspect-internal", "rootid", m / "subv"]).stdout.strip()
+    run(["btrfs", "qgroup", "assign", f"0/{subvolid}", "1/100", m])
+    run(["btrfs", "qgroup", "limit", "100M", m / "subv"])
+    run(["btrfs", "qgroup", "limit", "-e", "50M", m / "subv"])
+
+    # changes after the snapshot
+    for i in range(0, 600, 7):
+        _write(m / "many" / f"f{i}", b"changed" * 3)
+    _write(m / "dir1/big", rng.randbytes(100 * 1024))
+    for i in range(1, 600, 2):
+        os.unlink(m / "many" / f"f{i}")
+    run(["sync"])
+
+
+def rich_fs(loops, mount_options=None, **mkfs_opts) -> None:
+    """mkfs on the loop devices, mount, enable quota, populate_rich, unmount."""
+    fsutil.mkfs(loops.devs, **mkfs_opts)
+    with fsutil.mounted(loops.devs, options=mount_options) as mnt:
+        fsutil.run(["btrfs", "quota", "enable", mnt])
+        populate_rich(mnt)
+
+
+#: item kinds every rich filesystem must have had compared
+RICH_KINDS = [
+    "INODE_ITEM", "INODE_REF", "INODE_EXTREF", "DIR_ITEM", "DIR_INDEX", "XATTR_ITEM",
+    "XATTR_ITEM with data", "EXTENT_DATA inline", "EXTENT_DATA regular",
+    "EXTENT_DATA prealloc", "EXTENT_DATA compressed", "EXTENT_CSUM", "ROOT_ITEM",
+    "ROOT_ITEM v2", "ROOT_REF", "ROOT_BACKREF", "EXTENT_ITEM", "EXTENT_DATA_REF",
+    "inline EXTENT_DATA_REF", "inline TREE_BLOCK_REF", "BLOCK_GROUP_ITEM", "CHUNK_ITEM",
+    "DEV_ITEM", "DEV_EXTENT", "PERSISTENT_ITEM", "QGROUP_STATUS", "QGROUP_INFO",
+    "QGROUP_LIMIT", "QGROUP_LIMIT with a limit", "skipped:QGROUP_RELATION",
+    "UUID_KEY_SUBVOL",
+]
+
+
+def assert_item_values(devs, kinds=RICH_KINDS):
+    """compare_dump finds no difference, and compared each of ``kinds``."""
+    import item_values
+    stats, failures = item_values.compare_dump(devs)
+    assert not failures, (f"{len(failures)} item values differ from btrfs-progs:\n"
+                          + "\n".join(failures[:40]))
+    not_seen = [k for k in kinds if not stats[k]]
+    assert not not_seen, f"never compared: {not_seen}; stats: {dict(stats)}"
+    assert stats["SHARED_DATA_REF"] + stats["inline SHARED_DATA_REF"] > 0, dict(stats)
+    return stats
+
+
+def test_item_values_crc32c_compression_snapshots_quota(loopdevs):
+    """Default features (skinny metadata, free space tree, no-holes), 4 KiB
+    nodes for deeper trees and more shared leaves, zstd compression."""
+    loops = loopdevs(1)
+    rich_fs(loops, mount_options="compress=zstd", csum="crc32c", extra=["-n", "4096"])
+    stats = assert_item_values(loops.devs)
+    assert stats["METADATA_ITEM"] and stats["FREE_SPACE_INFO"]
+    assert stats["EXTENT_DATA compressed"] > 2        # the mount option, not only chattr +c
+
+
+def test_item_values_xxhash_old_formats(loopdevs):
+    """No skinny metadata (EXTENT_ITEMs of tree blocks carry key and level),
+    no no-holes (explicit hole extents), no free space tree but the v1 space
+    cache (FREE_SPACE UNTYPED headers; the kernel writes them only for block
+    groups of 100 MiB or more, hence the 2 GiB device)."""
+    loops = loopdevs(1, size="2G")
+    rich_fs(loops, mount_options="space_cache=v1", csum="xxhash",
+            extra=["-O", "^no-holes,^skinny-metadata", "-R", "^free-space-tree"])
+    stats = assert_item_values(loops.devs)
+    assert stats["EXTENT_ITEM tree block info"] and stats["EXTENT_DATA hole"]
+    assert stats["UNTYPED"]
+    assert not stats["METADATA_ITEM"] and not stats["FREE_SPACE_INFO"]
+
+
+def test_item_values_raid1_blake2(loopdevs):
+    """Two devices, raid1 data and metadata, blake2 checksums, zlib."""
+    loops = loopdevs(2)
+    rich_fs(loops, mount_options="compress=zlib", data="raid1", metadata="raid1",
+            csum="blake2")
+    stats = assert_item_values(loops.devs)
+    assert stats["DEV_ITEM"] == 2 and stats["PERSISTENT_ITEM"] == 2
