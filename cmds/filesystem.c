@@ -9,6 +9,7 @@
 #include <uuid/uuid.h>
 
 #include "cmds/commands.h"
+#include "cmds/filesystem-usage.h"
 #include "common/alloc-hint.h"
 #include "common/error.h"
 #include "common/mounted-fs.h"
@@ -213,12 +214,13 @@ static int cmd_show(struct bx_ctx *ctx, int argc, char **argv)
 
 static const char *const filesystem_usage[] = {
 	"btrfsx filesystem <command> [<args>]",
-	"Filesystem-wide views: devices and hints.",
+	"Filesystem-wide views: devices, hints and space usage.",
 	NULL
 };
 
 static const struct bx_cmd filesystem_cmds[] = {
 	{ "show", cmd_show, show_usage, NULL, BX_CMD_JSON },
+	{ "usage", bx_cmd_filesystem_usage, bx_filesystem_usage_usage, NULL, BX_CMD_JSON },
 	{ NULL },
 };
 

@@ -1,0 +1,163 @@
+/*
+ * Times the full usage prediction (bx_usage_compute: btrfs-progs' figures, a
+ * data fill, a metadata fill, data then metadata, the strict data fill, the
+ * per-class breakdown) on a simulated 1 PiB array of 24 mixed devices.
+ * Built and run by bench/usage; prints one line per layout.
+ *
+ *   usage-model [runs]
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/error.h"
+#include "common/usage.h"
+#include "kernel-shared/ctree.h"
+#include "kernel-shared/hints.h"
+
+#define MiB (1024 * 1024ULL)
+#define GiB (1024 * MiB)
+#define TiB (1024 * GiB)
+
+/* 4 x 4 TiB NVMe, 8 x 36 TiB, 8 x 48 TiB, 4 x 84 TiB: 1024 TiB. */
+static const struct {
+	int count;
+	uint64_t size;
+	uint64_t hint;
+} layout[] = {
+	{ 4, 4 * TiB, BX_HINT_METADATA_PREFERRED },
+	{ 8, 36 * TiB, BX_HINT_DATA_PREFERRED },
+	{ 8, 48 * TiB, BX_HINT_DATA_PREFERRED },
+	{ 4, 84 * TiB, BX_HINT_DATA_ONLY },
+};
+
+struct setup {
+	const char *name;
+	uint64_t data, metadata;
+	uint64_t nvme_hint;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The array right after mkfs: one data and one metadata chunk, on the first devices. */
+static void build(struct bx_usage_input *in, const struct setup *s,
+		  struct bx_usage_dev *devs, struct bx_usage_extent (*ext)[2],
+		  struct bx_usage_space *spaces, struct bx_usage_chunk *chunks,
+		  struct bx_usage_stripe *stripes)
+{
+	size_t n = 0;
+
+	memset(in, 0, sizeof(*in));
+	for (size_t l = 0; l < sizeof(layout) / sizeof(layout[0]); l++) {
+		for (int i = 0; i < layout[l].count; i++, n++) {
+			memset(&devs[n], 0, sizeof(devs[n]));
+			devs[n].devid = n + 1;
+			snprintf(devs[n].path, sizeof(devs[n].path), "/dev/sim%zu", n);
+			devs[n].total_bytes = layout[l].size;
+			devs[n].device_size = layout[l].size;
+			devs[n].hint = l == 0 ? s->nvme_hint : layout[l].hint;
+			devs[n].writable = true;
+			devs[n].extents = ext[n];
+		}
+	}
+	/* metadata (mirrored) on devids 1 and 2, data on devid 5; 1 GiB each */
+	chunks[0] = (struct bx_usage_chunk){ 1 * GiB, 1 * GiB, s->metadata, 2, 1, 0 };
+	stripes[0] = (struct bx_usage_stripe){ 1, 1 * MiB };
+	stripes[1] = (struct bx_usage_stripe){ 2, 1 * MiB };
+	ext[0][0] = (struct bx_usage_extent){ 1 * MiB, 1 * GiB, 1 * GiB };
+	devs[0].nr_extents = 1;
+	ext[1][0] = (struct bx_usage_extent){ 1 * MiB, 1 * GiB, 1 * GiB };
+	devs[1].nr_extents = 1;
+	chunks[1] = (struct bx_usage_chunk){ 2 * GiB, 1 * GiB, BTRFS_BLOCK_GROUP_DATA, 1, 1, 2 };
+	stripes[2] = (struct bx_usage_stripe){ 5, 1 * MiB };
+	ext[4][0] = (struct bx_usage_extent){ 1 * MiB, 1 * GiB, 2 * GiB };
+	devs[4].nr_extents = 1;
+	spaces[0] = (struct bx_usage_space){ s->data, 1 * GiB, 0 };
+	spaces[1] = (struct bx_usage_space){ BTRFS_BLOCK_GROUP_DATA, 1 * GiB, 0 };
+	spaces[2] = (struct bx_usage_space){ s->metadata, 1 * GiB, 64 * MiB };
+	in->devs = devs;
+	in->nr_devs = n;
+	in->spaces = spaces;
+	in->nr_spaces = 3;
+	in->chunks = chunks;
+	in->nr_chunks = 2;
+	in->stripes = stripes;
+	in->nr_stripes = 3;
+	in->nodesize = 16384;
+	in->sectorsize = 4096;
+	in->hints_effective = true;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct setup setups[] = {
+		{ "raid1/raid1c3", BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_RAID1,
+		  BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID1C3,
+		  BX_HINT_METADATA_PREFERRED },
+		{ "raid10/raid1", BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_RAID10,
+		  BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID1, BX_HINT_METADATA_ONLY },
+		{ "raid6/raid1c3", BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_RAID6,
+		  BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID1C3,
+		  BX_HINT_METADATA_PREFERRED },
+		{ "single/raid1", BTRFS_BLOCK_GROUP_DATA,
+		  BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID1, BX_HINT_METADATA_ONLY },
+	};
+	int runs = argc > 1 ? atoi(argv[1]) : 3;
+	double worst = 0;
+
+	if (runs < 1)
+		runs = 1;
+	printf("%-15s %8s %8s %12s %12s %12s %12s\n", "profiles", "median", "max",
+	       "free_est", "free_strict", "meta_room", "meta_after");
+	for (size_t s = 0; s < sizeof(setups) / sizeof(setups[0]); s++) {
+		struct bx_usage_dev devs[24];
+		struct bx_usage_extent ext[24][2];
+		struct bx_usage_space spaces[3];
+		struct bx_usage_chunk chunks[2];
+		struct bx_usage_stripe stripes[3];
+		struct bx_usage_input in;
+		struct bx_usage_report rep = { 0 };
+		double times[64];
+
+		build(&in, &setups[s], devs, ext, spaces, chunks, stripes);
+		if (runs > 64)
+			runs = 64;
+		for (int r = 0; r < runs; r++) {
+			double t0 = now();
+			int ret = bx_usage_compute(&in, 0, &rep);
+
+			times[r] = now() - t0;
+			bx_warnings_clear();
+			if (ret) {
+				fprintf(stderr, "usage-model: %s\n", bx_error_message(ret));
+				return 1;
+			}
+			if (r + 1 < runs)
+				bx_usage_report_release(&rep);
+		}
+		for (int i = 1; i < runs; i++)
+			for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+				double t = times[j];
+
+				times[j] = times[j - 1];
+				times[j - 1] = t;
+			}
+		if (times[runs - 1] > worst)
+			worst = times[runs - 1];
+		printf("%-15s %7.3fs %7.3fs %9.2fTiB %9.2fTiB %9.2fTiB %9.2fTiB\n", setups[s].name,
+		       times[runs / 2], times[runs - 1], (double)rep.free_estimated / TiB,
+		       (double)rep.free_strict / TiB, (double)rep.metadata_room / TiB,
+		       (double)rep.metadata_room_after_data / TiB);
+		bx_usage_report_release(&rep);
+	}
+	printf("worst full prediction: %.3fs (goal < 0.5s)\n", worst);
+	return worst < 0.5 ? 0 : 1;
+}

@@ -1,0 +1,352 @@
+/*
+ * btrfsx filesystem usage: btrfs-progs' overall figures, the preference
+ * breakdown per hint class, and the allocator model's free space. The
+ * numbers come from common/usage.c; this file only reads options and prints.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmds/commands.h"
+#include "cmds/filesystem-usage.h"
+#include "common/error.h"
+#include "common/units.h"
+#include "common/usage.h"
+#include "kernel-shared/allocator.h"
+#include "kernel-shared/ctree.h"
+#include "kernel-shared/hints.h"
+#include "kernel-shared/volumes.h"
+
+const char *const bx_filesystem_usage_usage[] = {
+	"btrfsx filesystem usage [-T] [--strict] [<units>] <path>...",
+	"Show space usage, the allocation hint breakdown and model-based free space.",
+	"",
+	"<path> is a mount point (read through the kernel's ioctls; needs root),",
+	"or member devices / image files of an unmounted filesystem (other",
+	"members are found by fsid). A device of a mounted filesystem is read",
+	"through its mount point.",
+	"",
+	"The Overall section is btrfs-progs' 'filesystem usage' computed the same",
+	"way. Free (estimated) below it is the allocator model run forward until",
+	"ENOSPC on each device's real free space, hints honoured; Free (strict)",
+	"the same with every preference strict; Metadata room what metadata can",
+	"still allocate, alone and after a data fill.",
+	"",
+	"-T              a per-device table with the allocation hint",
+	"--strict        model every preference as strict (metadata_preferred as",
+	"                metadata_only, data_preferred as data_only)",
+	"Sizes: --raw, --human-readable (default), --iec, --si, -b -k -m -g -t.",
+	NULL
+};
+
+/* "raid1" -> "RAID1", as btrfs-progs prints profiles ("single" stays). */
+static void profile_upper(uint64_t flags, char *buf, size_t len)
+{
+	const char *name = (flags & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? bx_profile_name(flags) :
+			   "single";
+	size_t i;
+
+	for (i = 0; name[i] && i + 1 < len; i++)
+		buf[i] = strcmp(name, "single") ? (char)toupper((unsigned char)name[i]) : name[i];
+	buf[i] = '\0';
+}
+
+static const char *type_name(uint64_t flags, bool capital)
+{
+	if ((flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)) ==
+	    (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA))
+		return capital ? "Data+Metadata" : "data+metadata";
+	if (flags & BTRFS_BLOCK_GROUP_DATA)
+		return capital ? "Data" : "data";
+	if (flags & BTRFS_BLOCK_GROUP_METADATA)
+		return capital ? "Metadata" : "metadata";
+	if (flags & BTRFS_BLOCK_GROUP_SYSTEM)
+		return capital ? "System" : "system";
+	return capital ? "Unknown" : "unknown";
+}
+
+static void hint_text(uint64_t hint, char *buf, size_t len)
+{
+	const char *name = bx_hint_name(hint);
+
+	if (name)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "unknown(%llu)", (unsigned long long)hint);
+}
+
+/* A size under a JSON key and, in text, under a btrfs-progs style label. */
+static void size_field(struct bx_out *out, const char *key, const char *label, uint64_t bytes,
+		       unsigned int units)
+{
+	bx_out_size(out, key, bytes, units, BX_F_JSON_ONLY);
+	bx_out_size(out, label, bytes, units, BX_F_TEXT_ONLY);
+}
+
+/* A size with a second one in parentheses on the text line, e.g. "(min: ...)". */
+static void size_pair(struct bx_out *out, const char *key, const char *label, uint64_t bytes,
+		      const char *key2, const char *label2, uint64_t bytes2, unsigned int units)
+{
+	char a[48], b[48], text[128];
+
+	bx_pretty_size(bytes, units, a, sizeof(a));
+	bx_pretty_size(bytes2, units, b, sizeof(b));
+	snprintf(text, sizeof(text), "%-14s (%s %s)", a, label2, b);
+	bx_out_size(out, key, bytes, units, BX_F_JSON_ONLY);
+	bx_out_size(out, key2, bytes2, units, BX_F_JSON_ONLY);
+	bx_out_str(out, label, text, BX_F_TEXT_ONLY);
+}
+
+static void print_overall(struct bx_out *out, const struct bx_usage_input *in,
+			  const struct bx_usage_report *rep, unsigned int units)
+{
+	const struct bx_usage_overall *ov = &rep->overall;
+	char text[48];
+
+	bx_out_obj_begin(out, "overall", BX_OBJ_LINES, "Overall:");
+	size_field(out, "device_size", "    Device size:", ov->device_size, units);
+	size_field(out, "device_allocated", "    Device allocated:", ov->device_allocated, units);
+	if (ov->device_unallocated < 0) {
+		bx_pretty_size((uint64_t)-ov->device_unallocated, units, text + 1, sizeof(text) - 1);
+		text[0] = '-';
+		bx_out_s64(out, "device_unallocated", ov->device_unallocated, BX_F_JSON_ONLY);
+		bx_out_str(out, "    Device unallocated:", text, BX_F_TEXT_ONLY);
+	} else {
+		size_field(out, "device_unallocated", "    Device unallocated:",
+			   (uint64_t)ov->device_unallocated, units);
+	}
+	size_field(out, "device_missing", "    Device missing:", ov->device_missing, units);
+	size_field(out, "device_slack", "    Device slack:", ov->device_slack, units);
+	size_field(out, "used", "    Used:", ov->used, units);
+	size_pair(out, "free_estimated", "    Free (estimated):", ov->free_estimated,
+		  "free_estimated_min", "min:", ov->free_min, units);
+	if (in->have_statfs) {
+		size_field(out, "free_statfs", "    Free (statfs, df):", in->statfs_free, units);
+	} else {
+		bx_out_str(out, "free_statfs", NULL, BX_F_JSON_ONLY);
+		bx_out_str(out, "    Free (statfs, df):", "- (not mounted)", BX_F_TEXT_ONLY);
+	}
+	bx_out_double(out, "data_ratio", ov->data_ratio, 2, BX_F_JSON_ONLY);
+	bx_out_double(out, "    Data ratio:", ov->data_ratio, 2, BX_F_TEXT_ONLY);
+	bx_out_double(out, "metadata_ratio", ov->metadata_ratio, 2, BX_F_JSON_ONLY);
+	bx_out_double(out, "    Metadata ratio:", ov->metadata_ratio, 2, BX_F_TEXT_ONLY);
+	if (in->have_global_reserve) {
+		size_pair(out, "global_reserve", "    Global reserve:", in->global_reserve,
+			  "global_reserve_used", "used:", in->global_reserve_used, units);
+	} else {
+		bx_out_str(out, "global_reserve", NULL, BX_F_JSON_ONLY);
+		bx_out_str(out, "global_reserve_used", NULL, BX_F_JSON_ONLY);
+		bx_out_str(out, "    Global reserve:", "- (not mounted)", BX_F_TEXT_ONLY);
+	}
+	if (ov->multiple_profiles[0])
+		snprintf(text, sizeof(text), "yes (%s)", ov->multiple_profiles);
+	else
+		snprintf(text, sizeof(text), "no");
+	bx_out_bool(out, "multiple_profiles", ov->multiple_profiles[0] != '\0', BX_F_JSON_ONLY);
+	bx_out_str(out, "    Multiple profiles:", text, BX_F_TEXT_ONLY);
+	bx_out_obj_end(out);
+}
+
+static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, unsigned int units)
+{
+	bx_out_textf(out, "%s", "");
+	bx_out_list_begin(out, "spaces");
+	for (size_t i = 0; i < in->nr_spaces; i++) {
+		const struct bx_usage_space *s = &in->spaces[i];
+		char profile[16], size[48], used[48], line[192];
+
+		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
+			continue;
+		profile_upper(s->flags, profile, sizeof(profile));
+		bx_pretty_size(s->total_bytes, units, size, sizeof(size));
+		bx_pretty_size(s->used_bytes, units, used, sizeof(used));
+		snprintf(line, sizeof(line), "%s,%s: Size:%s, Used:%s (%.2f%%)",
+			 type_name(s->flags, true), profile, size, used,
+			 100.0 * (double)s->used_bytes / ((double)s->total_bytes + 1));
+		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
+		bx_out_str(out, "type", type_name(s->flags, false), BX_F_JSON_ONLY);
+		bx_out_str(out, "profile", s->flags & BTRFS_BLOCK_GROUP_PROFILE_MASK ?
+			   bx_profile_name(s->flags) : "single", BX_F_JSON_ONLY);
+		bx_out_size(out, "size", s->total_bytes, units, BX_F_JSON_ONLY);
+		bx_out_size(out, "used", s->used_bytes, units, BX_F_JSON_ONLY);
+		bx_out_textf(out, "%s", line);
+		bx_out_obj_end(out);
+	}
+	bx_out_list_end(out);
+}
+
+static void print_classes(struct bx_out *out, const struct bx_usage_report *rep,
+			  unsigned int units)
+{
+	bx_out_textf(out, "%s", "");
+	bx_out_textf(out, "Allocation hint classes (device bytes):");
+	bx_out_list_begin(out, "classes");
+	for (size_t i = 0; i < rep->nr_classes; i++) {
+		const struct bx_usage_class *c = &rep->classes[i];
+		char hint[32];
+
+		hint_text(c->hint, hint, sizeof(hint));
+		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
+		bx_out_textf(out, "   ");
+		bx_out_str(out, "hint", hint, BX_F_NO_NAME);
+		bx_out_u64(out, "hint_value", c->hint, BX_F_JSON_ONLY);
+		bx_out_u64(out, "devices", c->devices, 0);
+		bx_out_size(out, "size", c->size, units, 0);
+		bx_out_size(out, "unallocated", c->unallocated, units, 0);
+		bx_out_size(out, "data_allocatable", c->data_allocatable, units, 0);
+		bx_out_size(out, "metadata_allocatable", c->metadata_allocatable, units, 0);
+		bx_out_obj_end(out);
+	}
+	bx_out_list_end(out);
+}
+
+/* Text-only label inside the model section; the JSON key at the top level. */
+static void model_size(struct bx_out *out, const char *label, uint64_t bytes, unsigned int units)
+{
+	bx_out_size(out, label, bytes, units, BX_F_TEXT_ONLY);
+}
+
+static void print_model(struct bx_out *out, const struct bx_usage_report *rep,
+			unsigned int units)
+{
+	char heading[128], profile[16], meta_profile[16];
+
+	profile_upper(rep->data_type, profile, sizeof(profile));
+	profile_upper(rep->metadata_type, meta_profile, sizeof(meta_profile));
+	snprintf(heading, sizeof(heading), "Allocator model (new data %s, metadata %s; hints %s):",
+		 profile, meta_profile,
+		 !rep->hints_honoured ? "ignored" :
+		 (rep->model_flags & BX_ALLOC_STRICT) ? "strict" : "honoured");
+	bx_out_textf(out, "%s", "");
+	bx_out_obj_begin(out, "model", BX_OBJ_LINES, heading);
+	bx_out_bool(out, "hints_honoured", rep->hints_honoured, BX_F_JSON_ONLY);
+	bx_out_bool(out, "strict", (rep->model_flags & BX_ALLOC_STRICT) != 0, BX_F_JSON_ONLY);
+	bx_out_str(out, "data_profile", rep->data_type & BTRFS_BLOCK_GROUP_PROFILE_MASK ?
+		   bx_profile_name(rep->data_type) : "single", BX_F_JSON_ONLY);
+	bx_out_str(out, "metadata_profile", rep->metadata_type & BTRFS_BLOCK_GROUP_PROFILE_MASK ?
+		   bx_profile_name(rep->metadata_type) : "single", BX_F_JSON_ONLY);
+	bx_out_size(out, "data_free_in_chunks", rep->data_free_in_chunks, units, BX_F_JSON_ONLY);
+	bx_out_size(out, "data_new_chunks", rep->data_new_chunks, units, BX_F_JSON_ONLY);
+	bx_out_size(out, "metadata_free_in_chunks", rep->metadata_free_in_chunks, units,
+		    BX_F_JSON_ONLY);
+	bx_out_size(out, "metadata_needed", rep->metadata_needed, units, BX_F_JSON_ONLY);
+	model_size(out, "    Free (estimated):", rep->free_estimated, units);
+	model_size(out, "    Free (strict):", rep->free_strict, units);
+	if (rep->have_statfs)
+		model_size(out, "    Free (statfs, df):", rep->free_statfs, units);
+	else
+		bx_out_str(out, "    Free (statfs, df):", "- (not mounted)", BX_F_TEXT_ONLY);
+	model_size(out, "    Metadata room:", rep->metadata_room, units);
+	model_size(out, "    Metadata after data:", rep->metadata_room_after_data, units);
+	bx_out_obj_end(out);
+
+	/* The stable keys of the issue live at the top level of the JSON object. */
+	bx_out_size(out, "free_estimated", rep->free_estimated, units, BX_F_JSON_ONLY);
+	bx_out_size(out, "free_strict", rep->free_strict, units, BX_F_JSON_ONLY);
+	if (rep->have_statfs)
+		bx_out_size(out, "free_statfs", rep->free_statfs, units, BX_F_JSON_ONLY);
+	else
+		bx_out_str(out, "free_statfs", NULL, BX_F_JSON_ONLY);
+	bx_out_size(out, "metadata_room", rep->metadata_room, units, BX_F_JSON_ONLY);
+	bx_out_size(out, "metadata_room_after_data", rep->metadata_room_after_data, units,
+		    BX_F_JSON_ONLY);
+}
+
+static void print_devices(struct bx_out *out, const struct bx_usage_report *rep,
+			  unsigned int units, bool table)
+{
+	if (table) {
+		bx_out_textf(out, "%s", "");
+		bx_out_textf(out, "Devices:");
+	}
+	bx_out_list_begin(out, "devices");
+	for (size_t i = 0; i < rep->nr_dev_rows; i++) {
+		const struct bx_usage_dev_row *r = &rep->dev_rows[i];
+		char hint[32];
+
+		hint_text(r->hint, hint, sizeof(hint));
+		bx_out_obj_begin(out, NULL, table ? BX_OBJ_INLINE : BX_OBJ_JSON_ONLY, NULL);
+		if (table)
+			bx_out_textf(out, "   ");
+		bx_out_u64(out, "devid", r->devid, 0);
+		bx_out_str(out, "path", r->missing ? NULL : r->path, 0);
+		bx_out_str(out, "hint", hint, 0);
+		bx_out_size(out, "size", r->size, units, 0);
+		bx_out_size(out, "unallocated", r->unallocated, units, 0);
+		bx_out_size(out, "data", r->data, units, 0);
+		bx_out_size(out, "metadata", r->metadata, units, 0);
+		bx_out_size(out, "system", r->system, units, 0);
+		bx_out_size(out, "slack", r->slack, units, BX_F_JSON_ONLY);
+		bx_out_obj_end(out);
+	}
+	bx_out_list_end(out);
+}
+
+static int read_input(struct bx_ctx *ctx, char **paths, int nr, struct bx_usage_input *in)
+{
+	char mnt[4096] = "";
+	struct stat st;
+	int ret;
+
+	if (stat(paths[0], &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (nr > 1)
+			return bx_usage_error("a mount point takes no further paths");
+		return bx_usage_read_mounted(paths[0], ctx->sysfs_root, in);
+	}
+	ret = bx_usage_read_offline(paths, nr, ctx->sysfs_root, in, mnt, sizeof(mnt));
+	if (ret != -EBUSY || mnt[0] != '/')
+		return ret;
+	bx_error_clear();
+	return bx_usage_read_mounted(mnt, ctx->sysfs_root, in);
+}
+
+int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
+{
+	enum { OPT_STRICT = 256 };
+	static const struct option longopts[] = {
+		BX_UNITS_LONGOPTS,
+		{ "strict", no_argument, NULL, OPT_STRICT },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct bx_usage_report rep;
+	struct bx_usage_input in;
+	unsigned int units = 0, flags = 0;
+	bool table = false;
+	int opt, ret;
+
+	while ((opt = bx_getopt(ctx, argc, argv, "bkmgtTh", longopts)) != -1) {
+		if (bx_units_option(opt, &units))
+			continue;
+		if (opt == 'T')
+			table = true;
+		else if (opt == OPT_STRICT)
+			flags |= BX_USAGE_STRICT;
+		else
+			return bx_opt_result(opt);
+	}
+	if (bx_check_argc(argc - optind, 1, -1))
+		return BX_EXIT_USAGE;
+	ret = read_input(ctx, argv + optind, argc - optind, &in);
+	if (ret)
+		return ret;
+	ret = bx_usage_compute(&in, flags, &rep);
+	if (ret) {
+		bx_usage_input_release(&in);
+		return ret;
+	}
+	bx_out_uuid(ctx->out, "fsid", in.fsid, BX_F_JSON_ONLY);
+	bx_out_str(ctx->out, "path", in.path, BX_F_JSON_ONLY);
+	bx_out_bool(ctx->out, "mounted", in.mounted, BX_F_JSON_ONLY);
+	print_overall(ctx->out, &in, &rep, units);
+	print_spaces(ctx->out, &in, units);
+	print_classes(ctx->out, &rep, units);
+	print_model(ctx->out, &rep, units);
+	print_devices(ctx->out, &rep, units, table);
+	bx_usage_report_release(&rep);
+	bx_usage_input_release(&in);
+	return 0;
+}

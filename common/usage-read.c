@@ -1,0 +1,574 @@
+/*
+ * Collecting what filesystem usage needs: from a mounted filesystem through
+ * its ioctls, or from unmounted devices through our reader. See usage.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "common/alloc-hint.h"
+#include "common/error.h"
+#include "common/mounted-fs.h"
+#include "common/offline.h"
+#include "common/usage.h"
+#include "kernel-shared/btree.h"
+#include "kernel-shared/dev-item.h"
+#include "kernel-shared/hints.h"
+#include "kernel-shared/volumes.h"
+
+/* ---- growing arrays ---- */
+
+static int grow(void **array, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	p = realloc(*array, n * size);
+	if (!p)
+		return bx_error(-ENOMEM, "out of memory");
+	*array = p;
+	*cap = n;
+	return 0;
+}
+
+struct builder {
+	struct bx_usage_input *in;
+	size_t chunks_cap, stripes_cap, spaces_cap;
+	size_t *extents_cap;		/* per device */
+};
+
+static struct bx_usage_dev *dev_by_id(struct bx_usage_input *in, uint64_t devid, size_t *index)
+{
+	for (size_t i = 0; i < in->nr_devs; i++) {
+		if (in->devs[i].devid == devid) {
+			if (index)
+				*index = i;
+			return &in->devs[i];
+		}
+	}
+	return NULL;
+}
+
+static int add_chunk(struct builder *b, uint64_t logical, uint64_t length, uint64_t type,
+		     uint32_t num_stripes, uint32_t sub_stripes)
+{
+	struct bx_usage_input *in = b->in;
+	struct bx_usage_chunk *c;
+	int ret;
+
+	ret = grow((void **)&in->chunks, &b->chunks_cap, in->nr_chunks + 1, sizeof(*in->chunks));
+	if (!ret)
+		ret = grow((void **)&in->stripes, &b->stripes_cap, in->nr_stripes + num_stripes,
+			   sizeof(*in->stripes));
+	if (ret)
+		return ret;
+	c = &in->chunks[in->nr_chunks++];
+	c->logical = logical;
+	c->length = length;
+	c->type = type;
+	c->num_stripes = num_stripes;
+	c->sub_stripes = sub_stripes;
+	c->first_stripe = in->nr_stripes;
+	in->nr_stripes += num_stripes;
+	return 0;
+}
+
+static int add_extent(struct builder *b, uint64_t devid, uint64_t start, uint64_t length,
+		      uint64_t chunk_offset)
+{
+	size_t index;
+	struct bx_usage_dev *d = dev_by_id(b->in, devid, &index);
+	int ret;
+
+	if (!d)
+		return 0;	/* an extent of a device without a device item: ignored */
+	ret = grow((void **)&d->extents, &b->extents_cap[index], d->nr_extents + 1,
+		   sizeof(*d->extents));
+	if (ret)
+		return ret;
+	d->extents[d->nr_extents++] = (struct bx_usage_extent){ start, length, chunk_offset };
+	return 0;
+}
+
+/* Adds @used / @length to the space slot of @flags (summing block groups). */
+static int add_space(struct builder *b, uint64_t flags, uint64_t total, uint64_t used)
+{
+	struct bx_usage_input *in = b->in;
+	int ret;
+
+	for (size_t i = 0; i < in->nr_spaces; i++) {
+		if (in->spaces[i].flags == flags) {
+			in->spaces[i].total_bytes += total;
+			in->spaces[i].used_bytes += used;
+			return 0;
+		}
+	}
+	ret = grow((void **)&in->spaces, &b->spaces_cap, in->nr_spaces + 1, sizeof(*in->spaces));
+	if (ret)
+		return ret;
+	in->spaces[in->nr_spaces++] = (struct bx_usage_space){ flags, total, used };
+	return 0;
+}
+
+static int builder_init(struct builder *b, struct bx_usage_input *in)
+{
+	memset(b, 0, sizeof(*b));
+	b->in = in;
+	b->extents_cap = calloc(in->nr_devs ? in->nr_devs : 1, sizeof(*b->extents_cap));
+	return b->extents_cap ? 0 : bx_error(-ENOMEM, "out of memory");
+}
+
+/* btrfs-progs' order of space infos: data, metadata, system; by profile within a type. */
+static int space_cmp(const void *a, const void *b)
+{
+	const struct bx_usage_space *x = a, *y = b;
+	uint64_t mask, fx = x->flags, fy = y->flags;
+
+	if ((fx ^ fy) & BX_SPACE_INFO_GLOBAL_RSV)
+		return (fx & BX_SPACE_INFO_GLOBAL_RSV) ? 1 : -1;
+	if ((fx & BTRFS_BLOCK_GROUP_TYPE_MASK) == (fy & BTRFS_BLOCK_GROUP_TYPE_MASK))
+		mask = BTRFS_BLOCK_GROUP_PROFILE_MASK;
+	else if (fy & BTRFS_BLOCK_GROUP_SYSTEM)
+		return -1;
+	else if (fx & BTRFS_BLOCK_GROUP_SYSTEM)
+		return 1;
+	else
+		mask = BTRFS_BLOCK_GROUP_TYPE_MASK;
+	if ((fx & mask) != (fy & mask))
+		return (fx & mask) > (fy & mask) ? 1 : -1;
+	return 0;
+}
+
+static void sort_spaces(struct bx_usage_input *in)
+{
+	qsort(in->spaces, in->nr_spaces, sizeof(*in->spaces), space_cmp);
+}
+
+/* Size of the block device or file at @path; 0 when it cannot be opened. */
+static uint64_t device_size(const char *path)
+{
+	struct stat st;
+	uint64_t size = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) == 0) {
+		if (S_ISBLK(st.st_mode)) {
+			if (ioctl(fd, BLKGETSIZE64, &size) < 0)
+				size = 0;
+		} else if (S_ISREG(st.st_mode)) {
+			size = (uint64_t)st.st_size;
+		}
+	}
+	close(fd);
+	return size;
+}
+
+/* ---- mounted: ioctls ---- */
+
+static int read_space_info(int fd, const char *path, struct builder *b)
+{
+	struct btrfs_ioctl_space_args probe = { 0 };
+	struct btrfs_ioctl_space_args *args;
+	int ret = 0;
+
+	if (ioctl(fd, BTRFS_IOC_SPACE_INFO, &probe) < 0)
+		return bx_error(-errno, "%s: cannot read space info: %m", path);
+	if (!probe.total_spaces)
+		return 0;
+	args = calloc(1, sizeof(*args) + probe.total_spaces * sizeof(args->spaces[0]));
+	if (!args)
+		return bx_error(-ENOMEM, "out of memory");
+	args->space_slots = probe.total_spaces;
+	if (ioctl(fd, BTRFS_IOC_SPACE_INFO, args) < 0) {
+		ret = bx_error(-errno, "%s: cannot read space info: %m", path);
+		goto out;
+	}
+	for (uint64_t i = 0; i < args->total_spaces && !ret; i++) {
+		const struct btrfs_ioctl_space_info *s = &args->spaces[i];
+
+		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV) {
+			b->in->have_global_reserve = true;
+			b->in->global_reserve = s->total_bytes;
+			b->in->global_reserve_used = s->used_bytes;
+		}
+		ret = add_space(b, s->flags, s->total_bytes, s->used_bytes);
+	}
+out:
+	free(args);
+	return ret;
+}
+
+#define SEARCH_BUF (256 * 1024)
+
+/*
+ * Calls @fn for every item of tree @tree_id with a key type in [min_type,
+ * max_type] and objectid in [min_objectid, max_objectid] (TREE_SEARCH_V2).
+ */
+static int search_tree(int fd, const char *path, uint64_t tree_id, uint64_t min_objectid,
+		       uint64_t max_objectid, uint8_t type,
+		       int (*fn)(void *arg, const struct btrfs_ioctl_search_header *sh,
+				 const void *item),
+		       void *arg)
+{
+	struct btrfs_ioctl_search_args_v2 *args;
+	struct btrfs_ioctl_search_key *sk;
+	int ret = 0;
+
+	args = calloc(1, sizeof(*args) + SEARCH_BUF);
+	if (!args)
+		return bx_error(-ENOMEM, "out of memory");
+	sk = &args->key;
+	sk->tree_id = tree_id;
+	sk->min_objectid = min_objectid;
+	sk->max_objectid = max_objectid;
+	sk->min_type = type;
+	sk->max_type = type;
+	sk->min_offset = 0;
+	sk->max_offset = UINT64_MAX;
+	sk->min_transid = 0;
+	sk->max_transid = UINT64_MAX;
+	for (;;) {
+		size_t off = 0;
+		struct btrfs_ioctl_search_header last = { 0 };
+
+		sk->nr_items = UINT32_MAX;
+		args->buf_size = SEARCH_BUF;
+		if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0) {
+			if (errno == EPERM)
+				ret = bx_error(-EPERM, "%s: reading the chunk and device trees "
+					       "needs root (CAP_SYS_ADMIN)", path);
+			else
+				ret = bx_error(-errno, "%s: tree search in tree %llu: %m", path,
+					       (unsigned long long)tree_id);
+			break;
+		}
+		if (!sk->nr_items)
+			break;
+		for (uint32_t i = 0; i < sk->nr_items && !ret; i++) {
+			struct btrfs_ioctl_search_header sh;
+
+			if (off + sizeof(sh) > SEARCH_BUF)
+				break;
+			memcpy(&sh, (const char *)args->buf + off, sizeof(sh));
+			off += sizeof(sh);
+			if (off + sh.len > SEARCH_BUF)
+				break;
+			if (sh.type == type)
+				ret = fn(arg, &sh, (const char *)args->buf + off);
+			off += sh.len;
+			last = sh;
+		}
+		if (ret)
+			break;
+		/* Continue after the last key returned. */
+		sk->min_objectid = last.objectid;
+		sk->min_type = (uint8_t)last.type;
+		sk->min_offset = last.offset + 1;
+		if (!sk->min_offset) {
+			if (sk->min_type == type) {
+				if (last.objectid == UINT64_MAX || last.objectid >= max_objectid)
+					break;
+				sk->min_objectid = last.objectid + 1;
+			}
+			sk->min_type = type;
+		}
+	}
+	free(args);
+	return ret;
+}
+
+static int chunk_item_cb(void *arg, const struct btrfs_ioctl_search_header *sh, const void *item)
+{
+	struct builder *b = arg;
+	const struct btrfs_chunk *c = item;
+	uint32_t n;
+	int ret;
+
+	if (sh->len < sizeof(*c))
+		return 0;
+	n = le16toh(c->num_stripes);
+	if (!n || sh->len < sizeof(*c) + n * sizeof(struct btrfs_stripe))
+		return 0;
+	ret = add_chunk(b, sh->offset, le64toh(c->length), le64toh(c->type), n,
+			le16toh(c->sub_stripes));
+	for (uint32_t i = 0; !ret && i < n; i++) {
+		struct bx_usage_stripe *s = &b->in->stripes[b->in->nr_stripes - n + i];
+
+		s->devid = le64toh(c->stripe[i].devid);
+		s->physical = le64toh(c->stripe[i].offset);
+	}
+	return ret;
+}
+
+static int dev_extent_cb(void *arg, const struct btrfs_ioctl_search_header *sh, const void *item)
+{
+	const struct btrfs_dev_extent *e = item;
+
+	if (sh->len < sizeof(*e))
+		return 0;
+	return add_extent(arg, sh->objectid, sh->offset, le64toh(e->length),
+			  le64toh(e->chunk_offset));
+}
+
+/* Hints of every present device; whether the running kernel honours them. */
+static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
+{
+	size_t nr_warnings = bx_warnings_count();
+	bool all_effective = true, any = false;
+
+	for (size_t i = 0; i < in->nr_devs; i++) {
+		struct bx_usage_dev *d = &in->devs[i];
+		struct bx_hint_state st;
+
+		if (d->missing)
+			continue;
+		if (bx_hint_get(sysfs_root, d->path, &st)) {
+			bx_error_clear();
+			continue;
+		}
+		any = true;
+		d->hint = st.hint;
+		if (!st.effective)
+			all_effective = false;
+	}
+	/* bx_hint_get warns once per device that hints have no effect: usage says it once. */
+	bx_warnings_truncate(nr_warnings);
+	in->hints_effective = any && all_effective;
+}
+
+int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_usage_input *in)
+{
+	struct bx_mounted_fs mfs;
+	struct builder b = { 0 };
+	struct statvfs sv;
+	int ret;
+
+	memset(in, 0, sizeof(*in));
+	ret = bx_mounted_open(path, &mfs);
+	if (ret)
+		return ret;
+	in->mounted = true;
+	snprintf(in->path, sizeof(in->path), "%s", path);
+	memcpy(in->fsid, mfs.fsid, sizeof(in->fsid));
+	in->nodesize = mfs.nodesize;
+	in->sectorsize = mfs.sectorsize;
+	in->devs = calloc(mfs.nr_devs ? mfs.nr_devs : 1, sizeof(*in->devs));
+	if (!in->devs) {
+		ret = bx_error(-ENOMEM, "out of memory");
+		goto out;
+	}
+	in->nr_devs = mfs.nr_devs;
+	for (size_t i = 0; i < mfs.nr_devs; i++) {
+		struct bx_usage_dev *d = &in->devs[i];
+
+		d->devid = mfs.devs[i].devid;
+		snprintf(d->path, sizeof(d->path), "%s", mfs.devs[i].path);
+		d->total_bytes = mfs.devs[i].total_bytes;
+		d->bytes_used = mfs.devs[i].bytes_used;
+		d->missing = !d->path[0];
+		d->writable = !d->missing;
+		d->device_size = d->missing ? 0 : device_size(d->path);
+	}
+	ret = builder_init(&b, in);
+	if (!ret)
+		ret = read_space_info(mfs.fd, path, &b);
+	if (!ret)
+		ret = search_tree(mfs.fd, path, BTRFS_CHUNK_TREE_OBJECTID,
+				  BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_FIRST_CHUNK_TREE_OBJECTID,
+				  BTRFS_CHUNK_ITEM_KEY, chunk_item_cb, &b);
+	if (!ret)
+		ret = search_tree(mfs.fd, path, BTRFS_DEV_TREE_OBJECTID, 1, UINT64_MAX,
+				  BTRFS_DEV_EXTENT_KEY, dev_extent_cb, &b);
+	if (ret)
+		goto out;
+	sort_spaces(in);
+	if (fstatvfs(mfs.fd, &sv) == 0) {
+		in->have_statfs = true;
+		in->statfs_free = (uint64_t)sv.f_bavail * sv.f_bsize;
+	}
+	read_hints(sysfs_root ? sysfs_root : "/sys", in);
+out:
+	free(b.extents_cap);
+	bx_mounted_close(&mfs);
+	if (ret)
+		bx_usage_input_release(in);
+	return ret;
+}
+
+/* ---- unmounted: our reader ---- */
+
+struct offline_read {
+	struct bx_fs *fs;
+	struct builder b;
+	size_t devs_cap;
+};
+
+static int offline_dev_item(void *arg, const struct btrfs_dev_item *item)
+{
+	struct offline_read *o = arg;
+	struct bx_usage_input *in = o->b.in;
+	struct bx_usage_dev *d;
+	struct bx_device *dev;
+	int ret;
+
+	ret = grow((void **)&in->devs, &o->devs_cap, in->nr_devs + 1, sizeof(*in->devs));
+	if (ret)
+		return ret;
+	d = &in->devs[in->nr_devs++];
+	memset(d, 0, sizeof(*d));
+	d->devid = le64toh(item->devid);
+	d->total_bytes = le64toh(item->total_bytes);
+	d->bytes_used = le64toh(item->bytes_used);
+	d->hint = bx_hint_of_type(le64toh(item->type));
+	dev = bx_fs_device(o->fs, d->devid);
+	d->missing = !dev;
+	d->writable = !!dev;
+	if (dev) {
+		snprintf(d->path, sizeof(d->path), "%s", dev->path);
+		d->device_size = dev->size;
+	}
+	return 0;
+}
+
+/* Every DEV_EXTENT of the device tree. */
+static int offline_dev_extents(struct offline_read *o)
+{
+	struct btrfs_key key = { 1, BTRFS_DEV_EXTENT_KEY, 0 };
+	struct bx_root root;
+	struct bx_path path;
+	int ret;
+
+	ret = bx_find_root(o->fs, BTRFS_DEV_TREE_OBJECTID, &root);
+	if (ret)
+		return bx_error_wrap(ret, "device tree");
+	bx_path_init(&path, o->fs->readahead);
+	ret = bx_search(o->fs, &root, &key, &path);
+	if (ret >= 0)
+		ret = bx_path_settle(o->fs, &path);
+	for (; ret == 0; ret = bx_next_item(o->fs, &path)) {
+		struct bx_eb *leaf = bx_path_leaf(&path);
+		const struct btrfs_dev_extent *e;
+		struct btrfs_key found;
+
+		bx_item_key(leaf, path.slots[0], &found);
+		if (found.type != BTRFS_DEV_EXTENT_KEY ||
+		    bx_item_size(leaf, path.slots[0]) < sizeof(*e))
+			continue;
+		e = bx_item_ptr(leaf, path.slots[0]);
+		ret = add_extent(&o->b, found.objectid, found.offset, le64toh(e->length),
+				 le64toh(e->chunk_offset));
+		if (ret)
+			break;
+	}
+	bx_path_release(&path);
+	return ret < 0 ? ret : 0;
+}
+
+/* Chunks from the chunk map; block group items for used bytes. */
+static int offline_chunks(struct offline_read *o)
+{
+	struct bx_fs *fs = o->fs;
+	uint64_t bg_tree = BTRFS_EXTENT_TREE_OBJECTID;
+	struct bx_root root;
+	int ret;
+
+	if (le64toh(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE)
+		bg_tree = BTRFS_BLOCK_GROUP_TREE_OBJECTID;
+	ret = bx_find_root(fs, bg_tree, &root);
+	if (ret)
+		return bx_error_wrap(ret, "block group tree");
+	for (size_t i = 0; i < fs->chunks.nr; i++) {
+		const struct bx_chunk *c = fs->chunks.chunks[i];
+		struct btrfs_key key = { c->logical, BTRFS_BLOCK_GROUP_ITEM_KEY, c->length };
+		uint64_t used = 0;
+		struct bx_path path;
+
+		ret = add_chunk(&o->b, c->logical, c->length, c->type, (uint32_t)c->num_stripes,
+				(uint32_t)c->sub_stripes);
+		if (ret)
+			return ret;
+		for (int s = 0; s < c->num_stripes; s++) {
+			struct bx_usage_stripe *st = &o->b.in->stripes[o->b.in->nr_stripes -
+								       c->num_stripes + s];
+
+			st->devid = c->stripes[s].devid;
+			st->physical = c->stripes[s].physical;
+		}
+		bx_path_init(&path, false);
+		ret = bx_search(fs, &root, &key, &path);
+		if (ret == 0) {
+			const struct bx_eb *leaf = bx_path_leaf(&path);
+			const struct btrfs_block_group_item *bg;
+
+			if (bx_item_size(leaf, path.slots[0]) >= sizeof(*bg)) {
+				bg = bx_item_ptr(leaf, path.slots[0]);
+				used = le64toh(bg->used);
+			}
+		}
+		bx_path_release(&path);
+		if (ret < 0)
+			return bx_error_wrap(ret, "block group %llu",
+					     (unsigned long long)c->logical);
+		if (ret > 0)
+			return bx_error(-EUCLEAN, "chunk %llu has no block group item",
+					(unsigned long long)c->logical);
+		ret = add_space(&o->b, c->type, c->length, used);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
+			  struct bx_usage_input *in, char *mnt, size_t mnt_len)
+{
+	struct offline_read o = { 0 };
+	int ret;
+
+	(void)sysfs_root;
+	memset(in, 0, sizeof(*in));
+	ret = bx_fs_open(&o.fs, paths, nr_paths, BX_OPEN_DEGRADED);
+	if (ret)
+		return ret;
+	/* The real kernel's view decides, whatever sysfs root tests point hints at. */
+	if (bx_fs_is_mounted("/sys", o.fs->fsid, mnt, mnt_len)) {
+		ret = bx_error(-EBUSY, "%s: filesystem is mounted at %s", paths[0], mnt);
+		goto out;
+	}
+	memcpy(in->fsid, o.fs->fsid, sizeof(in->fsid));
+	snprintf(in->path, sizeof(in->path), "%s", paths[0]);
+	in->nodesize = o.fs->nodesize;
+	in->sectorsize = o.fs->sectorsize;
+	/* Unmounted: the kernel that mounts it next is assumed to honour the hints. */
+	in->hints_effective = true;
+	o.b.in = in;
+	ret = bx_for_each_dev_item(o.fs, offline_dev_item, &o);
+	if (!ret)
+		ret = builder_init(&o.b, in);	/* per-device arrays, now that devices are known */
+	if (!ret)
+		ret = offline_chunks(&o);
+	if (!ret)
+		ret = offline_dev_extents(&o);
+	if (!ret)
+		sort_spaces(in);
+out:
+	free(o.b.extents_cap);
+	bx_fs_close(o.fs);
+	if (ret)
+		bx_usage_input_release(in);
+	return ret;
+}

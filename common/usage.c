@@ -1,0 +1,738 @@
+/*
+ * Filesystem usage: btrfs-progs' overall figures and the allocator model's
+ * free space. Pure computation on a struct bx_usage_input; see usage.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/units.h"
+#include "common/usage.h"
+#include "kernel-shared/allocator.h"
+#include "kernel-shared/ctree.h"
+#include "kernel-shared/hints.h"
+
+#define SZ_16M (16ULL << 20)
+
+void bx_usage_input_release(struct bx_usage_input *in)
+{
+	for (size_t i = 0; i < in->nr_devs; i++)
+		free(in->devs[i].extents);
+	free(in->devs);
+	free(in->spaces);
+	free(in->chunks);
+	free(in->stripes);
+	in->devs = NULL;
+	in->spaces = NULL;
+	in->chunks = NULL;
+	in->stripes = NULL;
+	in->nr_devs = in->nr_spaces = in->nr_chunks = in->nr_stripes = 0;
+}
+
+void bx_usage_report_release(struct bx_usage_report *rep)
+{
+	free(rep->classes);
+	free(rep->dev_rows);
+	memset(rep, 0, sizeof(*rep));
+}
+
+/* Copies of the data each profile keeps (btrfs_raid_array's ncopies). */
+static int profile_ncopies(uint64_t flags)
+{
+	if (flags & BTRFS_BLOCK_GROUP_RAID1C4)
+		return 4;
+	if (flags & BTRFS_BLOCK_GROUP_RAID1C3)
+		return 3;
+	if (flags & (BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_DUP | BTRFS_BLOCK_GROUP_RAID10))
+		return 2;
+	return 1;
+}
+
+static int profile_nparity(uint64_t flags)
+{
+	if (flags & BTRFS_BLOCK_GROUP_RAID6)
+		return 2;
+	return (flags & BTRFS_BLOCK_GROUP_RAID5) ? 1 : 0;
+}
+
+static bool is_mixed(uint64_t flags)
+{
+	return (flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)) ==
+	       (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA);
+}
+
+/*
+ * The order btrfs-progs sorts space infos and chunk groups in: by type
+ * (data, metadata, system last), then by profile bits within one type.
+ */
+static int type_order(uint64_t a, uint64_t b)
+{
+	uint64_t mask;
+
+	if ((a & BTRFS_BLOCK_GROUP_TYPE_MASK) == (b & BTRFS_BLOCK_GROUP_TYPE_MASK))
+		mask = BTRFS_BLOCK_GROUP_PROFILE_MASK;
+	else if (b & BTRFS_BLOCK_GROUP_SYSTEM)
+		return -1;
+	else if (a & BTRFS_BLOCK_GROUP_SYSTEM)
+		return 1;
+	else
+		mask = BTRFS_BLOCK_GROUP_TYPE_MASK;
+	if ((a & mask) != (b & mask))
+		return (a & mask) > (b & mask) ? 1 : -1;
+	return 0;
+}
+
+/*
+ * RAID5/6 chunks grouped the way btrfs-progs groups them: one entry per
+ * (type, device, number of stripes), holding the chunk lengths of every
+ * stripe on that device. Its raw sizes come from these entries.
+ */
+struct r56_group {
+	uint64_t type;
+	uint64_t devid;
+	uint32_t num_stripes;
+	uint64_t size;
+	size_t seq;		/* creation order, for a stable sort */
+};
+
+static int r56_group_cmp(const void *a, const void *b)
+{
+	const struct r56_group *x = a, *y = b;
+	int c = type_order(x->type, y->type);
+
+	if (c)
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct raw_sums {
+	uint64_t data_chunks, data_used;
+	uint64_t metadata_chunks, metadata_used;
+	uint64_t system_chunks, system_used;
+	double max_ratio;
+};
+
+/* Used / size per type over the spaces of profile @profile (progs' logical ratio). */
+static void r56_fill_ratio(const struct bx_usage_input *in, uint64_t profile, double ratio[3])
+{
+	uint64_t used[3] = { 0 }, size[3] = { 0 };
+
+	for (size_t i = 0; i < in->nr_spaces; i++) {
+		const struct bx_usage_space *s = &in->spaces[i];
+		int k;
+
+		if (!(s->flags & profile))
+			continue;
+		if (s->flags & BTRFS_BLOCK_GROUP_DATA)
+			k = 0;
+		else if (s->flags & BTRFS_BLOCK_GROUP_METADATA)
+			k = 1;
+		else if (s->flags & BTRFS_BLOCK_GROUP_SYSTEM)
+			k = 2;
+		else
+			continue;
+		used[k] += s->used_bytes;
+		size[k] += s->total_bytes;
+	}
+	for (int k = 0; k < 3; k++)
+		ratio[k] = size[k] ? (double)used[k] / (double)size[k] : 0.0;
+}
+
+static int r56_sums(const struct bx_usage_input *in, struct raw_sums *raw)
+{
+	struct r56_group *groups = NULL;
+	size_t nr = 0, cap = 0;
+	double r5[3], r6[3];
+
+	for (size_t c = 0; c < in->nr_chunks; c++) {
+		const struct bx_usage_chunk *ch = &in->chunks[c];
+
+		if (!(ch->type & BTRFS_BLOCK_GROUP_RAID56_MASK))
+			continue;
+		for (uint32_t s = 0; s < ch->num_stripes; s++) {
+			uint64_t devid = in->stripes[ch->first_stripe + s].devid;
+			size_t g;
+
+			for (g = 0; g < nr; g++)
+				if (groups[g].type == ch->type && groups[g].devid == devid &&
+				    groups[g].num_stripes == ch->num_stripes)
+					break;
+			if (g == nr) {
+				if (nr == cap) {
+					struct r56_group *grown;
+
+					cap = cap ? 2 * cap : 16;
+					grown = realloc(groups, cap * sizeof(*grown));
+					if (!grown) {
+						free(groups);
+						return bx_error(-ENOMEM, "out of memory");
+					}
+					groups = grown;
+				}
+				groups[nr] = (struct r56_group){ ch->type, devid, ch->num_stripes, 0, nr };
+				nr++;
+			}
+			groups[g].size += ch->length;
+		}
+	}
+	if (!nr)
+		return 0;
+	qsort(groups, nr, sizeof(*groups), r56_group_cmp);
+	r56_fill_ratio(in, BTRFS_BLOCK_GROUP_RAID5, r5);
+	r56_fill_ratio(in, BTRFS_BLOCK_GROUP_RAID6, r6);
+	for (size_t g = 0; g < nr; g++) {
+		const struct r56_group *gr = &groups[g];
+		uint32_t ndata = gr->num_stripes - (uint32_t)profile_nparity(gr->type);
+		const double *ratio = (gr->type & BTRFS_BLOCK_GROUP_RAID5) ? r5 : r6;
+		double rt;
+		uint64_t size;
+
+		if (!ndata || ndata > gr->num_stripes)
+			continue;
+		rt = (double)gr->num_stripes / ndata;
+		if (rt > raw->max_ratio)
+			raw->max_ratio = rt;
+		size = gr->size / ndata;
+		/* The sums are kept in doubles the way progs adds them, rounding included. */
+		if (gr->type & BTRFS_BLOCK_GROUP_DATA) {
+			raw->data_chunks += size;
+			raw->data_used = (uint64_t)((double)raw->data_used + (double)size * ratio[0]);
+		} else if (gr->type & BTRFS_BLOCK_GROUP_METADATA) {
+			raw->metadata_chunks += size;
+			raw->metadata_used = (uint64_t)((double)raw->metadata_used +
+							(double)size * ratio[1]);
+		} else if (gr->type & BTRFS_BLOCK_GROUP_SYSTEM) {
+			raw->system_chunks += size;
+			raw->system_used = (uint64_t)((double)raw->system_used +
+						      (double)size * ratio[2]);
+		}
+	}
+	free(groups);
+	return 0;
+}
+
+static void multiple_profiles(const struct bx_usage_input *in, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t bit;
+		const char *name;
+	} kinds[] = {
+		{ BTRFS_BLOCK_GROUP_DATA, "data" },
+		{ BTRFS_BLOCK_GROUP_METADATA, "metadata" },
+		{ BTRFS_BLOCK_GROUP_SYSTEM, "system" },
+	};
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < 3; k++) {
+		uint64_t first = 0;
+		bool have = false, several = false;
+
+		for (size_t i = 0; i < in->nr_spaces; i++) {
+			uint64_t f = in->spaces[i].flags;
+
+			if (!(f & kinds[k].bit) || (f & BX_SPACE_INFO_GLOBAL_RSV))
+				continue;
+			if (have && (f & BTRFS_BLOCK_GROUP_PROFILE_MASK) != first)
+				several = true;
+			first = f & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+			have = true;
+		}
+		if (several)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", *buf ? ", " : "",
+				 kinds[k].name);
+	}
+}
+
+/* btrfs-progs' Overall section: same inputs, same arithmetic (doubles included). */
+static int compute_overall(const struct bx_usage_input *in, struct bx_usage_overall *ov)
+{
+	struct raw_sums raw = { .max_ratio = 1.0 };
+	uint64_t l_data = 0, l_metadata = 0, total_chunks, total_used, unused;
+	bool mixed = false;
+	int ret;
+
+	memset(ov, 0, sizeof(*ov));
+	for (size_t i = 0; i < in->nr_devs; i++) {
+		const struct bx_usage_dev *d = &in->devs[i];
+
+		ov->device_size += d->total_bytes;
+		if (d->missing || !d->device_size)
+			ov->device_missing += d->total_bytes;
+		else if (d->device_size > d->total_bytes)
+			ov->device_slack += d->device_size - d->total_bytes;
+	}
+	ret = r56_sums(in, &raw);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < in->nr_spaces; i++) {
+		const struct bx_usage_space *s = &in->spaces[i];
+		uint64_t ratio = (uint64_t)profile_ncopies(s->flags);
+
+		/* RAID5/6 raw sizes depend on the stripe count: taken from the chunks above. */
+		if (s->flags & BTRFS_BLOCK_GROUP_RAID56_MASK)
+			ratio = 0;
+		if ((double)ratio > raw.max_ratio)
+			raw.max_ratio = (double)ratio;
+		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
+			continue;
+		if (is_mixed(s->flags))
+			mixed = true;
+		if (s->flags & BTRFS_BLOCK_GROUP_DATA) {
+			raw.data_used += s->used_bytes * ratio;
+			raw.data_chunks += s->total_bytes * ratio;
+			l_data += s->total_bytes;
+		}
+		if (s->flags & BTRFS_BLOCK_GROUP_METADATA) {
+			raw.metadata_used += s->used_bytes * ratio;
+			raw.metadata_chunks += s->total_bytes * ratio;
+			l_metadata += s->total_bytes;
+		}
+		if (s->flags & BTRFS_BLOCK_GROUP_SYSTEM) {
+			raw.system_used += s->used_bytes * ratio;
+			raw.system_chunks += s->total_bytes * ratio;
+		}
+	}
+	total_chunks = raw.data_chunks + raw.system_chunks;
+	total_used = raw.data_used + raw.system_used;
+	if (!mixed) {
+		total_chunks += raw.metadata_chunks;
+		total_used += raw.metadata_used;
+	}
+	unused = ov->device_size - total_chunks;
+	ov->device_allocated = total_chunks;
+	ov->device_unallocated = (int64_t)unused;
+	ov->used = total_used;
+	ov->data_ratio = l_data ? (double)raw.data_chunks / (double)l_data : 0.0;
+	ov->metadata_ratio = mixed ? ov->data_ratio :
+			     l_metadata ? (double)raw.metadata_chunks / (double)l_metadata : 0.0;
+	if (ov->data_ratio > 0)
+		ov->free_estimated = (uint64_t)((double)(raw.data_chunks - raw.data_used) /
+						ov->data_ratio);
+	if (mixed && in->have_global_reserve)
+		ov->free_estimated -= in->global_reserve - in->global_reserve_used;
+	ov->free_min = ov->free_estimated;
+	/* progs compares unsigned: a negative "unallocated" counts as large. */
+	if (unused >= SZ_16M && ov->data_ratio > 0) {
+		ov->free_estimated = (uint64_t)((double)ov->free_estimated +
+						(double)unused / ov->data_ratio);
+		ov->free_min = (uint64_t)((double)ov->free_min + (double)unused / raw.max_ratio);
+	}
+	multiple_profiles(in, ov->multiple_profiles, sizeof(ov->multiple_profiles));
+	return 0;
+}
+
+uint64_t bx_usage_alloc_profile(const struct bx_usage_space *spaces, size_t nr_spaces,
+				uint64_t kind, size_t nr_writable)
+{
+	/* Most redundant first, as the kernel reduces a set of allowed profiles. */
+	static const uint64_t order[] = {
+		BTRFS_BLOCK_GROUP_RAID1C4, BTRFS_BLOCK_GROUP_RAID6, BTRFS_BLOCK_GROUP_RAID1C3,
+		BTRFS_BLOCK_GROUP_RAID5, BTRFS_BLOCK_GROUP_RAID10, BTRFS_BLOCK_GROUP_RAID1,
+		BTRFS_BLOCK_GROUP_DUP, BTRFS_BLOCK_GROUP_RAID0,
+	};
+	uint64_t present = 0;
+
+	for (size_t i = 0; i < nr_spaces; i++)
+		if ((spaces[i].flags & kind) && !(spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV))
+			present |= spaces[i].flags & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		struct bx_alloc_raid_attr attr;
+
+		if (!(present & order[i]))
+			continue;
+		if (bx_alloc_raid_attr(BTRFS_BLOCK_GROUP_DATA | order[i], &attr) ||
+		    (size_t)attr.devs_min > nr_writable)
+			continue;
+		return order[i];
+	}
+	return 0;
+}
+
+/* ---- the model ---- */
+
+static int hole_cmp(const void *a, const void *b)
+{
+	const struct bx_alloc_hole *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The free ranges of a device: [1 MiB, total_bytes) minus its device extents. */
+static int device_holes(const struct bx_usage_dev *d, struct bx_alloc_device *ad)
+{
+	struct bx_alloc_hole *ext, *holes;
+	size_t nr = 0;
+	uint64_t pos = BX_ALLOC_RESERVED;
+	int ret;
+
+	ext = calloc(d->nr_extents + 1, sizeof(*ext));
+	holes = calloc(d->nr_extents + 1, sizeof(*holes));
+	if (!ext || !holes) {
+		free(ext);
+		free(holes);
+		return bx_error(-ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < d->nr_extents; i++)
+		ext[i] = (struct bx_alloc_hole){ d->extents[i].start, d->extents[i].length };
+	qsort(ext, d->nr_extents, sizeof(*ext), hole_cmp);
+	for (size_t i = 0; i < d->nr_extents; i++) {
+		if (ext[i].start > pos)
+			holes[nr++] = (struct bx_alloc_hole){ pos, ext[i].start - pos };
+		if (ext[i].start + ext[i].len > pos)
+			pos = ext[i].start + ext[i].len;
+	}
+	if (d->total_bytes > pos)
+		holes[nr++] = (struct bx_alloc_hole){ pos, d->total_bytes - pos };
+	ret = bx_alloc_device_set_holes(ad, holes, nr);
+	free(ext);
+	free(holes);
+	return ret;
+}
+
+struct model {
+	struct bx_alloc_device *devs;
+	size_t nr;
+	struct bx_alloc_params params;
+};
+
+static void model_release(struct model *m)
+{
+	for (size_t i = 0; m->devs && i < m->nr; i++)
+		bx_alloc_device_release(&m->devs[i]);
+	free(m->devs);
+	m->devs = NULL;
+}
+
+static int model_init(const struct bx_usage_input *in, uint32_t alloc_flags, struct model *m)
+{
+	int ret = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->devs = calloc(in->nr_devs ? in->nr_devs : 1, sizeof(*m->devs));
+	if (!m->devs)
+		return bx_error(-ENOMEM, "out of memory");
+	m->nr = in->nr_devs;
+	m->params.nodesize = in->nodesize;
+	m->params.flags = alloc_flags;
+	for (size_t i = 0; i < in->nr_devs && !ret; i++) {
+		const struct bx_usage_dev *d = &in->devs[i];
+
+		ret = bx_alloc_device_init(&m->devs[i], d->devid, d->total_bytes, d->hint);
+		if (!ret)
+			ret = device_holes(d, &m->devs[i]);
+		m->devs[i].writable = d->writable && !d->missing;
+	}
+	if (ret)
+		model_release(m);
+	return ret;
+}
+
+/*
+ * Runs chunks of @type until ENOSPC on @sim; adds their logical size to *@logical.
+ * -EINVAL (a profile the model does not take) counts as nothing allocatable.
+ */
+static int fill(struct bx_alloc_sim *sim, uint64_t type, uint64_t *logical)
+{
+	struct bx_alloc_chunk chunk;
+	int ret;
+
+	for (;;) {
+		ret = bx_alloc_sim_step(sim, type, &chunk);
+		if (ret == -ENOSPC)
+			return 0;
+		if (ret)
+			return ret;
+		*logical += chunk.length;
+	}
+}
+
+/* Unallocated bytes of every device in @sim, into @out. */
+static void sim_snapshot(const struct bx_alloc_sim *sim, size_t nr, uint64_t *out)
+{
+	for (size_t i = 0; i < nr; i++)
+		out[i] = bx_alloc_sim_unallocated(sim, i);
+}
+
+static struct bx_usage_class *class_of(struct bx_usage_report *rep, uint64_t hint)
+{
+	for (size_t i = 0; i < rep->nr_classes; i++)
+		if (rep->classes[i].hint == hint)
+			return &rep->classes[i];
+	return NULL;
+}
+
+static int class_cmp(const void *a, const void *b)
+{
+	const struct bx_usage_class *x = a, *y = b;
+
+	return x->hint < y->hint ? -1 : x->hint > y->hint;
+}
+
+/* Classes and per-device rows: sizes, holes, and device bytes per chunk type. */
+static int fill_tables(const struct bx_usage_input *in, const struct model *m,
+		       struct bx_usage_report *rep)
+{
+	rep->classes = calloc(in->nr_devs ? in->nr_devs : 1, sizeof(*rep->classes));
+	rep->dev_rows = calloc(in->nr_devs ? in->nr_devs : 1, sizeof(*rep->dev_rows));
+	if (!rep->classes || !rep->dev_rows)
+		return bx_error(-ENOMEM, "out of memory");
+	rep->nr_dev_rows = in->nr_devs;
+	for (size_t i = 0; i < in->nr_devs; i++) {
+		const struct bx_usage_dev *d = &in->devs[i];
+		struct bx_usage_dev_row *row = &rep->dev_rows[i];
+		struct bx_usage_class *cl = class_of(rep, d->hint);
+		uint64_t in_extents = 0;
+
+		row->devid = d->devid;
+		row->path = d->path;
+		row->hint = d->hint;
+		row->missing = d->missing;
+		row->size = d->total_bytes;
+		if (!d->missing && d->device_size > d->total_bytes)
+			row->slack = d->device_size - d->total_bytes;
+		for (size_t e = 0; e < d->nr_extents; e++) {
+			const struct bx_usage_extent *x = &d->extents[e];
+			uint64_t type = 0;
+			size_t lo = 0, hi = in->nr_chunks;
+
+			/* chunks are sorted by logical */
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+
+				if (in->chunks[mid].logical < x->chunk_offset)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < in->nr_chunks && in->chunks[lo].logical == x->chunk_offset)
+				type = in->chunks[lo].type;
+			in_extents += x->length;
+			if (type & BTRFS_BLOCK_GROUP_DATA)
+				row->data += x->length;
+			else if (type & BTRFS_BLOCK_GROUP_METADATA)
+				row->metadata += x->length;
+			else if (type & BTRFS_BLOCK_GROUP_SYSTEM)
+				row->system += x->length;
+		}
+		row->unallocated = d->total_bytes > in_extents ? d->total_bytes - in_extents : 0;
+		if (!cl) {
+			cl = &rep->classes[rep->nr_classes++];
+			cl->hint = d->hint;
+		}
+		cl->devices++;
+		cl->size += d->total_bytes;
+		if (m->devs[i].writable)
+			cl->unallocated += bx_alloc_device_unallocated(&m->devs[i]);
+	}
+	return 0;
+}
+
+/* Per class: device bytes that went from @before to @after. */
+static void class_take(const struct bx_usage_input *in, struct bx_usage_report *rep,
+		       const uint64_t *before, const uint64_t *after, bool data)
+{
+	for (size_t i = 0; i < in->nr_devs; i++) {
+		struct bx_usage_class *cl = class_of(rep, in->devs[i].hint);
+		uint64_t taken = before[i] > after[i] ? before[i] - after[i] : 0;
+
+		if (data)
+			cl->data_allocatable += taken;
+		else
+			cl->metadata_allocatable += taken;
+	}
+}
+
+static void space_sums(const struct bx_usage_input *in, struct bx_usage_report *rep)
+{
+	for (size_t i = 0; i < in->nr_spaces; i++) {
+		const struct bx_usage_space *s = &in->spaces[i];
+
+		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
+			continue;
+		if (is_mixed(s->flags))
+			rep->mixed = true;
+		if (s->flags & BTRFS_BLOCK_GROUP_DATA) {
+			rep->data_size += s->total_bytes;
+			rep->data_used += s->used_bytes;
+		} else if (s->flags & BTRFS_BLOCK_GROUP_METADATA) {
+			rep->metadata_size += s->total_bytes;
+			rep->metadata_used += s->used_bytes;
+		}
+	}
+}
+
+static void warn_about(struct bx_usage_report *rep)
+{
+	char room[32], need[32], used[32], taken[32];
+
+	bx_pretty_size(rep->metadata_room, 0, room, sizeof(room));
+	bx_pretty_size(rep->metadata_needed, 0, need, sizeof(need));
+	bx_pretty_size(rep->mixed ? rep->data_used : rep->metadata_used, 0, used, sizeof(used));
+	bx_pretty_size(rep->data_on_metadata_devices, 0, taken, sizeof(taken));
+	if (rep->warnings & BX_USAGE_W_HINTS_IGNORED)
+		bx_warn("the running kernel ignores allocation hints: the model runs without them");
+	if (rep->warnings & BX_USAGE_W_METADATA_LOW)
+		bx_warn("metadata room %s is less than the %s that 50%% growth of the metadata "
+			"(%s used) needs", room, need, used);
+	if (rep->warnings & BX_USAGE_W_DATA_ON_META_DEVS)
+		bx_warn("data chunks can take %s of the metadata_preferred devices' unallocated "
+			"space once the other devices are full; metadata_only keeps it for metadata",
+			taken);
+}
+
+int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
+		     struct bx_usage_report *rep)
+{
+	struct bx_alloc_sim *sim = NULL;
+	uint64_t *before = NULL, *after = NULL;
+	uint32_t alloc_flags = 0;
+	size_t nr_writable = 0;
+	struct model m = { 0 };
+	uint64_t strict_new = 0;
+	bool any_hint = false;
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!in->nr_devs)
+		return bx_error(-EINVAL, "no devices");
+	ret = compute_overall(in, &rep->overall);
+	if (ret)
+		return ret;
+	space_sums(in, rep);
+
+	for (size_t i = 0; i < in->nr_devs; i++)
+		if (in->devs[i].hint != BX_HINT_DATA_PREFERRED)
+			any_hint = true;
+	/* Without any hint set, honouring and ignoring them is the same allocator. */
+	rep->hints_honoured = (in->hints_effective || !any_hint) &&
+			      !(flags & BX_USAGE_IGNORE_HINTS);
+	if (!rep->hints_honoured)
+		alloc_flags |= BX_ALLOC_IGNORE_HINTS;
+	if (flags & BX_USAGE_STRICT)
+		alloc_flags |= BX_ALLOC_STRICT;
+	rep->model_flags = alloc_flags;
+	if (!in->hints_effective && any_hint && !(flags & BX_USAGE_IGNORE_HINTS))
+		rep->warnings |= BX_USAGE_W_HINTS_IGNORED;
+
+	for (size_t i = 0; i < in->nr_devs; i++)
+		if (in->devs[i].writable && !in->devs[i].missing)
+			nr_writable++;
+	if (rep->mixed) {
+		uint64_t kind = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
+
+		rep->data_type = kind | bx_usage_alloc_profile(in->spaces, in->nr_spaces, kind,
+							       nr_writable);
+		rep->metadata_type = rep->data_type;
+	} else {
+		rep->data_type = BTRFS_BLOCK_GROUP_DATA |
+			bx_usage_alloc_profile(in->spaces, in->nr_spaces, BTRFS_BLOCK_GROUP_DATA,
+					       nr_writable);
+		rep->metadata_type = BTRFS_BLOCK_GROUP_METADATA |
+			bx_usage_alloc_profile(in->spaces, in->nr_spaces,
+					       BTRFS_BLOCK_GROUP_METADATA, nr_writable);
+	}
+	rep->data_free_in_chunks = rep->data_size > rep->data_used ?
+				   rep->data_size - rep->data_used : 0;
+	rep->metadata_free_in_chunks = rep->metadata_size > rep->metadata_used ?
+				       rep->metadata_size - rep->metadata_used : 0;
+	if (rep->mixed)
+		rep->metadata_free_in_chunks = rep->data_free_in_chunks;
+
+	ret = model_init(in, alloc_flags, &m);
+	if (ret)
+		return ret;
+	ret = fill_tables(in, &m, rep);
+	before = calloc(m.nr, sizeof(*before));
+	after = calloc(m.nr, sizeof(*after));
+	if (!ret && (!before || !after))
+		ret = bx_error(-ENOMEM, "out of memory");
+	if (ret)
+		goto out;
+
+	/* Data first until ENOSPC, then metadata on what is left. */
+	ret = bx_alloc_sim_new(m.devs, m.nr, &m.params, &sim);
+	if (ret)
+		goto model_error;
+	sim_snapshot(sim, m.nr, before);
+	ret = fill(sim, rep->data_type, &rep->data_new_chunks);
+	sim_snapshot(sim, m.nr, after);
+	class_take(in, rep, before, after, true);
+	if (!ret)
+		ret = fill(sim, rep->metadata_type, &rep->metadata_room_after_data);
+	bx_alloc_sim_free(sim);
+	sim = NULL;
+	if (ret)
+		goto model_error;
+
+	/* Metadata alone. */
+	ret = bx_alloc_sim_new(m.devs, m.nr, &m.params, &sim);
+	if (ret)
+		goto model_error;
+	ret = fill(sim, rep->metadata_type, &rep->metadata_room);
+	sim_snapshot(sim, m.nr, after);
+	class_take(in, rep, before, after, false);
+	bx_alloc_sim_free(sim);
+	sim = NULL;
+	if (ret)
+		goto model_error;
+
+	/* Data with every preference strict. */
+	m.params.flags = (alloc_flags & ~BX_ALLOC_IGNORE_HINTS) | BX_ALLOC_STRICT;
+	ret = bx_alloc_sim_new(m.devs, m.nr, &m.params, &sim);
+	if (!ret)
+		ret = fill(sim, rep->data_type, &strict_new);
+	bx_alloc_sim_free(sim);
+	sim = NULL;
+	if (ret)
+		goto model_error;
+
+	rep->free_estimated = rep->data_free_in_chunks + rep->data_new_chunks;
+	rep->free_strict = rep->data_free_in_chunks + strict_new;
+	if (rep->mixed && in->have_global_reserve) {
+		uint64_t rsv = in->global_reserve - in->global_reserve_used;
+
+		rep->free_estimated = rep->free_estimated > rsv ? rep->free_estimated - rsv : 0;
+		rep->free_strict = rep->free_strict > rsv ? rep->free_strict - rsv : 0;
+	}
+	rep->have_statfs = in->have_statfs;
+	rep->free_statfs = in->statfs_free;
+	if (rep->mixed) {
+		rep->metadata_room = rep->free_estimated;
+		rep->metadata_room_after_data = 0;
+	} else {
+		rep->metadata_room += rep->metadata_free_in_chunks;
+		rep->metadata_room_after_data += rep->metadata_free_in_chunks;
+	}
+
+	rep->metadata_needed = (rep->mixed ? rep->data_used : rep->metadata_used) / 2;
+	if (rep->metadata_room < rep->metadata_needed)
+		rep->warnings |= BX_USAGE_W_METADATA_LOW;
+	if (rep->hints_honoured && !(flags & BX_USAGE_STRICT)) {
+		struct bx_usage_class *cl = class_of(rep, BX_HINT_METADATA_PREFERRED);
+
+		if (cl && cl->data_allocatable) {
+			rep->data_on_metadata_devices = cl->data_allocatable;
+			rep->warnings |= BX_USAGE_W_DATA_ON_META_DEVS;
+		}
+	}
+	qsort(rep->classes, rep->nr_classes, sizeof(*rep->classes), class_cmp);
+	warn_about(rep);
+	goto out;
+
+model_error:
+	if (ret == -EINVAL)
+		ret = bx_error(ret, "the allocator model does not take chunk type 0x%llx or 0x%llx",
+			       (unsigned long long)rep->data_type,
+			       (unsigned long long)rep->metadata_type);
+out:
+	free(before);
+	free(after);
+	model_release(&m);
+	if (ret) {
+		bx_usage_report_release(rep);
+		return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,219 @@
+/*
+ * Filesystem usage with a preference breakdown: what btrfs-progs' "filesystem
+ * usage" shows, and how much data and metadata still fit according to the
+ * allocator model (kernel-shared/allocator.h) run forward on the real
+ * per-device free space, hints honoured.
+ *
+ * Two steps, so that the command line, the future public library and the
+ * benchmark share one computation:
+ *  1. collect: bx_usage_read_mounted() (ioctls FS_INFO, DEV_INFO, SPACE_INFO,
+ *     TREE_SEARCH_V2 on the chunk and device trees, statfs) or
+ *     bx_usage_read_offline() (the devices or images, through our reader) fill
+ *     a struct bx_usage_input; or a caller fills one by hand;
+ *  2. bx_usage_compute(): pure, no I/O, no printing; fills a struct
+ *     bx_usage_report and records warnings with bx_warn().
+ *
+ * Library style: functions return 0 or a negative errno with a message
+ * recorded by bx_error(); nothing prints or exits.
+ *
+ * What the model figures count (all in bytes):
+ *  - free_estimated: data bytes still writable = free space inside the data
+ *    block groups (length - used) + the logical size of the data chunks the
+ *    model allocates, one after the other, until ENOSPC, starting from each
+ *    device's real holes. No room is held back for metadata: it is what a
+ *    data-only fill gets (metadata_room_after_data says what metadata has
+ *    left then). Mixed block groups: minus the unused global reserve, as
+ *    btrfs-progs does.
+ *  - free_strict: the same with every preference strict (BX_ALLOC_STRICT).
+ *  - metadata_room: free space inside the metadata block groups + the logical
+ *    size of the metadata chunks the model allocates until ENOSPC. System
+ *    chunks and the global reserve are not subtracted.
+ *  - metadata_room_after_data: the same, after the data fill above.
+ */
+#ifndef BTRFSX_USAGE_H
+#define BTRFSX_USAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The kernel's SPACE_INFO flag of the global block reserve slot. */
+#define BX_SPACE_INFO_GLOBAL_RSV (1ULL << 49)
+
+/* A device extent: [start, start + length) on its device, part of a chunk. */
+struct bx_usage_extent {
+	uint64_t start;
+	uint64_t length;
+	uint64_t chunk_offset;		/* logical start of its chunk */
+};
+
+struct bx_usage_dev {
+	uint64_t devid;
+	char path[1024];		/* "" when missing */
+	uint64_t total_bytes;		/* the filesystem's size of the device */
+	uint64_t bytes_used;		/* in device extents, as the kernel or the item says */
+	uint64_t device_size;		/* what the device or file really has; 0: missing */
+	uint64_t hint;			/* hint field of dev_item.type (or from sysfs) */
+	bool missing;
+	bool writable;			/* in the kernel's alloc_list */
+	size_t nr_extents;
+	struct bx_usage_extent *extents;	/* malloc()ed; any order */
+};
+
+/* One slot of BTRFS_IOC_SPACE_INFO, or its equivalent summed from block groups. */
+struct bx_usage_space {
+	uint64_t flags;			/* type | profile, or BX_SPACE_INFO_GLOBAL_RSV */
+	uint64_t total_bytes;		/* logical */
+	uint64_t used_bytes;		/* logical */
+};
+
+struct bx_usage_stripe {
+	uint64_t devid;
+	uint64_t physical;
+};
+
+struct bx_usage_chunk {
+	uint64_t logical;
+	uint64_t length;
+	uint64_t type;
+	uint32_t num_stripes;
+	uint32_t sub_stripes;
+	size_t first_stripe;		/* index into bx_usage_input.stripes */
+};
+
+struct bx_usage_input {
+	uint8_t fsid[16];
+	bool mounted;
+	char path[4096];		/* the mount point, or the first device */
+	uint32_t nodesize;
+	uint32_t sectorsize;
+	bool hints_effective;		/* false: a mounted kernel ignores the hints */
+	size_t nr_devs;
+	struct bx_usage_dev *devs;	/* sorted by devid (the kernel's alloc_list order) */
+	size_t nr_spaces;
+	struct bx_usage_space *spaces;
+	size_t nr_chunks;
+	struct bx_usage_chunk *chunks;	/* in chunk tree order (by logical) */
+	size_t nr_stripes;
+	struct bx_usage_stripe *stripes;
+	bool have_global_reserve;	/* mounted only */
+	uint64_t global_reserve;
+	uint64_t global_reserve_used;
+	bool have_statfs;		/* mounted only */
+	uint64_t statfs_free;		/* f_bavail * f_bsize */
+};
+
+/* Frees what the input owns (not @in itself). */
+void bx_usage_input_release(struct bx_usage_input *in);
+
+/*
+ * Reads a mounted filesystem through the mount point (or any path on it)
+ * @path. Hints from bx_hint_get() with @sysfs_root (NULL: "/sys"). Needs
+ * CAP_SYS_ADMIN for TREE_SEARCH.
+ */
+int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_usage_input *in);
+
+/*
+ * Reads an unmounted filesystem from member devices or image files @paths
+ * (other members found by fsid; missing ones allowed). Hints are the stored
+ * ones (@sysfs_root is not used yet), hints_effective is true. Refuses with
+ * -EBUSY when the running kernel has the filesystem mounted, so the caller
+ * can use the mounted path instead: @mnt (@mnt_len bytes) gets the mount
+ * point, or "an unknown mount point" when this namespace does not show it.
+ */
+int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
+			  struct bx_usage_input *in, char *mnt, size_t mnt_len);
+
+/* btrfs-progs' Overall section, computed the same way. */
+struct bx_usage_overall {
+	uint64_t device_size;
+	uint64_t device_allocated;
+	int64_t device_unallocated;	/* progs shows it signed */
+	uint64_t device_missing;
+	uint64_t device_slack;
+	uint64_t used;
+	uint64_t free_estimated;	/* data free in chunks + unallocated / data ratio */
+	uint64_t free_min;		/* ... / the highest ratio in use */
+	double data_ratio;
+	double metadata_ratio;
+	char multiple_profiles[32];	/* "" or e.g. "data, metadata" */
+};
+
+/* Devices sharing one hint value. */
+struct bx_usage_class {
+	uint64_t hint;
+	uint32_t devices;
+	uint64_t size;			/* sum of total_bytes */
+	uint64_t unallocated;		/* sum of holes above the reserved first MiB */
+	uint64_t data_allocatable;	/* device bytes of it a data-only fill takes */
+	uint64_t metadata_allocatable;	/* device bytes of it a metadata-only fill takes */
+};
+
+struct bx_usage_dev_row {
+	uint64_t devid;
+	const char *path;		/* points into the input */
+	uint64_t hint;
+	bool missing;
+	uint64_t size;
+	uint64_t slack;
+	uint64_t unallocated;		/* total_bytes - bytes in device extents */
+	uint64_t data;			/* device bytes in extents of each chunk type */
+	uint64_t metadata;
+	uint64_t system;
+};
+
+/* bx_usage_compute() flags */
+#define BX_USAGE_STRICT (1U << 0)	/* model every preference as strict */
+#define BX_USAGE_IGNORE_HINTS (1U << 1)	/* model the allocator without hints */
+
+/* bx_usage_report.warnings */
+#define BX_USAGE_W_METADATA_LOW (1U << 0)	/* room < 50% of metadata used */
+#define BX_USAGE_W_DATA_ON_META_DEVS (1U << 1)	/* data can use metadata_preferred devices */
+#define BX_USAGE_W_HINTS_IGNORED (1U << 2)	/* mounted kernel ignores the hints */
+
+struct bx_usage_report {
+	struct bx_usage_overall overall;
+	bool hints_honoured;		/* the model ran with hints */
+	uint32_t model_flags;		/* BX_ALLOC_* the model ran with */
+	uint64_t data_type;		/* type and profile of the next data chunk */
+	uint64_t metadata_type;		/* ... of the next metadata chunk */
+	bool mixed;
+	uint64_t data_size;		/* logical, in data block groups */
+	uint64_t data_used;
+	uint64_t metadata_size;		/* logical, in metadata block groups (not mixed) */
+	uint64_t metadata_used;
+	uint64_t data_free_in_chunks;
+	uint64_t data_new_chunks;	/* logical bytes of the simulated data chunks */
+	uint64_t free_estimated;
+	uint64_t free_strict;
+	bool have_statfs;
+	uint64_t free_statfs;
+	uint64_t metadata_free_in_chunks;
+	uint64_t metadata_room;
+	uint64_t metadata_room_after_data;
+	uint64_t metadata_needed;	/* 50% of metadata_used: the warning threshold */
+	uint64_t data_on_metadata_devices; /* data_allocatable of metadata_preferred */
+	uint32_t warnings;		/* BX_USAGE_W_* */
+	size_t nr_classes;
+	struct bx_usage_class *classes;	/* by hint value */
+	size_t nr_dev_rows;
+	struct bx_usage_dev_row *dev_rows;	/* by devid */
+};
+
+/*
+ * Computes the report for @in; @flags are BX_USAGE_*. Hints are honoured
+ * unless BX_USAGE_IGNORE_HINTS or @in->hints_effective is false. Warnings
+ * (BX_USAGE_W_*) are also recorded with bx_warn(). Release the report with
+ * bx_usage_report_release(). Returns 0, -EINVAL (no device, bad profile
+ * bits) or -ENOMEM.
+ */
+int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
+		     struct bx_usage_report *rep);
+void bx_usage_report_release(struct bx_usage_report *rep);
+
+/* The profile the kernel gives new chunks of @kind (DATA, METADATA, SYSTEM) given
+ * the profiles in @spaces and @nr_writable devices: the most redundant one. */
+uint64_t bx_usage_alloc_profile(const struct bx_usage_space *spaces, size_t nr_spaces,
+				uint64_t kind, size_t nr_writable);
+
+#endif

@@ -1,0 +1,326 @@
+"""btrfsx filesystem usage: the Overall section against btrfs-progs, the
+unmounted reader against the mounted one, the preference breakdown with
+hints (expected figures worked out from the device table), the warnings,
+the per-device table and the errors."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import fsutil
+import usage_fill
+from fsutil import GiB, MiB
+
+pytestmark = pytest.mark.root
+
+OVERALL_LABELS = ["Device size", "Device allocated", "Device unallocated", "Device missing",
+                  "Device slack", "Used", "Free (estimated)", "Free (statfs, df)", "Data ratio",
+                  "Metadata ratio", "Global reserve", "Multiple profiles"]
+
+#: Overall labels -> our JSON keys (value, and the parenthesised one if any)
+OVERALL_KEYS = {
+    "Device size": ("device_size",), "Device allocated": ("device_allocated",),
+    "Device unallocated": ("device_unallocated",), "Device missing": ("device_missing",),
+    "Device slack": ("device_slack",), "Used": ("used",),
+    "Free (estimated)": ("free_estimated", "free_estimated_min"),
+    "Free (statfs, df)": ("free_statfs",), "Data ratio": ("data_ratio",),
+    "Metadata ratio": ("metadata_ratio",), "Global reserve": ("global_reserve",
+                                                             "global_reserve_used"),
+}
+
+TOP_KEYS = {"free_estimated", "free_strict", "free_statfs", "metadata_room",
+            "metadata_room_after_data", "classes", "devices", "overall", "spaces", "model",
+            "fsid", "path", "mounted"}
+CLASS_KEYS = {"hint", "hint_value", "devices", "size", "unallocated", "data_allocatable",
+              "metadata_allocatable"}
+
+
+def overall_section(text: str) -> dict[str, str]:
+    """'Label: value' lines of an Overall: section, whitespace normalised."""
+    section = text.split("Overall:", 1)[1].split("\n\n", 1)[0]
+    fields = {}
+    for line in section.splitlines():
+        label, sep, value = line.strip().partition(":")
+        if sep:
+            fields[label] = " ".join(value.split())
+    return fields
+
+
+def progs_overall(mnt) -> dict[str, str]:
+    return overall_section(fsutil.run(["btrfs", "filesystem", "usage", "-b", str(mnt)]).stdout)
+
+
+def numbers(value: str) -> list[str]:
+    return re.findall(r"-?\d+(?:\.\d+)?", value)
+
+
+def make_fs(loopdevs, sizes, data, metadata, extra=()):
+    loops = loopdevs(sizes=sizes)
+    fsutil.mkfs(loops.devs, data=data, metadata=metadata, extra=extra)
+    return loops
+
+
+def put_data(mnt, prealloc=300 * MiB):
+    fsutil.fill_files(mnt, big_files=2, small_files=16)
+    if prealloc:
+        with open(Path(mnt) / "prealloc", "wb") as f:
+            os.posix_fallocate(f.fileno(), 0, prealloc)
+    fsutil.run(["sync"])
+
+
+# ---------------------------------------------------------------- vs btrfs-progs
+
+CASES = [
+    # sizes, data, metadata, mkfs extra
+    (["1G"], "single", "dup", ()),
+    (["1G", "3G"], "raid1", "raid1", ()),
+    (["1G", "2G", "3G", "6G"], "raid0", "raid1", ()),
+    (["1G", "2G", "3G", "6G"], "raid10", "raid1c3", ()),
+    (["1G", "2G", "3G", "6G"], "raid5", "raid1", ()),
+    (["1G", "2G", "3G", "6G"], "raid6", "raid1c3", ()),
+    (["1G", "2G", "3G"], "raid1c3", "raid1c3", ()),
+    (["768M", "1G"], "single", "single", ("--mixed",)),
+]
+
+
+@pytest.mark.parametrize("sizes,data,metadata,extra", CASES,
+                         ids=[f"{c[1]}-{c[2]}{'-mixed' if c[3] else ''}" for c in CASES])
+def test_overall_equals_progs(loopdevs, run_btrfsx, btrfsx_json, sizes, data, metadata, extra):
+    loops = make_fs(loopdevs, sizes, data, metadata, extra)
+    with fsutil.mounted(loops.devs) as mnt:
+        put_data(mnt, prealloc=0 if extra else 300 * MiB)
+        progs = progs_overall(mnt)
+        rc, out, err = run_btrfsx("filesystem", "usage", "-b", mnt)
+        doc = btrfsx_json("filesystem", "usage", mnt)
+    ours = overall_section(out)
+    for label in OVERALL_LABELS:
+        assert ours[label] == progs[label], (label, ours[label], progs[label])
+    ov = doc["overall"]
+    for label, keys in OVERALL_KEYS.items():
+        want = numbers(progs[label])
+        got = [ov[k] for k in keys]
+        assert [f"{g:.2f}" if isinstance(g, float) else str(g) for g in got] == want, label
+    assert ov["multiple_profiles"] is False and progs["Multiple profiles"] == "no"
+    # the per-type lines, like progs' "Data,RAID10: Size:..., Used:... (..%)"
+    for s in doc["spaces"]:
+        assert f"Size:{s['size']}, Used:{s['used']}" in out
+
+
+def test_offline_equals_mounted(loopdevs, btrfsx_json):
+    """The unmounted reader (dev tree, block group items) gives the ioctls' figures."""
+    loops = make_fs(loopdevs, ["1G", "2G", "3G", "6G"], "raid10", "raid1c3")
+    with fsutil.mounted(loops.devs) as mnt:
+        put_data(mnt)
+        on = btrfsx_json("filesystem", "usage", mnt)
+    off = btrfsx_json("filesystem", "usage", *loops.devs)
+    assert on["mounted"] is True and off["mounted"] is False
+    assert off["free_statfs"] is None and off["overall"]["global_reserve"] is None
+    for key in ("free_statfs", "global_reserve", "global_reserve_used"):
+        on["overall"].pop(key), off["overall"].pop(key)
+    assert off["overall"] == on["overall"]
+    for key in ("spaces", "classes", "devices", "model", "free_estimated", "free_strict",
+                "metadata_room", "metadata_room_after_data"):
+        assert off[key] == on[key], key
+    # one member is enough: the others are found by fsid
+    assert btrfsx_json("filesystem", "usage", loops.devs[2])["free_estimated"] == \
+        on["free_estimated"]
+
+
+def test_device_of_mounted_fs_is_read_through_the_mount(loopdevs, btrfsx_json):
+    loops = make_fs(loopdevs, ["1G", "2G"], "single", "raid1")
+    with fsutil.mounted(loops.devs) as mnt:
+        doc = btrfsx_json("filesystem", "usage", loops.devs[1])
+        assert doc["mounted"] is True and doc["path"] == str(mnt)
+        assert doc["free_statfs"] > 0 and doc["overall"]["global_reserve"] > 0
+
+
+def test_json_shape_and_model_figures(loopdevs, btrfsx_json):
+    """No hints: free_estimated is what df shows for single data (all free
+    space, data chunks included), free_strict the same."""
+    loops = make_fs(loopdevs, ["1G", "2G", "3G"], "single", "raid1")
+    with fsutil.mounted(loops.devs) as mnt:
+        doc = btrfsx_json("filesystem", "usage", mnt)
+    assert TOP_KEYS <= set(doc)
+    assert len(doc["classes"]) == 1 and set(doc["classes"][0]) == CLASS_KEYS
+    cl = doc["classes"][0]
+    assert cl["hint"] == "data_preferred" and cl["devices"] == 3 and cl["size"] == 6 * GiB
+    # single data takes every hole: all unallocated bytes above the first MiB
+    holes = sum(d["unallocated"] - MiB for d in doc["devices"])
+    assert cl["unallocated"] == holes == cl["data_allocatable"]
+    model = doc["model"]
+    assert doc["free_estimated"] == model["data_free_in_chunks"] + model["data_new_chunks"]
+    assert model["data_new_chunks"] == holes
+    assert doc["free_strict"] == doc["free_estimated"] == doc["free_statfs"]
+    assert doc["metadata_room"] > doc["metadata_room_after_data"] == \
+        model["metadata_free_in_chunks"]
+    assert doc["model"]["hints_honoured"] is True and "warnings" not in doc
+    for d in doc["devices"]:
+        assert d["hint"] == "data_preferred"
+        assert d["size"] == d["unallocated"] + d["data"] + d["metadata"] + d["system"]
+
+
+# ---------------------------------------------------------------- hints
+
+def hinted_fs(loopdevs, run_btrfsx, hints):
+    """3 devices (2, 4, 4 GiB), single data, dup metadata, hints set offline."""
+    loops = make_fs(loopdevs, ["2G", "4G", "4G"], "single", "dup")
+    for dev, hint in zip(loops.devs, hints):
+        if hint != "data_preferred":
+            run_btrfsx("property", "set", dev, "allocation_hint", hint)
+    return loops
+
+
+def holes(doc, devid):
+    """A device's free bytes the allocator can use (all but the first MiB)."""
+    d = next(d for d in doc["devices"] if d["devid"] == devid)
+    return d["unallocated"] - MiB
+
+
+def test_hints_only(loopdevs, run_btrfsx, btrfsx_json):
+    loops = hinted_fs(loopdevs, run_btrfsx, ["metadata_only", "data_only", "data_only"])
+    doc = btrfsx_json("filesystem", "usage", *loops.devs)
+    model = doc["model"]
+    assert model["hints_honoured"] is True
+    h1, h2, h3 = holes(doc, 1), holes(doc, 2), holes(doc, 3)
+    # data: only devids 2 and 3, single chunks take their holes completely
+    assert doc["free_estimated"] == model["data_free_in_chunks"] + h2 + h3
+    assert doc["free_strict"] == doc["free_estimated"]
+    # metadata: dup on devid 1 only, half of its hole (MiB aligned, so exact)
+    assert doc["metadata_room"] == model["metadata_free_in_chunks"] + h1 // 2
+    assert doc["metadata_room_after_data"] == doc["metadata_room"]
+    classes = {c["hint"]: c for c in doc["classes"]}
+    assert list(classes) == ["metadata_only", "data_only"]
+    assert classes["metadata_only"] == {
+        "hint": "metadata_only", "hint_value": 2, "devices": 1, "size": 2 * GiB,
+        "unallocated": h1, "data_allocatable": 0, "metadata_allocatable": h1}
+    assert classes["data_only"] == {
+        "hint": "data_only", "hint_value": 3, "devices": 2, "size": 8 * GiB,
+        "unallocated": h2 + h3, "data_allocatable": h2 + h3, "metadata_allocatable": 0}
+    assert "warnings" not in doc
+
+
+def test_hints_preferred_strict_and_warning(loopdevs, run_btrfsx, btrfsx_json):
+    loops = hinted_fs(loopdevs, run_btrfsx,
+                      ["metadata_preferred", "data_preferred", "data_preferred"])
+    doc = btrfsx_json("filesystem", "usage", *loops.devs)
+    model = doc["model"]
+    h1, h2, h3 = holes(doc, 1), holes(doc, 2), holes(doc, 3)
+    # preferred is not strict: data falls back to devid 1 once 2 and 3 are full
+    assert doc["free_estimated"] == model["data_free_in_chunks"] + h1 + h2 + h3
+    # strict: metadata_preferred becomes metadata_only
+    assert doc["free_strict"] == model["data_free_in_chunks"] + h2 + h3
+    # metadata: dup, devid 1 first, then the others
+    assert doc["metadata_room"] == model["metadata_free_in_chunks"] + (h1 + h2 + h3) // 2
+    # a data fill takes every hole: only the free space in metadata chunks stays
+    assert doc["metadata_room_after_data"] == model["metadata_free_in_chunks"]
+    meta = next(c for c in doc["classes"] if c["hint"] == "metadata_preferred")
+    assert meta["data_allocatable"] == h1 == meta["metadata_allocatable"]
+    assert len(doc["warnings"]) == 1
+    assert "metadata_preferred devices' unallocated space" in doc["warnings"][0]
+    rc, out, err = run_btrfsx("filesystem", "usage", *loops.devs)
+    assert "btrfsx: warning: data chunks can take" in err
+    assert "hints honoured" in out
+
+    # --strict models every preference as strict: the warning goes away
+    strict = btrfsx_json("filesystem", "usage", "--strict", *loops.devs)
+    assert strict["model"]["strict"] is True and "warnings" not in strict
+    assert strict["free_estimated"] == strict["free_strict"] == doc["free_strict"]
+    assert strict["metadata_room"] == model["metadata_free_in_chunks"] + h1 // 2
+
+
+def fake_sysfs(root: Path, fsid: str, hints: dict[int, str]) -> dict:
+    for devid, name in hints.items():
+        d = root / "fs" / "btrfs" / fsid / "devinfo" / str(devid)
+        d.mkdir(parents=True)
+        (d / "allocation_hint").write_text(name.upper() + "\n")
+    return {"BTRFSX_SYSFS_ROOT": str(root)}
+
+
+def test_mounted_hints(tmp_path, loopdevs, run_btrfsx, btrfsx_json):
+    hints = ["metadata_only", "data_only", "data_only"]
+    loops = hinted_fs(loopdevs, run_btrfsx, hints)
+    offline = btrfsx_json("filesystem", "usage", *loops.devs)
+    fsid = fsutil.read_fsid(loops.devs[0])
+    with fsutil.mounted(loops.devs) as mnt:
+        # This kernel ignores hints: the model runs without them, and says so.
+        plain = btrfsx_json("filesystem", "usage", mnt)
+        assert plain["model"]["hints_honoured"] is False
+        assert any("ignores allocation hints" in w for w in plain["warnings"])
+        assert [c["hint"] for c in plain["classes"]] == ["metadata_only", "data_only"]
+        assert plain["free_estimated"] > offline["free_estimated"]
+        assert plain["free_strict"] == offline["free_strict"]
+        # A kernel with hint support (sysfs faked): the same figures as offline.
+        env = fake_sysfs(tmp_path / "sys", fsid, {i + 1: h for i, h in enumerate(hints)})
+        live = btrfsx_json("filesystem", "usage", mnt, env=env)
+    assert live["model"]["hints_honoured"] is True and "warnings" not in live
+    for key in ("free_estimated", "free_strict", "metadata_room", "metadata_room_after_data",
+                "classes"):
+        assert live[key] == offline[key], key
+
+
+# ---------------------------------------------------------------- warnings
+
+def test_metadata_room_when_data_took_everything(loopdevs, btrfsx_json):
+    """Metadata first, then data until ENOSPC: no unallocated space is left, so
+    the room is what the metadata chunks still hold; the 50% warning follows it
+    (its exact threshold is checked in tests/unit/test_usage.c)."""
+    loops = make_fs(loopdevs, ["512M"], "single", "single", extra=("--nodesize", "4096"))
+    with fsutil.mounted(loops.devs) as mnt:
+        for i in range(3000):
+            (Path(mnt) / f"s{i}").write_bytes(b"y" * 2000)
+        fsutil.run(["sync"])
+        usage_fill.fill_until_enospc(mnt)
+        fsutil.run(["sync"])
+        doc = btrfsx_json("filesystem", "usage", mnt)
+    model = doc["model"]
+    used = next(s["used"] for s in doc["spaces"] if s["type"] == "metadata")
+    assert model["data_new_chunks"] == 0 and doc["free_estimated"] < 1 * MiB
+    assert doc["metadata_room"] == doc["metadata_room_after_data"] == \
+        model["metadata_free_in_chunks"]
+    assert model["metadata_needed"] == used // 2
+    low = any("50% growth of the metadata" in w for w in doc.get("warnings", []))
+    assert low == (doc["metadata_room"] < used // 2)
+
+
+# ---------------------------------------------------------------- text, options, errors
+
+def test_table_and_units(loopdevs, run_btrfsx, btrfsx_json):
+    loops = hinted_fs(loopdevs, run_btrfsx, ["metadata_only", "data_only", "data_only"])
+    rc, out, err = run_btrfsx("filesystem", "usage", "-T", "--raw", *loops.devs)
+    doc = btrfsx_json("filesystem", "usage", *loops.devs)
+    assert out.startswith("Overall:\n    Device size:")
+    assert "Allocation hint classes (device bytes):" in out
+    assert "Allocator model (new data single, metadata DUP; hints honoured):" in out
+    assert f"    Free (estimated):        {doc['free_estimated']}\n" in out
+    assert "    Free (statfs, df):       - (not mounted)\n" in out
+    lines = out.split("Devices:\n", 1)[1].splitlines()
+    assert len(lines) == 3
+    for line, d in zip(lines, doc["devices"]):
+        assert line.split() == [
+            "devid", str(d["devid"]), "path", d["path"], "hint", d["hint"], "size",
+            str(d["size"]), "unallocated", str(d["unallocated"]), "data", str(d["data"]),
+            "metadata", str(d["metadata"]), "system", str(d["system"])]
+    assert lines[0].split()[5] == "metadata_only"
+    rc, out, err = run_btrfsx("filesystem", "usage", *loops.devs)
+    assert "Devices:" not in out and "GiB" in out
+    rc, out, err = run_btrfsx("filesystem", "usage", "-m", *loops.devs)
+    assert re.search(r"Device size:\s+10240\.00MiB", out)
+
+
+def test_errors(tmp_path, run_btrfsx):
+    junk = tmp_path / "junk.img"
+    junk.write_bytes(bytes(2 * MiB))
+    rc, out, err = run_btrfsx("filesystem", "usage", junk, check=1)
+    assert str(junk) in err
+    rc, out, err = run_btrfsx("filesystem", "usage", check=2)
+    assert "not enough arguments" in err
+    rc, out, err = run_btrfsx("filesystem", "usage", "--bogus", junk, check=2)
+    rc, out, err = run_btrfsx("filesystem", "usage", str(tmp_path), check=1)
+    assert "not on a mounted btrfs" in err
+    doc = json.loads(run_btrfsx("--format", "json", "filesystem", "usage", junk,
+                                check=1)[1])
+    assert doc["error"]["code"] > 0
