@@ -1,4 +1,3 @@
-#include <json-c/json.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +34,40 @@ static struct level *top(struct bx_out *out)
 	return &out->levels[out->depth];
 }
 
+/* A JSON string literal; bytes >= 0x80 pass through as json-c would pass them. */
 static void json_string(FILE *fp, const char *s)
 {
-	struct json_object *obj = json_object_new_string(s);
+	static const char hex[] = "0123456789abcdef";
 
-	fputs(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-					     JSON_C_TO_STRING_NOSLASHESCAPE), fp);
-	json_object_put(obj);
+	fputc_unlocked('"', fp);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs_unlocked("\\\"", fp);
+			break;
+		case '\\':
+			fputs_unlocked("\\\\", fp);
+			break;
+		case '\n':
+			fputs_unlocked("\\n", fp);
+			break;
+		case '\t':
+			fputs_unlocked("\\t", fp);
+			break;
+		case '\r':
+			fputs_unlocked("\\r", fp);
+			break;
+		default:
+			if (*p < 0x20) {
+				fputs_unlocked("\\u00", fp);
+				fputc_unlocked(hex[*p >> 4], fp);
+				fputc_unlocked(hex[*p & 15], fp);
+			} else {
+				fputc_unlocked(*p, fp);
+			}
+		}
+	}
+	fputc_unlocked('"', fp);
 }
 
 /* JSON: the separator and "key": before a member. */
@@ -194,16 +220,20 @@ static void text_field(struct bx_out *out, const char *key, const char *value, u
 		} else {
 			fputc(' ', out->fp);
 		}
-		if (named)
-			fprintf(out->fp, "%s ", key);
-		fputs(value, out->fp);
+		if (named) {
+			fputs_unlocked(key, out->fp);
+			fputc_unlocked(' ', out->fp);
+		}
+		fputs_unlocked(value, out->fp);
 		return;
 	}
 	text_indent(out, text_depth(out));
 	if (named)
 		fprintf(out->fp, "%-*s %s\n", TEXT_NAME_WIDTH, key, value);
-	else
-		fprintf(out->fp, "%s\n", value);
+	else {
+		fputs_unlocked(value, out->fp);
+		fputc_unlocked('\n', out->fp);
+	}
 }
 
 static bool wanted(const struct bx_out *out, unsigned int flags)
@@ -221,20 +251,37 @@ static void field(struct bx_out *out, const char *key, const char *json, const c
 		return;
 	if (out->format == BX_FORMAT_JSON) {
 		json_member(out, key);
-		fputs(json, out->fp);
+		fputs_unlocked(json, out->fp);
 	} else {
 		text_field(out, key, text, flags);
 	}
 }
 
+/* Decimal digits of @value, written backwards from the end of @buf; returns the start. */
+static char *u64_to_decimal(uint64_t value, char *buf, size_t len)
+{
+	char *p = buf + len - 1;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + value % 10);
+		value /= 10;
+	} while (value);
+	return p;
+}
+
 void bx_out_u64(struct bx_out *out, const char *key, uint64_t value, unsigned int flags)
 {
-	char json[32], text[32];
+	char buf[32], *decimal;
 
-	snprintf(json, sizeof(json), "%llu", (unsigned long long)value);
-	snprintf(text, sizeof(text), (flags & BX_F_HEX) ? "0x%llx" : "%llu",
-		 (unsigned long long)value);
-	field(out, key, json, text, flags);
+	/* Dumps print millions of numbers: format only the form this output shows. */
+	if (out->format == BX_FORMAT_TEXT && (flags & BX_F_HEX)) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)value);
+		field(out, key, buf, buf, flags);
+		return;
+	}
+	decimal = u64_to_decimal(value, buf, sizeof(buf));
+	field(out, key, decimal, decimal, flags);
 }
 
 void bx_out_s64(struct bx_out *out, const char *key, int64_t value, unsigned int flags)

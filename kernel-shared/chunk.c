@@ -79,6 +79,9 @@ int bx_check_chunk_item(const struct btrfs_chunk *chunk, size_t size, uint32_t s
 	if (stripe_len != BTRFS_STRIPE_LEN)
 		return bx_error(-EUCLEAN, "chunk stripe length %llu is not 64KiB",
 				(unsigned long long)stripe_len);
+	if (type & ~(BTRFS_BLOCK_GROUP_TYPE_MASK | BTRFS_BLOCK_GROUP_PROFILE_MASK))
+		return bx_error(-EUCLEAN, "chunk type 0x%llx has unknown bits",
+				(unsigned long long)type);
 	if (!(type & BTRFS_BLOCK_GROUP_TYPE_MASK))
 		return bx_error(-EUCLEAN, "chunk type 0x%llx has no data/metadata/system bit",
 				(unsigned long long)type);
@@ -155,6 +158,9 @@ int bx_chunk_map_insert(struct bx_fs *fs, uint64_t logical, const struct btrfs_c
 	if (existing && existing->logical == logical &&
 	    existing->length == le64toh(item->length))
 		return 0;
+	if (fs->sectorsize && logical % fs->sectorsize)
+		return bx_error(-EUCLEAN, "chunk at logical %llu is not sector aligned",
+				(unsigned long long)logical);
 	/* A range past 2^64 would wrap and defeat the overlap check below. */
 	if (le64toh(item->length) > UINT64_MAX - logical)
 		return bx_error(-EUCLEAN, "chunk at logical %llu with length %llu wraps around",

@@ -61,9 +61,10 @@ static int device_read_supers(struct bx_device *dev)
 	dev->sb_mirror = -1;
 	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
 		dev->sb_status[i] = bx_read_super_copy(dev->fd, dev->size, i, &copy);
-		dev->sb_generation[i] = le64toh(copy.generation);
+		dev->sb_generation[i] = 0;
 		if (dev->sb_status[i] != BX_SB_OK)
 			continue;
+		dev->sb_generation[i] = le64toh(copy.generation);
 		if (dev->sb_mirror < 0 || dev->sb_generation[i] > best_gen) {
 			dev->sb = copy;
 			dev->sb_mirror = i;
