@@ -30,6 +30,7 @@ static const struct bx_cmd top_cmds[] = {
 	{ "read-policy", NULL, NULL, &bx_read_policy_group, 0 },
 	{ "property", NULL, NULL, &bx_property_group, 0 },
 	{ "device", NULL, NULL, &bx_device_group, 0 },
+	{ "mkfs", cmd_mkfs, mkfs_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
 	{ NULL },
 };
 

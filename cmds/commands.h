@@ -104,4 +104,8 @@ extern const struct bx_cmd_group bx_read_policy_group;
 extern const struct bx_cmd_group bx_property_group;
 extern const struct bx_cmd_group bx_device_group;
 
+/* Top-level commands (not groups). */
+int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv);
+extern const char *const mkfs_usage[];
+
 #endif

@@ -1,7 +1,12 @@
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/uio.h>
 
 #include "common/error.h"
 #include "kernel-shared/csum.h"
@@ -114,4 +119,205 @@ int bx_write_super_copies(struct bx_fs *fs, struct bx_device *dev,
 			dev->sb = sb;
 	}
 	return 0;
+}
+
+void bx_batch_init(struct bx_write_batch *batch)
+{
+	memset(batch, 0, sizeof(*batch));
+}
+
+void bx_batch_release(struct bx_write_batch *batch)
+{
+	free(batch->reqs);
+	memset(batch, 0, sizeof(*batch));
+}
+
+int bx_batch_add(struct bx_write_batch *batch, struct bx_device *dev, const void *buf, size_t len,
+		 uint64_t physical)
+{
+	if (batch->nr == batch->cap) {
+		size_t cap = batch->cap ? batch->cap * 2 : 64;
+		struct bx_write_req *reqs = realloc(batch->reqs, cap * sizeof(*reqs));
+
+		if (!reqs)
+			return bx_error(-ENOMEM, "out of memory");
+		batch->reqs = reqs;
+		batch->cap = cap;
+	}
+	batch->reqs[batch->nr++] = (struct bx_write_req){ dev, physical, buf, len };
+	return 0;
+}
+
+int bx_batch_add_logical(struct bx_fs *fs, struct bx_write_batch *batch, const void *buf,
+			 size_t len, uint64_t logical)
+{
+	const struct bx_chunk *chunk = bx_chunk_lookup(fs, logical);
+	int copies = bx_num_copies(fs, logical);
+
+	if (!chunk)
+		return bx_error(-ENOENT, "logical %llu is outside every chunk",
+				(unsigned long long)logical);
+	if (chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		return bx_error(-EOPNOTSUPP, "logical %llu is in a %s chunk; write whole stripes",
+				(unsigned long long)logical, bx_profile_name(chunk->type));
+	for (int mirror = 1; mirror <= copies; mirror++) {
+		const uint8_t *p = buf;
+		uint64_t at = logical;
+		size_t left = len;
+
+		while (left) {
+			struct bx_stripe_loc loc;
+			uint64_t piece = left;
+			int ret = bx_map_logical(fs, at, &piece, mirror, &loc);
+
+			if (!ret && !loc.dev)
+				ret = bx_error(-ENODEV, "devid %llu is missing",
+					       (unsigned long long)loc.devid);
+			if (!ret)
+				ret = bx_batch_add(batch, loc.dev, p, piece, loc.physical);
+			if (ret)
+				return ret;
+			at += piece;
+			p += piece;
+			left -= piece;
+		}
+	}
+	return 0;
+}
+
+static int req_cmp(const void *a, const void *b)
+{
+	const struct bx_write_req *x = a, *y = b;
+
+	if (x->dev->devid != y->dev->devid)
+		return x->dev->devid < y->dev->devid ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->physical != y->physical)
+		return x->physical < y->physical ? -1 : 1;
+	return 0;
+}
+
+/* One pwritev of @nr adjacent requests, finished on short writes. */
+static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t nr)
+{
+	struct bx_device *dev = reqs[0].dev;
+	struct iovec iov[IOV_MAX];
+	uint64_t at = reqs[0].physical, end = reqs[nr - 1].physical + reqs[nr - 1].len;
+	size_t first = 0;
+	int ret = fault_injected(fs);
+
+	if (ret)
+		return ret;
+	if (!dev->writable)
+		return bx_error(-EROFS, "%s: opened read-only", dev->path);
+	if (end > dev->size)
+		return bx_error(-ENOSPC, "%s: write at %llu beyond the end of the device", dev->path,
+				(unsigned long long)reqs[nr - 1].physical);
+	for (size_t i = 0; i < nr; i++)
+		iov[i] = (struct iovec){ (void *)reqs[i].buf, reqs[i].len };
+	while (at < end) {
+		ssize_t n = pwritev(dev->fd, iov + first, (int)(nr - first), (off_t)at);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return bx_error(n < 0 ? -errno : -EIO, "%s: write at %llu failed: %m",
+					dev->path, (unsigned long long)at);
+		at += (uint64_t)n;
+		/* Skip what was written, trimming a partly written vector. */
+		while (n > 0 && first < nr) {
+			if ((size_t)n >= iov[first].iov_len) {
+				n -= (ssize_t)iov[first].iov_len;
+				first++;
+			} else {
+				iov[first].iov_base = (uint8_t *)iov[first].iov_base + n;
+				iov[first].iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+	fs->nr_writes++;
+	return 0;
+}
+
+struct flush_job {
+	struct bx_device *dev;
+	pthread_t thread;
+	int err;
+	bool started;
+};
+
+static void *flush_thread(void *arg)
+{
+	struct flush_job *job = arg;
+
+	job->err = fdatasync(job->dev->fd) < 0 ? errno : 0;
+	return NULL;
+}
+
+/* fdatasync of every device in @jobs at once: the flushes of a loop device wait on its file. */
+static int flush_devices(struct flush_job *jobs, size_t nr)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < nr; i++) {
+		jobs[i].started = nr > 1 &&
+				  !pthread_create(&jobs[i].thread, NULL, flush_thread, &jobs[i]);
+		if (!jobs[i].started)
+			flush_thread(&jobs[i]);
+	}
+	for (size_t i = 0; i < nr; i++) {
+		if (jobs[i].started)
+			pthread_join(jobs[i].thread, NULL);
+		if (jobs[i].err && !ret) {
+			errno = jobs[i].err;
+			ret = bx_error(-jobs[i].err, "%s: flush failed: %m", jobs[i].dev->path);
+		}
+	}
+	return ret;
+}
+
+int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch)
+{
+	struct flush_job *jobs = NULL;
+	size_t nr_jobs = 0, start = 0;
+	int ret = 0;
+
+	if (!batch->nr)
+		return 0;
+	qsort(batch->reqs, batch->nr, sizeof(*batch->reqs), req_cmp);
+	for (size_t i = 1; i < batch->nr; i++) {
+		const struct bx_write_req *a = &batch->reqs[i - 1], *b = &batch->reqs[i];
+
+		if (a->dev == b->dev && a->physical + a->len > b->physical) {
+			ret = bx_error(-EINVAL, "%s: overlapping writes at %llu", a->dev->path,
+				       (unsigned long long)b->physical);
+			goto out;
+		}
+	}
+	jobs = calloc(batch->nr, sizeof(*jobs));
+	if (!jobs) {
+		ret = bx_error(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 1; i <= batch->nr && !ret; i++) {
+		const struct bx_write_req *prev = &batch->reqs[i - 1];
+		bool merge = i < batch->nr && batch->reqs[i].dev == prev->dev &&
+			     prev->physical + prev->len == batch->reqs[i].physical &&
+			     i - start < IOV_MAX;
+
+		if (merge)
+			continue;
+		ret = write_run(fs, batch->reqs + start, i - start);
+		if (!nr_jobs || jobs[nr_jobs - 1].dev != prev->dev)
+			jobs[nr_jobs++].dev = prev->dev;
+		start = i;
+	}
+	if (!ret)
+		ret = flush_devices(jobs, nr_jobs);
+out:
+	free(jobs);
+	batch->nr = 0;
+	return ret;
 }

@@ -37,4 +37,41 @@ int bx_write_tree_block(struct bx_fs *fs, uint8_t *block, uint64_t bytenr);
 int bx_write_super_copies(struct bx_fs *fs, struct bx_device *dev,
 			  void (*edit)(struct btrfs_super_block *sb, void *arg), void *arg);
 
+/*
+ * A write batch: many writes, then one flush per device. For writers that
+ * lay down a whole set of blocks whose order among themselves does not
+ * matter (a new filesystem's trees), followed by a flush, before the next
+ * step (its superblocks) is allowed to start. Requests are sorted by device
+ * and offset and adjacent ones merged into one pwritev; each pwritev counts
+ * as one write for fault injection. Buffers must stay valid until
+ * bx_batch_submit() returns.
+ */
+struct bx_write_req {
+	struct bx_device *dev;
+	uint64_t physical;
+	const void *buf;
+	size_t len;
+};
+
+struct bx_write_batch {
+	struct bx_write_req *reqs;
+	size_t nr;
+	size_t cap;
+};
+
+void bx_batch_init(struct bx_write_batch *batch);
+void bx_batch_release(struct bx_write_batch *batch);
+/* Queues @len bytes at @physical of @dev. 0 or -ENOMEM. */
+int bx_batch_add(struct bx_write_batch *batch, struct bx_device *dev, const void *buf, size_t len,
+		 uint64_t physical);
+/* Queues @len bytes at @logical on every mirror (not for raid5/6 chunks). */
+int bx_batch_add_logical(struct bx_fs *fs, struct bx_write_batch *batch, const void *buf,
+			 size_t len, uint64_t logical);
+/*
+ * Writes everything queued, then flushes every device written to (in
+ * parallel). Overlapping requests are refused (-EINVAL) before anything is
+ * written. The batch is emptied whatever the result.
+ */
+int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch);
+
 #endif
