@@ -9,16 +9,6 @@
 #include "common/error.h"
 #include "kernel-shared/hints.h"
 
-static void hint_text(uint64_t hint, char *buf, size_t len)
-{
-	const char *name = bx_hint_name(hint);
-
-	if (name)
-		snprintf(buf, len, "%s", name);
-	else
-		snprintf(buf, len, "unknown(%llu)", (unsigned long long)hint);
-}
-
 static const char *iface_name(enum bx_hint_iface iface)
 {
 	switch (iface) {
@@ -38,7 +28,7 @@ int bx_alloc_hint_prop_get(struct bx_ctx *ctx, const char *object, char *value, 
 
 	if (ret)
 		return ret;
-	hint_text(st.hint, value, len);
+	bx_hint_describe(st.hint, value, len);
 	return 0;
 }
 
@@ -80,8 +70,8 @@ int bx_alloc_hint_prop_set(struct bx_ctx *ctx, const char *object, const char *v
 			  ctx->fault_after_writes, &before, &after);
 	if (ret)
 		return bx_error_wrap(ret, "%s", object);
-	hint_text(before.hint, old, sizeof(old));
-	hint_text(after.hint, now, len);
+	bx_hint_describe(before.hint, old, sizeof(old));
+	bx_hint_describe(after.hint, now, len);
 	bx_out_str(ctx->out, "previous", old, BX_F_JSON_ONLY);
 	bx_out_textf(ctx->out, "%s: devid %llu allocation_hint %s -> %s (%s)", object,
 		     (unsigned long long)before.devid, old, now,

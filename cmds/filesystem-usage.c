@@ -68,16 +68,6 @@ static const char *type_name(uint64_t flags, bool capital)
 	return capital ? "Unknown" : "unknown";
 }
 
-static void hint_text(uint64_t hint, char *buf, size_t len)
-{
-	const char *name = bx_hint_name(hint);
-
-	if (name)
-		snprintf(buf, len, "%s", name);
-	else
-		snprintf(buf, len, "unknown(%llu)", (unsigned long long)hint);
-}
-
 /* A size under a JSON key and, in text, under a btrfs-progs style label. */
 static void size_field(struct bx_out *out, const char *key, const char *label, uint64_t bytes,
 		       unsigned int units)
@@ -188,7 +178,7 @@ static void print_classes(struct bx_out *out, const struct bx_usage_report *rep,
 		const struct bx_usage_class *c = &rep->classes[i];
 		char hint[32];
 
-		hint_text(c->hint, hint, sizeof(hint));
+		bx_hint_describe(c->hint, hint, sizeof(hint));
 		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
 		bx_out_textf(out, "   ");
 		bx_out_str(out, "hint", hint, BX_F_NO_NAME);
@@ -267,7 +257,7 @@ static void print_devices(struct bx_out *out, const struct bx_usage_report *rep,
 		const struct bx_usage_dev_row *r = &rep->dev_rows[i];
 		char hint[32];
 
-		hint_text(r->hint, hint, sizeof(hint));
+		bx_hint_describe(r->hint, hint, sizeof(hint));
 		bx_out_obj_begin(out, NULL, table ? BX_OBJ_INLINE : BX_OBJ_JSON_ONLY, NULL);
 		if (table)
 			bx_out_textf(out, "   ");

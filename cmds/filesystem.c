@@ -35,15 +35,14 @@ struct show_opts {
 
 static void print_hint_fields(struct bx_out *out, const struct bx_hint_state *st, bool known)
 {
-	const char *name = known ? bx_hint_name(st->hint) : NULL;
-	char raw[32];
+	char name[32];
 
 	if (!known) {
 		bx_out_str(out, "allocation_hint", NULL, 0);
 		return;
 	}
-	snprintf(raw, sizeof(raw), "unknown(%llu)", (unsigned long long)st->hint);
-	bx_out_str(out, "allocation_hint", name ? name : raw, 0);
+	bx_hint_describe(st->hint, name, sizeof(name));
+	bx_out_str(out, "allocation_hint", name, 0);
 	bx_out_u64(out, "hint_value", st->hint, BX_F_JSON_ONLY);
 	bx_out_bool(out, "effective", st->effective, BX_F_JSON_ONLY);
 }

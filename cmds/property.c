@@ -110,6 +110,22 @@ static void print_value(struct bx_out *out, const char *name, const char *value)
 	bx_out_textf(out, "%s=%s", name, value);
 }
 
+/*
+ * The options, then @min to @max arguments starting with the object, whose
+ * type is found. On success optind points at the object.
+ */
+static int parse_object(struct bx_ctx *ctx, int argc, char **argv, unsigned int *objects,
+			int min, int max, unsigned int *type)
+{
+	int ret = parse_options(ctx, argc, argv, objects);
+
+	if (!ret)
+		ret = bx_check_argc(argc - optind, min, max);
+	if (!ret)
+		ret = object_type(argv[optind], *objects, type);
+	return ret;
+}
+
 int bx_property_get(struct bx_ctx *ctx, int argc, char **argv, unsigned int objects)
 {
 	unsigned int type;
@@ -117,16 +133,10 @@ int bx_property_get(struct bx_ctx *ctx, int argc, char **argv, unsigned int obje
 	char value[256];
 	int ret;
 
-	ret = parse_options(ctx, argc, argv, &objects);
-	if (ret)
-		return ret;
-	ret = bx_check_argc(argc - optind, 1, 2);
+	ret = parse_object(ctx, argc, argv, &objects, 1, 2, &type);
 	if (ret)
 		return ret;
 	object = argv[optind];
-	ret = object_type(object, objects, &type);
-	if (ret)
-		return ret;
 	if (argc - optind == 2) {
 		const struct bx_property *p = find_property(argv[optind + 1], object, type, &ret);
 
@@ -157,16 +167,10 @@ int bx_property_set(struct bx_ctx *ctx, int argc, char **argv, unsigned int obje
 	char now[256];
 	int ret;
 
-	ret = parse_options(ctx, argc, argv, &objects);
-	if (ret)
-		return ret;
-	ret = bx_check_argc(argc - optind, 3, 3);
+	ret = parse_object(ctx, argc, argv, &objects, 3, 3, &type);
 	if (ret)
 		return ret;
 	object = argv[optind];
-	ret = object_type(object, objects, &type);
-	if (ret)
-		return ret;
 	p = find_property(argv[optind + 1], object, type, &ret);
 	if (!p)
 		return ret;

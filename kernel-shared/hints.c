@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -28,6 +29,16 @@ static const struct {
 const char *bx_hint_name(uint64_t value)
 {
 	return value <= BX_HINT_MAX_KNOWN ? hint_names[value] : NULL;
+}
+
+void bx_hint_describe(uint64_t hint, char *buf, size_t len)
+{
+	const char *name = bx_hint_name(hint);
+
+	if (name)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "unknown(%llu)", (unsigned long long)hint);
 }
 
 int bx_hint_parse(const char *str, bool allow_number, uint64_t *value)

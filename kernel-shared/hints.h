@@ -23,6 +23,9 @@
 /* "data_preferred", ... or NULL for a value without a name. */
 const char *bx_hint_name(uint64_t value);
 
+/* The name of @hint, or "unknown(N)" for a value without one. */
+void bx_hint_describe(uint64_t hint, char *buf, size_t len);
+
 /*
  * Parses a hint: a name (any case, kernel spelling METADATA_ONLY, short
  * forms d m donly monly) or, with @allow_number, a number in any base.
