@@ -30,6 +30,7 @@ static const struct bx_cmd top_cmds[] = {
 	{ "read-policy", NULL, NULL, &bx_read_policy_group, 0 },
 	{ "property", NULL, NULL, &bx_property_group, 0 },
 	{ "device", NULL, NULL, &bx_device_group, 0 },
+	{ "scrub", NULL, NULL, &bx_scrub_group, 0 },
 	{ "mkfs", cmd_mkfs, mkfs_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
 	{ NULL },
 };
@@ -209,6 +210,8 @@ int main(int argc, char **argv)
 		ctx.fault_after_writes = strtoull(env, NULL, 10);
 	env = getenv("BTRFSX_CONFIG_DIR");
 	ctx.config_dir = env && *env ? env : SYSCONFDIR "/btrfsx";
+	env = getenv("BTRFSX_STATE_DIR");
+	ctx.state_dir = env && *env ? env : "/var/lib/btrfsx";
 	ret = parse_global(&ctx, argc, argv);
 	if (ret < 0)
 		return BX_EXIT_OK;

@@ -37,6 +37,7 @@ struct bx_ctx {
 	const char *cmd_path;      /* "inspect dump-super" */
 	bool force;                /* --force of the running command */
 	uint64_t fault_after_writes; /* BTRFSX_FAULT_AFTER_WRITES, crash tests only */
+	const char *state_dir;     /* BTRFSX_STATE_DIR or /var/lib/btrfsx (scrub status) */
 };
 
 struct bx_cmd_group;
@@ -103,6 +104,7 @@ extern const struct bx_cmd_group bx_device_property_group;
 extern const struct bx_cmd_group bx_read_policy_group;
 extern const struct bx_cmd_group bx_property_group;
 extern const struct bx_cmd_group bx_device_group;
+extern const struct bx_cmd_group bx_scrub_group;
 
 /* Top-level commands (not groups). */
 int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv);

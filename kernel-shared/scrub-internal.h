@@ -1,0 +1,173 @@
+/*
+ * Offline scrub internals shared by scrub.c (setup, planning, per-device
+ * readers, mirrored repair, superblocks), scrub-raid56.c (full stripes and
+ * parity) and scrub-files.c (logical address -> file paths).
+ */
+#ifndef BTRFSX_SCRUB_INTERNAL_H
+#define BTRFSX_SCRUB_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernel-shared/btree.h"
+#include "kernel-shared/scrub.h"
+#include "kernel-shared/volumes.h"
+
+/* The kernel scrubs (and counts extents) in 64 KiB stripes; so do we. */
+#define SCRUB_WINDOW BTRFS_STRIPE_LEN
+#define SCRUB_MAX_WIN_SECTORS (SCRUB_WINDOW / 4096)
+
+/* What one sector of a window holds. */
+enum scrub_sector_kind {
+	SEC_NONE,                 /* no extent: not read for itself, not counted */
+	SEC_DATA,                 /* data without a checksum (nodatasum, prealloc) */
+	SEC_DATA_CSUM,            /* data with its checksum in the window's csum array */
+	SEC_TREE_HEAD,            /* first sector of a tree block */
+	SEC_TREE,                 /* the following sectors of a tree block */
+};
+
+struct scrub_sector {
+	uint64_t logical;
+	uint64_t a;               /* data: extent start; tree head: generation */
+	uint64_t b;               /* data: extent length; tree head: level */
+	uint8_t kind;
+};
+
+/* One 64 KiB stripe of logical space as the extent and csum trees describe it. */
+struct scrub_window {
+	uint64_t logical;
+	uint32_t len;             /* bytes; less than 64 KiB at a chunk's end */
+	uint32_t nr_sectors;
+	uint32_t first, last;     /* used sectors are in [first, last); first == last: none */
+	uint32_t data_extents;    /* extents overlapping the window, as the kernel counts */
+	uint32_t tree_extents;
+	uint32_t data_sectors;
+	uint32_t tree_sectors;
+	uint32_t nocsum_sectors;
+	struct scrub_sector sec[SCRUB_MAX_WIN_SECTORS];
+	uint8_t csum[SCRUB_MAX_WIN_SECTORS * BTRFS_CSUM_SIZE];
+};
+
+/* The extent item a cursor is at. */
+struct scrub_extent {
+	uint64_t start;
+	uint64_t len;
+	uint64_t flags;
+	uint64_t generation;
+	int level;                /* tree blocks; -1 when the item does not say */
+};
+
+/*
+ * Forward cursors over the extent tree and the csum tree for one chunk at a
+ * time, fed windows in increasing logical order. Both walk with the path's
+ * forward readahead when asked.
+ */
+struct scrub_planner {
+	struct bx_fs *fs;
+	struct bx_root extent_root;
+	struct bx_root csum_root;
+	bool have_csum_root;
+	bool reada;
+	uint64_t chunk_start, chunk_end;
+	bool data_chunk;
+	struct bx_path ext_path;
+	bool ext_end;
+	struct scrub_extent ext;
+	struct bx_path csum_path;
+	bool csum_end;
+	uint64_t csum_start, csum_stop;  /* the current csum item covers [start, stop) */
+	const uint8_t *csum_data;
+};
+
+/* State shared by every thread of one run. */
+struct scrub_ctx {
+	struct bx_fs *fs;
+	const struct bx_scrub_opts *opts;
+	uint32_t sectorsize;
+	uint32_t nodesize;
+	uint64_t sb_generation;
+	uint8_t chunk_tree_uuid[BTRFS_UUID_SIZE];
+	bool have_chunk_tree_uuid;
+	pthread_mutex_t lock;         /* error records, the write path, fatal */
+	struct bx_scrub_error *errors;
+	size_t nr_errors;
+	uint64_t errors_dropped;
+	uint64_t bytes_done;          /* atomic */
+	int fatal;                    /* first error that stopped a thread */
+	char fatal_msg[512];
+	volatile int stop;            /* set when a thread failed: the others end too */
+	pthread_cond_t done_cond;     /* signalled when a thread ends */
+	unsigned int active_readers;  /* device readers not yet done (atomic) */
+	int running;                  /* threads not yet ended (under lock) */
+};
+
+/* What every scrubbing thread has: its own tree reader and counters. */
+struct scrub_worker {
+	struct scrub_ctx *ctx;
+	struct bx_fs *rfs;            /* a private reader of ctx->fs (own block cache) */
+	struct bx_scrub_counters *c;  /* one per device, in fs->devs order */
+	uint8_t *tmp;                 /* nodesize bytes, aligned, for repair reads */
+	uint8_t *tmp2;
+	struct scrub_planner planner;
+};
+
+int scrub_worker_init(struct scrub_worker *w, struct scrub_ctx *ctx);
+void scrub_worker_release(struct scrub_worker *w);
+
+bool scrub_cancelled(const struct scrub_ctx *ctx);
+void scrub_set_fatal(struct scrub_ctx *ctx, int ret);
+size_t scrub_dev_index(const struct scrub_ctx *ctx, const struct bx_device *dev);
+
+int scrub_planner_begin(struct scrub_planner *p, const struct bx_chunk *chunk);
+int scrub_planner_window(struct scrub_planner *p, uint64_t logical, uint32_t len,
+			 struct scrub_window *w);
+void scrub_planner_end(struct scrub_planner *p);
+
+/* Adds a window's extents and bytes to @c; @phys_end moves last_physical. */
+void scrub_count_window(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
+			const struct scrub_window *w, uint64_t phys_end);
+
+/* True when @buf holds the data sector whose checksum is @csum. */
+bool scrub_data_ok(const struct scrub_ctx *ctx, const uint8_t *buf, const uint8_t *csum);
+
+/*
+ * Checks a tree block copy as the kernel's scrub does, then the rest of
+ * bx_check_tree_block and owner sanity. Returns NULL when good, else the
+ * reason, with *fault CSUM (bytenr mismatch, as the kernel counts it) or VERIFY.
+ */
+const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf, uint64_t logical,
+			   uint64_t generation, int level, enum bx_scrub_fault *fault);
+
+void scrub_record(struct scrub_ctx *ctx, const struct bx_scrub_error *e);
+
+/* Writes a good copy over a bad one through the write path (serialized). */
+int scrub_write(struct scrub_ctx *ctx, struct bx_device *dev, const void *buf, size_t len,
+		uint64_t physical);
+
+/* Counts the outcome for @nr sectors (corrected_errors or uncorrectable_errors). */
+void scrub_account_fix(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
+		       enum bx_scrub_fix fix, uint64_t nr);
+
+/*
+ * What becomes of a bad copy at @physical of @dev when a good copy (@good,
+ * in @buf) was or was not found: written back unless read-only.
+ */
+enum bx_scrub_fix scrub_fix(struct scrub_ctx *ctx, bool good, struct bx_device *dev,
+			    const void *buf, size_t len, uint64_t physical);
+
+/* pread of @len bytes until done; 0 or -EIO (short or failed). */
+int scrub_pread(int fd, void *buf, size_t len, uint64_t physical);
+
+void scrub_progress_add(struct scrub_ctx *ctx, uint64_t bytes);
+
+/* Every non-RAID5/6 copy on @dev, in physical order, reads with io_uring. */
+int scrub_device(struct scrub_worker *w, struct bx_device *dev);
+
+/* RAID5/6: scrubs every full stripe of @chunk that holds extents. */
+int scrub_raid56_chunk(struct scrub_worker *w, const struct bx_chunk *chunk);
+
+/* Aligned buffers for O_DIRECT. */
+void *scrub_alloc_aligned(size_t len);
+
+#endif

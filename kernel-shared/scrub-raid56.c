@@ -1,0 +1,731 @@
+/*
+ * RAID5/6 scrub: full stripes, read once. A batch of consecutive rows that
+ * hold extents is one sequential read per member device (a row's stripe on a
+ * device is 64 KiB at stripe.physical + row * 64 KiB, data or parity by the
+ * row's rotation); two batches are in flight while one is verified.
+ *
+ * Per row: data sectors and tree blocks are verified on their own device's
+ * counters; a bad one is rebuilt from P (XOR), else from Q (GF(2^8), the
+ * generator 2 and polynomial 0x11d of Linux RAID6), or from both when two
+ * data stripes of the column are unusable, and written back. Then P and Q
+ * are recomputed from the (repaired) data for every column that holds an
+ * extent sector and compared; a mismatch is a parity error and, when every
+ * data sector of the column is good, the computed parity is written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <isa-l.h>
+#include <liburing.h>
+
+#include "common/error.h"
+#include "kernel-shared/io.h"
+#include "kernel-shared/scrub-internal.h"
+
+#define SEC_PER_STRIPE_MAX SCRUB_MAX_WIN_SECTORS
+
+/* Per sector of a stripe in a batch. */
+enum {
+	ST_OK = 0,
+	ST_UNREADABLE = 1,        /* read failed or the device is missing */
+	ST_BAD = 2,               /* verified bad, not (yet) repaired */
+	ST_LOST = 4,              /* bad and could not be repaired */
+};
+
+struct r56_batch {
+	uint64_t row0;
+	uint32_t nrows;
+	unsigned int pending;     /* reads not yet completed */
+	uint8_t **buf;            /* per chunk stripe: nrows * 64 KiB */
+	int *res;
+	uint8_t **st;             /* per chunk stripe: per sector state */
+	struct scrub_window *win; /* [row][data stripe] */
+};
+
+struct r56 {
+	struct scrub_worker *w;
+	struct scrub_ctx *ctx;
+	const struct bx_chunk *chunk;
+	int n, nd, np;
+	uint32_t ss, spp;         /* sector size, sectors per 64 KiB stripe */
+	uint32_t rows_per_batch;
+	uint64_t nrows, next_row;
+	int *fds;                 /* per chunk stripe, O_DIRECT; -1 when missing */
+	struct io_uring ring;
+	bool ring_ok;
+	struct r56_batch b[2];
+	uint8_t *pbuf, *qbuf, *cand, *zero;
+	void **vec;
+	struct bad_item *items;   /* of the row being scrubbed */
+	size_t max_items;
+};
+
+/* ---- GF(2^8) ---- */
+
+static uint8_t gf_pow2(int exp)
+{
+	uint8_t v = 1;
+
+	while (exp-- > 0)
+		v = gf_mul(v, 2);
+	return v;
+}
+
+static void gf_table(uint8_t c, uint8_t t[256])
+{
+	for (int i = 0; i < 256; i++)
+		t[i] = gf_mul(c, (uint8_t)i);
+}
+
+static inline uint8_t gf_times2(uint8_t x)
+{
+	return (uint8_t)((x << 1) ^ ((x & 0x80) ? 0x1d : 0));
+}
+
+/*
+ * P and Q of @len bytes of the data stripes in @data (NULL entries count as
+ * zeros) into @p and @q (@q may be NULL).
+ */
+static void compute_pq(struct r56 *r, uint8_t **data, size_t off, uint32_t len, uint8_t *p,
+		       uint8_t *q)
+{
+	for (int j = 0; j < r->nd; j++)
+		r->vec[j] = data[j] ? data[j] + off : r->zero;
+	if (len % 64 == 0 && r->nd >= 2) {
+		r->vec[r->nd] = p;
+		if (!q && !xor_gen(r->nd + 1, (int)len, r->vec))
+			return;
+		r->vec[r->nd + 1] = q;
+		if (q && !pq_gen(r->nd + 2, (int)len, r->vec))
+			return;
+	}
+	/* Horner: Q = (((D[nd-1]) * 2 + D[nd-2]) * 2 + ...) + D[0]. */
+	memset(p, 0, len);
+	if (q)
+		memset(q, 0, len);
+	for (int j = r->nd - 1; j >= 0; j--) {
+		const uint8_t *d = r->vec[j];
+
+		for (uint32_t b = 0; b < len; b++) {
+			p[b] ^= d[b];
+			if (q)
+				q[b] = gf_times2(q[b]) ^ d[b];
+		}
+	}
+}
+
+/* ---- reading ---- */
+
+static int batch_alloc(struct r56 *r, struct r56_batch *b)
+{
+	size_t bytes = (size_t)r->rows_per_batch * SCRUB_WINDOW;
+
+	b->buf = calloc((size_t)r->n, sizeof(*b->buf));
+	b->st = calloc((size_t)r->n, sizeof(*b->st));
+	b->res = calloc((size_t)r->n, sizeof(*b->res));
+	b->win = calloc((size_t)r->rows_per_batch * (size_t)r->nd, sizeof(*b->win));
+	if (!b->buf || !b->st || !b->res || !b->win)
+		return bx_error(-ENOMEM, "out of memory");
+	for (int i = 0; i < r->n; i++) {
+		b->buf[i] = scrub_alloc_aligned(bytes);
+		b->st[i] = calloc((size_t)r->rows_per_batch * r->spp, 1);
+		if (!b->buf[i] || !b->st[i])
+			return bx_error(-ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static void batch_free(struct r56 *r, struct r56_batch *b)
+{
+	for (int i = 0; b->buf && i < r->n; i++) {
+		free(b->buf[i]);
+		free(b->st[i]);
+	}
+	free(b->buf);
+	free(b->st);
+	free(b->res);
+	free(b->win);
+}
+
+/* Plans the next run of consecutive rows that hold extents. 1, 0 at the end. */
+static int plan_batch(struct r56 *r, struct r56_batch *b)
+{
+	struct scrub_planner *p = &r->w->planner;
+	uint64_t row_bytes = (uint64_t)r->nd * SCRUB_WINDOW;
+
+	b->nrows = 0;
+	while (r->next_row < r->nrows && b->nrows < r->rows_per_batch) {
+		uint64_t row = r->next_row;
+		uint64_t logical = r->chunk->logical + row * row_bytes;
+		bool used = false;
+
+		if (scrub_cancelled(r->ctx))
+			break;
+		for (int j = 0; j < r->nd; j++) {
+			struct scrub_window *w = &b->win[(size_t)b->nrows * r->nd + j];
+			int ret = scrub_planner_window(p, logical + (uint64_t)j * SCRUB_WINDOW,
+						       SCRUB_WINDOW, w);
+
+			if (ret)
+				return ret;
+			used |= w->first != w->last;
+		}
+		r->next_row++;
+		if (!used) {
+			if (b->nrows)
+				break;
+			continue;
+		}
+		if (!b->nrows)
+			b->row0 = row;
+		b->nrows++;
+	}
+	return b->nrows > 0;
+}
+
+static int submit_batch(struct r56 *r, int bi)
+{
+	struct r56_batch *b = &r->b[bi];
+	uint32_t len = b->nrows * SCRUB_WINDOW;
+	int queued = 0;
+
+	b->pending = 0;
+	for (int i = 0; i < r->n; i++) {
+		uint64_t phys = r->chunk->stripes[i].physical + b->row0 * SCRUB_WINDOW;
+		struct io_uring_sqe *sqe;
+
+		if (r->fds[i] < 0) {
+			b->res[i] = -ENODEV;
+			continue;
+		}
+		if (!r->ring_ok) {
+			b->res[i] = scrub_pread(r->fds[i], b->buf[i], len, phys) ? -EIO : (int)len;
+			continue;
+		}
+		sqe = io_uring_get_sqe(&r->ring);
+		if (!sqe)
+			return bx_error(-EBUSY, "io_uring submission queue full");
+		io_uring_prep_read(sqe, r->fds[i], b->buf[i], len, phys);
+		io_uring_sqe_set_data64(sqe, (uint64_t)bi << 16 | (uint64_t)i);
+		b->pending++;
+		queued++;
+	}
+	if (queued) {
+		int ret = io_uring_submit(&r->ring);
+
+		if (ret < 0)
+			return bx_error(ret, "io_uring submit failed: %s", strerror(-ret));
+	}
+	return 0;
+}
+
+static int wait_batch(struct r56 *r, int bi)
+{
+	while (r->b[bi].pending) {
+		struct io_uring_cqe *cqe;
+		uint64_t data;
+		int ret = io_uring_wait_cqe(&r->ring, &cqe);
+
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0)
+			return bx_error(ret, "io_uring wait failed: %s", strerror(-ret));
+		data = io_uring_cqe_get_data64(cqe);
+		r->b[data >> 16].res[data & 0xffff] = cqe->res;
+		r->b[data >> 16].pending--;
+		io_uring_cqe_seen(&r->ring, cqe);
+	}
+	return 0;
+}
+
+/* Sector states after the reads: failed reads are retried sector by sector. */
+static void batch_states(struct r56 *r, struct r56_batch *b)
+{
+	uint32_t nsec = b->nrows * r->spp;
+
+	for (int i = 0; i < r->n; i++) {
+		uint64_t phys = r->chunk->stripes[i].physical + b->row0 * SCRUB_WINDOW;
+		uint64_t good = b->res[i] > 0 ? (uint64_t)b->res[i] : 0;
+
+		for (uint32_t s = 0; s < nsec; s++) {
+			b->st[i][s] = ST_OK;
+			if ((uint64_t)(s + 1) * r->ss <= good)
+				continue;
+			if (r->fds[i] < 0 || scrub_pread(r->fds[i], b->buf[i] + (size_t)s * r->ss, r->ss,
+							 phys + (uint64_t)s * r->ss))
+				b->st[i][s] = ST_UNREADABLE;
+		}
+	}
+}
+
+/* ---- one row ---- */
+
+struct bad_item {
+	int j;                    /* data stripe */
+	const struct scrub_window *win;
+	uint32_t s0, s1;          /* sectors */
+	enum bx_scrub_fault fault;
+	const char *reason;
+	uint32_t counted;         /* sectors in the error counters */
+};
+
+struct row {
+	struct r56 *r;
+	struct r56_batch *b;
+	uint32_t rr;              /* row in the batch */
+	uint64_t row;
+	int idx[BX_MAX_STRIPES];  /* chunk stripe of logical stripe j (data, then P, Q) */
+	uint8_t *d[BX_MAX_STRIPES];
+	size_t nr_items;          /* bad items found, in r->items */
+};
+
+static uint8_t *row_st(struct row *w, int j)
+{
+	return w->b->st[w->idx[j]] + (size_t)w->rr * w->r->spp;
+}
+
+static struct bx_device *row_dev(struct row *w, int j)
+{
+	return w->r->chunk->stripes[w->idx[j]].dev;
+}
+
+static uint64_t row_phys(struct row *w, int j)
+{
+	return w->r->chunk->stripes[w->idx[j]].physical + w->row * SCRUB_WINDOW;
+}
+
+static struct bx_scrub_counters *row_counters(struct row *w, int j)
+{
+	return &w->r->w->c[scrub_dev_index(w->r->ctx, row_dev(w, j))];
+}
+
+static bool usable(struct row *w, int j, uint32_t s0, uint32_t s1)
+{
+	const uint8_t *st = row_st(w, j);
+
+	for (uint32_t s = s0; s < s1; s++)
+		if (st[s])
+			return false;
+	return true;
+}
+
+/*
+ * Rebuilds sectors [s0, s1) of data stripe @j into r->cand with parity
+ * @which (0 = P, 1 = Q). Every other data stripe must be usable there.
+ */
+static bool rebuild_one(struct row *w, int j, uint32_t s0, uint32_t s1, int which)
+{
+	struct r56 *r = w->r;
+	size_t off = (size_t)s0 * r->ss;
+	uint32_t len = (s1 - s0) * r->ss;
+	const uint8_t *par;
+	uint8_t *saved = w->d[j];
+
+	if (which >= r->np || !usable(w, r->nd + which, s0, s1))
+		return false;
+	for (int k = 0; k < r->nd; k++)
+		if (k != j && !usable(w, k, s0, s1))
+			return false;
+	par = w->d[r->nd + which] + off;
+	w->d[j] = NULL;
+	compute_pq(r, w->d, off, len, r->pbuf, which ? r->qbuf : NULL);
+	w->d[j] = saved;
+	if (!which) {
+		for (uint32_t b = 0; b < len; b++)
+			r->cand[b] = r->pbuf[b] ^ par[b];
+	} else {
+		uint8_t t[256];
+
+		gf_table(gf_inv(gf_pow2(j)), t);
+		for (uint32_t b = 0; b < len; b++)
+			r->cand[b] = t[r->qbuf[b] ^ par[b]];
+	}
+	return true;
+}
+
+/* RAID6 with two unusable data stripes @j and @x in [s0, s1): rebuild @j from P and Q. */
+static bool rebuild_two(struct row *w, int j, int x, uint32_t s0, uint32_t s1)
+{
+	struct r56 *r = w->r;
+	size_t off = (size_t)s0 * r->ss;
+	uint32_t len = (s1 - s0) * r->ss;
+	uint8_t *sj = w->d[j], *sx = w->d[x];
+	uint8_t tx[256], tdiv[256];
+	const uint8_t *P, *Q;
+
+	if (r->np < 2 || !usable(w, r->nd, s0, s1) || !usable(w, r->nd + 1, s0, s1))
+		return false;
+	for (int k = 0; k < r->nd; k++)
+		if (k != j && k != x && !usable(w, k, s0, s1))
+			return false;
+	P = w->d[r->nd] + off;
+	Q = w->d[r->nd + 1] + off;
+	w->d[j] = w->d[x] = NULL;
+	compute_pq(r, w->d, off, len, r->pbuf, r->qbuf);
+	w->d[j] = sj;
+	w->d[x] = sx;
+	/* D_j = (g^x * P' + Q') / (g^x + g^j), with P' and Q' the parities minus the others. */
+	gf_table(gf_pow2(x), tx);
+	gf_table(gf_inv(gf_pow2(x) ^ gf_pow2(j)), tdiv);
+	for (uint32_t b = 0; b < len; b++)
+		r->cand[b] = tdiv[tx[P[b] ^ r->pbuf[b]] ^ (Q[b] ^ r->qbuf[b])];
+	return true;
+}
+
+/* Is the rebuilt content in r->cand good for the item at sector @s of stripe @j? */
+static bool candidate_ok(struct row *w, const struct scrub_window *win, uint32_t s)
+{
+	const struct scrub_sector *sec = &win->sec[s];
+	enum bx_scrub_fault fault;
+
+	if (sec->kind == SEC_DATA)
+		return true;  /* nothing to check it against, like the kernel */
+	if (sec->kind == SEC_DATA_CSUM)
+		return scrub_data_ok(w->r->ctx, w->r->cand, win->csum + (size_t)s * BTRFS_CSUM_SIZE);
+	return !scrub_tree_bad(w->r->ctx, w->r->cand, sec->logical, sec->a, (int)sec->b, &fault);
+}
+
+/* Tries every way to rebuild the item [s0, s1) of stripe @j; true with it in r->cand. */
+static bool rebuild_item(struct row *w, int j, const struct scrub_window *win, uint32_t s0,
+			 uint32_t s1)
+{
+	int other = -1, nr_other = 0;
+
+	for (int which = 0; which < w->r->np; which++)
+		if (rebuild_one(w, j, s0, s1, which) && candidate_ok(w, win, s0))
+			return true;
+	for (int k = 0; k < w->r->nd; k++) {
+		if (k != j && !usable(w, k, s0, s1)) {
+			other = k;
+			nr_other++;
+		}
+	}
+	return nr_other == 1 && rebuild_two(w, j, other, s0, s1) && candidate_ok(w, win, s0);
+}
+
+/* A bad item found in a row: counted and marked at once, repaired once all are known. */
+static void note_bad(struct row *w, int j, const struct scrub_window *win, uint32_t s0,
+		     uint32_t s1, enum bx_scrub_fault fault, const char *reason, uint32_t counted)
+{
+	struct bx_scrub_counters *c = row_counters(w, j);
+	uint8_t *st = row_st(w, j);
+	struct bad_item *it;
+
+	if (fault == BX_SCRUB_READ_ERROR)
+		c->read_errors += counted;
+	else if (fault == BX_SCRUB_CSUM_ERROR)
+		c->csum_errors += counted;
+	else
+		c->verify_errors += counted;
+	for (uint32_t s = s0; s < s1; s++)
+		st[s] |= ST_BAD;
+	if (w->nr_items == w->r->max_items)
+		return;
+	it = &w->r->items[w->nr_items++];
+	*it = (struct bad_item){ j, win, s0, s1, fault, reason, counted };
+}
+
+static void repair_item(struct row *w, const struct bad_item *it)
+{
+	struct r56 *r = w->r;
+	struct scrub_ctx *ctx = r->ctx;
+	int j = it->j;
+	const struct scrub_sector *sec = &it->win->sec[it->s0];
+	uint8_t *st = row_st(w, j);
+	uint64_t phys = row_phys(w, j) + (uint64_t)it->s0 * r->ss;
+	struct bx_scrub_error e = { .fault = it->fault, .logical = sec->logical,
+				    .len = (it->s1 - it->s0) * r->ss,
+				    .devid = row_dev(w, j)->devid, .physical = phys, .mirror = 1,
+				    .reason = it->reason };
+	bool good;
+
+	if (sec->kind == SEC_TREE_HEAD) {
+		e.what = BX_SCRUB_TREE;
+		e.owner = le64toh(((const struct btrfs_header *)(w->d[j] +
+								  (size_t)it->s0 * r->ss))->owner);
+	} else {
+		e.what = BX_SCRUB_DATA;
+		e.extent_start = sec->a;
+		e.extent_len = sec->b;
+	}
+	good = rebuild_item(w, j, it->win, it->s0, it->s1);
+	e.fix = scrub_fix(ctx, good, row_dev(w, j), r->cand, e.len, phys);
+	if (good) {
+		/* The buffer now holds the good copy: parity and later rebuilds use it. */
+		memcpy(w->d[j] + (size_t)it->s0 * r->ss, r->cand, e.len);
+		for (uint32_t s = it->s0; s < it->s1; s++)
+			st[s] = ST_OK;
+		if (e.what == BX_SCRUB_TREE)
+			e.owner = le64toh(((const struct btrfs_header *)r->cand)->owner);
+	} else {
+		for (uint32_t s = it->s0; s < it->s1; s++)
+			st[s] |= ST_LOST;
+	}
+	scrub_account_fix(ctx, row_counters(w, j), e.fix, it->counted);
+	scrub_record(ctx, &e);
+}
+
+/* A tree block that crosses its 64 KiB stripe: verified through the read path, not rebuilt. */
+static void odd_tree_block(struct row *w, int j, const struct scrub_window *win, uint32_t s)
+{
+	struct r56 *r = w->r;
+	const struct scrub_sector *sec = &win->sec[s];
+	enum bx_scrub_fault fault = BX_SCRUB_READ_ERROR;
+	const char *reason = "read error";
+	struct bx_scrub_error e;
+
+	if (!bx_read_logical(r->w->rfs, sec->logical, r->w->tmp, r->ctx->nodesize, 1))
+		reason = scrub_tree_bad(r->ctx, r->w->tmp, sec->logical, sec->a, (int)sec->b,
+					&fault);
+	bx_error_clear();
+	if (!reason)
+		return;
+	e = (struct bx_scrub_error){ .what = BX_SCRUB_TREE, .fault = fault,
+				     .fix = BX_SCRUB_UNCORRECTABLE, .logical = sec->logical,
+				     .len = r->ctx->nodesize, .devid = row_dev(w, j)->devid,
+				     .physical = row_phys(w, j) + (uint64_t)s * r->ss, .mirror = 1,
+				     .reason = reason };
+	if (fault == BX_SCRUB_READ_ERROR)
+		row_counters(w, j)->read_errors++;
+	else if (fault == BX_SCRUB_CSUM_ERROR)
+		row_counters(w, j)->csum_errors++;
+	else
+		row_counters(w, j)->verify_errors++;
+	row_counters(w, j)->uncorrectable_errors++;
+	scrub_record(r->ctx, &e);
+}
+
+static void verify_data_stripe(struct row *w, int j, const struct scrub_window *win)
+{
+	struct r56 *r = w->r;
+	uint32_t nsec = r->ctx->nodesize / r->ss;
+	const uint8_t *st = row_st(w, j);
+
+	scrub_count_window(r->ctx, row_counters(w, j), win, row_phys(w, j) + win->len);
+	for (uint32_t s = win->first; s < win->last; s++) {
+		const struct scrub_sector *sec = &win->sec[s];
+		const uint8_t *data = w->d[j] + (size_t)s * r->ss;
+		enum bx_scrub_fault fault;
+		const char *reason;
+		uint32_t unread = 0;
+
+		switch (sec->kind) {
+		case SEC_DATA:
+		case SEC_DATA_CSUM:
+			if (st[s])
+				note_bad(w, j, win, s, s + 1, BX_SCRUB_READ_ERROR, "read error", 1);
+			else if (sec->kind == SEC_DATA_CSUM &&
+				 !scrub_data_ok(r->ctx, data, win->csum + (size_t)s * BTRFS_CSUM_SIZE))
+				note_bad(w, j, win, s, s + 1, BX_SCRUB_CSUM_ERROR,
+					 "checksum mismatch", 1);
+			break;
+		case SEC_TREE_HEAD:
+			if (s + nsec > win->nr_sectors) {
+				odd_tree_block(w, j, win, s);
+				break;
+			}
+			for (uint32_t k = s; k < s + nsec; k++)
+				unread += st[k] != ST_OK;
+			if (unread) {
+				note_bad(w, j, win, s, s + nsec, BX_SCRUB_READ_ERROR, "read error",
+					 unread);
+				break;
+			}
+			reason = scrub_tree_bad(r->ctx, data, sec->logical, sec->a, (int)sec->b, &fault);
+			if (reason)
+				note_bad(w, j, win, s, s + nsec, fault, reason, nsec);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void parity_error(struct row *w, int which, uint32_t s, bool unreadable,
+			 const uint8_t *want)
+{
+	struct r56 *r = w->r;
+	int j = r->nd + which;
+	uint64_t phys = row_phys(w, j) + (uint64_t)s * r->ss;
+	struct bx_scrub_error e = { .what = BX_SCRUB_PARITY,
+				    .fault = unreadable ? BX_SCRUB_READ_ERROR : BX_SCRUB_PARITY_ERROR,
+				    .logical = r->chunk->logical +
+					       w->row * (uint64_t)r->nd * SCRUB_WINDOW +
+					       (uint64_t)s * r->ss,
+				    .len = r->ss, .devid = row_dev(w, j)->devid, .physical = phys,
+				    .reason = unreadable ? "read error" :
+					      which ? "Q differs from the data" :
+						      "P differs from the data" };
+
+	row_counters(w, j)->parity_errors++;
+	e.fix = scrub_fix(r->ctx, true, row_dev(w, j), want, r->ss, phys);
+	scrub_record(r->ctx, &e);
+}
+
+/* Recomputes P (and Q) for the columns holding extent sectors and compares. */
+static void check_parity(struct row *w)
+{
+	struct r56 *r = w->r;
+	struct scrub_window *wins = &w->b->win[(size_t)w->rr * r->nd];
+	bool computed = false;
+
+	for (uint32_t s = 0; s < r->spp; s++) {
+		bool used = false, known = true;
+
+		for (int j = 0; j < r->nd; j++) {
+			used |= s < wins[j].nr_sectors && wins[j].sec[s].kind != SEC_NONE;
+			known &= row_st(w, j)[s] == ST_OK;
+		}
+		if (!used || !known)
+			continue;
+		if (!computed) {
+			compute_pq(r, w->d, 0, SCRUB_WINDOW, r->pbuf, r->np > 1 ? r->qbuf : NULL);
+			computed = true;
+		}
+		for (int which = 0; which < r->np; which++) {
+			const uint8_t *want = (which ? r->qbuf : r->pbuf) + (size_t)s * r->ss;
+			int j = r->nd + which;
+
+			if (!row_dev(w, j))
+				continue;
+			if (row_st(w, j)[s] != ST_OK)
+				parity_error(w, which, s, true, want);
+			else if (memcmp(w->d[j] + (size_t)s * r->ss, want, r->ss))
+				parity_error(w, which, s, false, want);
+		}
+	}
+}
+
+static void scrub_row(struct r56 *r, struct r56_batch *b, uint32_t rr)
+{
+	struct row w = { .r = r, .b = b, .rr = rr, .row = b->row0 + rr };
+	struct scrub_window *wins = &b->win[(size_t)rr * r->nd];
+
+	/* Parity rotates: row r keeps logical stripe j on chunk stripe (r + j) % n. */
+	for (int j = 0; j < r->n; j++) {
+		w.idx[j] = (int)((w.row + (uint64_t)j) % (uint64_t)r->n);
+		w.d[j] = b->buf[w.idx[j]] + (size_t)rr * SCRUB_WINDOW;
+	}
+	/* Find every bad item first: a rebuild must know which stripes it cannot use. */
+	for (int j = 0; j < r->nd; j++)
+		if (row_dev(&w, j) && wins[j].first != wins[j].last)
+			verify_data_stripe(&w, j, &wins[j]);
+	for (size_t i = 0; i < w.nr_items; i++)
+		repair_item(&w, &r->items[i]);
+	check_parity(&w);
+	for (int j = 0; j < r->nd; j++)
+		scrub_progress_add(r->ctx, (uint64_t)(wins[j].data_sectors + wins[j].tree_sectors) *
+					   r->ss);
+}
+
+/* ---- the chunk ---- */
+
+static int r56_setup(struct r56 *r)
+{
+	const struct bx_chunk *chunk = r->chunk;
+	uint32_t req = r->ctx->opts->request_bytes ? r->ctx->opts->request_bytes : 1024 * 1024;
+
+	r->np = (chunk->type & BTRFS_BLOCK_GROUP_RAID6) ? 2 : 1;
+	r->n = chunk->num_stripes;
+	r->nd = r->n - r->np;
+	if (r->nd < 1)
+		return bx_error(-EUCLEAN, "raid5/6 chunk with %d stripes", r->n);
+	r->ss = r->ctx->sectorsize;
+	r->spp = SCRUB_WINDOW / r->ss;
+	r->nrows = chunk->length / ((uint64_t)r->nd * SCRUB_WINDOW);
+	r->rows_per_batch = req / SCRUB_WINDOW ? req / SCRUB_WINDOW : 1;
+	r->fds = calloc((size_t)r->n, sizeof(*r->fds));
+	r->vec = calloc((size_t)r->n + 2, sizeof(*r->vec));
+	r->pbuf = scrub_alloc_aligned(SCRUB_WINDOW);
+	r->qbuf = scrub_alloc_aligned(SCRUB_WINDOW);
+	r->cand = scrub_alloc_aligned(r->ctx->nodesize > SCRUB_WINDOW ? r->ctx->nodesize :
+				      SCRUB_WINDOW);
+	r->zero = scrub_alloc_aligned(SCRUB_WINDOW);
+	r->max_items = (size_t)r->nd * r->spp;
+	r->items = calloc(r->max_items, sizeof(*r->items));
+	if (!r->fds || !r->vec || !r->pbuf || !r->qbuf || !r->cand || !r->zero || !r->items)
+		return bx_error(-ENOMEM, "out of memory");
+	memset(r->zero, 0, SCRUB_WINDOW);
+	for (int i = 0; i < r->n; i++) {
+		struct bx_device *dev = chunk->stripes[i].dev;
+
+		r->fds[i] = -1;
+		if (!dev)
+			continue;
+		r->fds[i] = open(dev->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+		if (r->fds[i] < 0)
+			r->fds[i] = open(dev->path, O_RDONLY | O_CLOEXEC);
+		if (r->fds[i] < 0)
+			return bx_error(-errno, "%s: cannot open for reading: %m", dev->path);
+	}
+	for (int i = 0; i < 2; i++) {
+		int ret = batch_alloc(r, &r->b[i]);
+
+		if (ret)
+			return ret;
+	}
+	r->ring_ok = io_uring_queue_init((unsigned int)(2 * r->n), &r->ring, 0) == 0;
+	return 0;
+}
+
+static void r56_release(struct r56 *r)
+{
+	if (r->ring_ok) {
+		for (int i = 0; i < 2; i++)
+			wait_batch(r, i);
+		io_uring_queue_exit(&r->ring);
+	}
+	for (int i = 0; i < 2; i++)
+		batch_free(r, &r->b[i]);
+	for (int i = 0; r->fds && i < r->n; i++)
+		if (r->fds[i] >= 0)
+			close(r->fds[i]);
+	free(r->fds);
+	free(r->vec);
+	free(r->pbuf);
+	free(r->qbuf);
+	free(r->cand);
+	free(r->zero);
+	free(r->items);
+}
+
+int scrub_raid56_chunk(struct scrub_worker *w, const struct bx_chunk *chunk)
+{
+	struct r56 r = { .w = w, .ctx = w->ctx, .chunk = chunk };
+	int cur = 0, ret, have;
+
+	ret = r56_setup(&r);
+	if (!ret)
+		ret = scrub_planner_begin(&w->planner, chunk);
+	if (ret)
+		goto out;
+	have = ret = plan_batch(&r, &r.b[cur]);
+	if (ret > 0)
+		ret = submit_batch(&r, cur);
+	while (ret >= 0 && have > 0) {
+		int next = !cur, have_next;
+
+		/* The next batch is in flight while this one is verified. */
+		have_next = ret = plan_batch(&r, &r.b[next]);
+		if (ret > 0)
+			ret = submit_batch(&r, next);
+		if (ret < 0)
+			break;
+		ret = r.ring_ok ? wait_batch(&r, cur) : 0;
+		if (ret)
+			break;
+		batch_states(&r, &r.b[cur]);
+		for (uint32_t rr = 0; rr < r.b[cur].nrows; rr++)
+			scrub_row(&r, &r.b[cur], rr);
+		cur = next;
+		have = have_next;
+	}
+	if (ret > 0)
+		ret = 0;
+out:
+	scrub_planner_end(&w->planner);
+	r56_release(&r);
+	return ret;
+}

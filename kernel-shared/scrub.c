@@ -1,0 +1,817 @@
+/*
+ * Offline scrub: the run (threads, progress, result), the checks shared by
+ * every path, superblocks, and the error records. The per-device readers are
+ * in scrub-dev.c, RAID5/6 full stripes in scrub-raid56.c, the planning in
+ * scrub-plan.c, file paths in scrub-files.c.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "kernel-shared/csum.h"
+#include "kernel-shared/io.h"
+#include "kernel-shared/scrub-internal.h"
+#include "kernel-shared/write.h"
+
+/* Each thread's own block cache: a path and the readahead window fit easily. */
+#define READER_CACHE_SLOTS 16
+
+#define COUNTER(name, kernel) { #name, offsetof(struct bx_scrub_counters, name), kernel }
+const struct bx_scrub_counter_desc bx_scrub_counter_table[] = {
+	COUNTER(data_extents_scrubbed, true),
+	COUNTER(tree_extents_scrubbed, true),
+	COUNTER(data_bytes_scrubbed, true),
+	COUNTER(tree_bytes_scrubbed, true),
+	COUNTER(read_errors, true),
+	COUNTER(csum_errors, true),
+	COUNTER(verify_errors, true),
+	COUNTER(no_csum, true),
+	COUNTER(csum_discards, true),
+	COUNTER(super_errors, true),
+	COUNTER(malloc_errors, true),
+	COUNTER(uncorrectable_errors, true),
+	COUNTER(unverified_errors, true),
+	COUNTER(corrected_errors, true),
+	COUNTER(last_physical, true),
+	COUNTER(parity_errors, false),
+	COUNTER(super_corrected, false),
+};
+#undef COUNTER
+const size_t bx_scrub_nr_counters = sizeof(bx_scrub_counter_table) /
+				    sizeof(bx_scrub_counter_table[0]);
+
+void bx_scrub_counters_add(struct bx_scrub_counters *dst, const struct bx_scrub_counters *src)
+{
+	for (size_t i = 0; i < bx_scrub_nr_counters; i++) {
+		uint64_t *d = bx_scrub_counter(dst, i);
+		uint64_t s = *bx_scrub_counter((struct bx_scrub_counters *)src, i);
+
+		if (bx_scrub_counter_table[i].offset == offsetof(struct bx_scrub_counters,
+								 last_physical))
+			*d = s > *d ? s : *d;
+		else
+			*d += s;
+	}
+}
+
+const char *bx_scrub_what_str(enum bx_scrub_what what)
+{
+	switch (what) {
+	case BX_SCRUB_DATA:
+		return "data";
+	case BX_SCRUB_TREE:
+		return "tree";
+	case BX_SCRUB_SUPER:
+		return "super";
+	case BX_SCRUB_PARITY:
+		return "parity";
+	}
+	return "unknown";
+}
+
+const char *bx_scrub_fault_str(enum bx_scrub_fault fault)
+{
+	switch (fault) {
+	case BX_SCRUB_READ_ERROR:
+		return "read";
+	case BX_SCRUB_CSUM_ERROR:
+		return "csum";
+	case BX_SCRUB_VERIFY_ERROR:
+		return "verify";
+	case BX_SCRUB_SUPER_ERROR:
+		return "super";
+	case BX_SCRUB_PARITY_ERROR:
+		return "parity";
+	}
+	return "unknown";
+}
+
+const char *bx_scrub_fix_str(enum bx_scrub_fix fix)
+{
+	switch (fix) {
+	case BX_SCRUB_CORRECTED:
+		return "corrected";
+	case BX_SCRUB_CORRECTABLE:
+		return "correctable";
+	case BX_SCRUB_UNCORRECTABLE:
+		return "uncorrectable";
+	}
+	return "unknown";
+}
+
+void *scrub_alloc_aligned(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, len ? len : 4096))
+		return NULL;
+	return p;
+}
+
+bool scrub_cancelled(const struct scrub_ctx *ctx)
+{
+	return ctx->stop || (ctx->opts->cancel && *ctx->opts->cancel);
+}
+
+void scrub_set_fatal(struct scrub_ctx *ctx, int ret)
+{
+	pthread_mutex_lock(&ctx->lock);
+	if (!ctx->fatal) {
+		ctx->fatal = ret;
+		snprintf(ctx->fatal_msg, sizeof(ctx->fatal_msg), "%s", bx_error_message(ret));
+	}
+	ctx->stop = 1;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+size_t scrub_dev_index(const struct scrub_ctx *ctx, const struct bx_device *dev)
+{
+	for (size_t i = 0; i < ctx->fs->nr_devs; i++)
+		if (ctx->fs->devs[i] == dev)
+			return i;
+	return 0;
+}
+
+void scrub_progress_add(struct scrub_ctx *ctx, uint64_t bytes)
+{
+	__atomic_fetch_add(&ctx->bytes_done, bytes, __ATOMIC_RELAXED);
+}
+
+void scrub_record(struct scrub_ctx *ctx, const struct bx_scrub_error *e)
+{
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nr_errors < BX_SCRUB_MAX_ERRORS)
+		ctx->errors[ctx->nr_errors++] = *e;
+	else
+		ctx->errors_dropped++;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+int scrub_write(struct scrub_ctx *ctx, struct bx_device *dev, const void *buf, size_t len,
+		uint64_t physical)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	ret = bx_write_physical(ctx->fs, dev, buf, len, physical);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+void scrub_account_fix(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
+		       enum bx_scrub_fix fix, uint64_t nr)
+{
+	if (fix == BX_SCRUB_UNCORRECTABLE)
+		c->uncorrectable_errors += nr;
+	else
+		c->corrected_errors += nr;
+}
+
+enum bx_scrub_fix scrub_fix(struct scrub_ctx *ctx, bool good, struct bx_device *dev,
+			    const void *buf, size_t len, uint64_t physical)
+{
+	if (!good)
+		return BX_SCRUB_UNCORRECTABLE;
+	if (ctx->opts->readonly)
+		return BX_SCRUB_CORRECTABLE;
+	if (scrub_write(ctx, dev, buf, len, physical)) {
+		bx_error_clear();
+		return BX_SCRUB_UNCORRECTABLE;
+	}
+	return BX_SCRUB_CORRECTED;
+}
+
+int scrub_pread(int fd, void *buf, size_t len, uint64_t physical)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(physical + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+bool scrub_data_ok(const struct scrub_ctx *ctx, const uint8_t *buf, const uint8_t *csum)
+{
+	uint8_t got[BTRFS_CSUM_SIZE];
+
+	if (btrfsx_csum(ctx->fs->csum_type, buf, ctx->sectorsize, got))
+		return false;
+	return !memcmp(got, csum, ctx->fs->csum_size);
+}
+
+/* Tree ids a tree block may belong to. */
+static bool owner_valid(uint64_t owner)
+{
+	if (owner >= BTRFS_ROOT_TREE_OBJECTID && owner <= BTRFS_RAID_STRIPE_TREE_OBJECTID)
+		return true;
+	if (owner >= BTRFS_FIRST_FREE_OBJECTID && owner <= BTRFS_LAST_FREE_OBJECTID)
+		return true;
+	return owner == BTRFS_TREE_LOG_OBJECTID || owner == BTRFS_TREE_RELOC_OBJECTID ||
+	       owner == BTRFS_DATA_RELOC_TREE_OBJECTID || owner == BTRFS_TREE_LOG_FIXUP_OBJECTID;
+}
+
+const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf, uint64_t logical,
+			   uint64_t generation, int level, enum bx_scrub_fault *fault)
+{
+	const struct btrfs_header *hdr = (const struct btrfs_header *)buf;
+	struct bx_block_expect expect = { generation, level };
+
+	/* The kernel's order, so the same damage lands in the same counter. */
+	*fault = BX_SCRUB_CSUM_ERROR;
+	if (le64toh(hdr->bytenr) != logical)
+		return "bytenr mismatch";
+	*fault = BX_SCRUB_VERIFY_ERROR;
+	if (memcmp(hdr->fsid, ctx->fs->metadata_uuid, BTRFS_FSID_SIZE))
+		return "fsid mismatch";
+	if (ctx->have_chunk_tree_uuid &&
+	    memcmp(hdr->chunk_tree_uuid, ctx->chunk_tree_uuid, BTRFS_UUID_SIZE))
+		return "chunk tree uuid mismatch";
+	switch (bx_check_tree_block(ctx->fs, buf, logical, &expect)) {
+	case BX_EB_OK:
+		break;
+	case BX_EB_BAD_CSUM:
+		return "checksum mismatch";
+	case BX_EB_BAD_GENERATION:
+		return "generation differs from the extent item";
+	case BX_EB_BAD_LEVEL:
+		return "level differs from the extent item";
+	case BX_EB_BAD_ITEMS:
+		return "item offsets out of bounds";
+	case BX_EB_BAD_KEY_ORDER:
+		return "keys out of order";
+	default:
+		return "bad header";
+	}
+	if (le64toh(hdr->generation) > ctx->sb_generation)
+		return "generation newer than the superblock";
+	if (!owner_valid(le64toh(hdr->owner)))
+		return "invalid owner";
+	return NULL;
+}
+
+/* A private reader: the same devices and chunk map, its own block cache. */
+int scrub_worker_init(struct scrub_worker *w, struct scrub_ctx *ctx)
+{
+	memset(w, 0, sizeof(*w));
+	w->ctx = ctx;
+	w->rfs = malloc(sizeof(*w->rfs));
+	w->c = calloc(ctx->fs->nr_devs ? ctx->fs->nr_devs : 1, sizeof(*w->c));
+	w->tmp = scrub_alloc_aligned(ctx->nodesize > SCRUB_WINDOW ? ctx->nodesize : SCRUB_WINDOW);
+	w->tmp2 = scrub_alloc_aligned(ctx->nodesize > SCRUB_WINDOW ? ctx->nodesize : SCRUB_WINDOW);
+	if (!w->rfs || !w->c || !w->tmp || !w->tmp2)
+		goto nomem;
+	*w->rfs = *ctx->fs;
+	w->rfs->cache = bx_block_cache_new(READER_CACHE_SLOTS);
+	if (!w->rfs->cache)
+		goto nomem;
+	w->planner.fs = w->rfs;
+	w->planner.reada = ctx->opts->readahead;
+	if (bx_find_root(w->rfs, BTRFS_EXTENT_TREE_OBJECTID, &w->planner.extent_root)) {
+		int ret = bx_error_wrap(-EUCLEAN, "the extent tree is needed to scrub");
+
+		scrub_worker_release(w);
+		return ret;
+	}
+	w->planner.have_csum_root =
+		!bx_find_root(w->rfs, BTRFS_CSUM_TREE_OBJECTID, &w->planner.csum_root);
+	bx_error_clear();
+	return 0;
+nomem:
+	scrub_worker_release(w);
+	return bx_error(-ENOMEM, "out of memory");
+}
+
+void scrub_worker_release(struct scrub_worker *w)
+{
+	if (w->rfs)
+		bx_block_cache_free(w->rfs->cache);
+	free(w->rfs);
+	free(w->c);
+	free(w->tmp);
+	free(w->tmp2);
+	w->rfs = NULL;
+	w->c = NULL;
+	w->tmp = w->tmp2 = NULL;
+}
+
+void scrub_count_window(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
+			const struct scrub_window *w, uint64_t phys_end)
+{
+	c->data_extents_scrubbed += w->data_extents;
+	c->tree_extents_scrubbed += w->tree_extents;
+	c->data_bytes_scrubbed += (uint64_t)w->data_sectors * ctx->sectorsize;
+	c->tree_bytes_scrubbed += (uint64_t)w->tree_sectors * ctx->sectorsize;
+	c->no_csum += w->nocsum_sectors;
+	if (phys_end > c->last_physical)
+		c->last_physical = phys_end;
+}
+
+/* ---- superblocks ---- */
+
+static void scrub_super_copy(struct scrub_ctx *ctx, struct bx_device *dev, int i,
+			     struct bx_scrub_counters *c)
+{
+	struct bx_fs *fs = ctx->fs;
+	uint64_t offset = btrfs_sb_offset(i);
+	struct btrfs_super_block sb;
+	enum bx_sb_status status = bx_read_super_copy(dev->fd, dev->size, i, &sb);
+	struct bx_scrub_error e = { .what = BX_SCRUB_SUPER, .fault = BX_SCRUB_SUPER_ERROR,
+				    .logical = offset, .len = BTRFS_SUPER_INFO_SIZE,
+				    .devid = dev->devid, .physical = offset };
+	bool source_ok;
+
+	if (status == BX_SB_READ_ERROR || status == BX_SB_BEYOND_DEVICE) {
+		e.fault = BX_SCRUB_READ_ERROR;
+		e.reason = status == BX_SB_READ_ERROR ? "read error" : "beyond the end of the device";
+	} else if (status != BX_SB_OK) {
+		e.reason = bx_sb_status_str(status);
+	} else if (memcmp(sb.fsid, fs->fsid, BTRFS_FSID_SIZE)) {
+		e.reason = "fsid mismatch";
+	} else if (le64toh(sb.generation) != ctx->sb_generation) {
+		e.reason = "generation mismatch";
+	} else {
+		return;
+	}
+	c->super_errors++;
+	/* The source: this device's newest copy, if it is the filesystem's generation. */
+	source_ok = dev->sb_mirror >= 0 && le64toh(dev->sb.generation) == ctx->sb_generation &&
+		    !memcmp(dev->sb.fsid, fs->fsid, BTRFS_FSID_SIZE);
+	if (!source_ok) {
+		e.fix = BX_SCRUB_UNCORRECTABLE;
+	} else if (ctx->opts->readonly) {
+		e.fix = BX_SCRUB_CORRECTABLE;
+	} else {
+		sb = dev->sb;
+		sb.bytenr = htole64(offset);
+		e.fix = BX_SCRUB_UNCORRECTABLE;
+		if (!btrfsx_csum(fs->csum_type, (uint8_t *)&sb + BTRFS_CSUM_SIZE,
+				 BTRFS_SUPER_INFO_SIZE - BTRFS_CSUM_SIZE, sb.csum) &&
+		    !scrub_write(ctx, dev, &sb, sizeof(sb), offset))
+			e.fix = BX_SCRUB_CORRECTED;
+	}
+	if (e.fix != BX_SCRUB_UNCORRECTABLE)
+		c->super_corrected++;
+	scrub_record(ctx, &e);
+}
+
+/* Every copy the kernel would check: those that fit in the device item's size. */
+static void scrub_supers(struct scrub_ctx *ctx, struct bx_device *dev, struct bx_scrub_counters *c)
+{
+	uint64_t limit = le64toh(dev->item.total_bytes);
+
+	if (!limit)
+		limit = dev->size;
+	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
+		if (btrfs_sb_offset(i) + BTRFS_SUPER_INFO_SIZE > limit)
+			break;
+		scrub_super_copy(ctx, dev, i, c);
+	}
+	bx_error_clear();
+}
+
+/* ---- the plan: how much there is to read ---- */
+
+static bool is_raid56(const struct bx_chunk *chunk)
+{
+	return chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK;
+}
+
+static uint64_t chunk_used(struct bx_fs *fs, const struct bx_root *bg_root,
+			   const struct bx_chunk *chunk)
+{
+	struct btrfs_key key = { chunk->logical, BTRFS_BLOCK_GROUP_ITEM_KEY, chunk->length };
+	struct bx_path path;
+	uint64_t used = chunk->length;
+
+	bx_path_init(&path, false);
+	if (bx_search(fs, bg_root, &key, &path) == 0 &&
+	    bx_item_size(bx_path_leaf(&path), path.slots[0]) >=
+	    sizeof(struct btrfs_block_group_item)) {
+		const struct btrfs_block_group_item *bg = bx_item_ptr(bx_path_leaf(&path),
+								      path.slots[0]);
+
+		used = le64toh(bg->used);
+	}
+	bx_path_release(&path);
+	bx_error_clear();
+	return used;
+}
+
+/* Bytes each copy of @chunk holds, as the counters will count them, per stripe. */
+static uint64_t stripe_share(const struct bx_chunk *chunk, uint64_t used)
+{
+	if (chunk->type & BTRFS_BLOCK_GROUP_RAID0)
+		return used / chunk->num_stripes;
+	if (chunk->type & BTRFS_BLOCK_GROUP_RAID10)
+		return used * chunk->sub_stripes / chunk->num_stripes;
+	if (is_raid56(chunk))
+		return used / chunk->num_stripes;
+	return used;
+}
+
+static void plan_totals(struct scrub_ctx *ctx, struct bx_scrub_result *res)
+{
+	struct bx_fs *fs = ctx->fs;
+	struct bx_root bg_root;
+	bool bg_tree = le64toh(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
+
+	if (bx_find_root(fs, bg_tree ? BTRFS_BLOCK_GROUP_TREE_OBJECTID :
+			 BTRFS_EXTENT_TREE_OBJECTID, &bg_root)) {
+		bx_error_clear();
+		return;
+	}
+	for (size_t i = 0; i < fs->chunks.nr; i++) {
+		const struct bx_chunk *chunk = fs->chunks.chunks[i];
+		uint64_t share = stripe_share(chunk, chunk_used(fs, &bg_root, chunk));
+
+		for (int s = 0; s < chunk->num_stripes; s++) {
+			struct bx_device *dev = chunk->stripes[s].dev;
+
+			if (!dev)
+				continue;
+			res->devs[scrub_dev_index(ctx, dev)].bytes_to_scrub += share;
+			res->bytes_to_scrub += share;
+		}
+	}
+}
+
+/* ---- threads ---- */
+
+struct scrub_thread {
+	pthread_t tid;
+	bool started;
+	struct scrub_worker w;
+	struct bx_device *dev;        /* a device reader, or NULL: the RAID5/6 pass */
+	int ret;
+};
+
+static int scrub_raid56_all(struct scrub_worker *w)
+{
+	struct bx_fs *fs = w->ctx->fs;
+
+	for (size_t i = 0; i < fs->chunks.nr && !scrub_cancelled(w->ctx); i++) {
+		const struct bx_chunk *chunk = fs->chunks.chunks[i];
+		int ret;
+
+		if (!is_raid56(chunk))
+			continue;
+		ret = scrub_raid56_chunk(w, chunk);
+		if (ret)
+			return bx_error_wrap(ret, "chunk %llu", (unsigned long long)chunk->logical);
+	}
+	return 0;
+}
+
+static void *thread_main(void *arg)
+{
+	struct scrub_thread *t = arg;
+	struct scrub_ctx *ctx = t->w.ctx;
+
+	t->ret = t->dev ? scrub_device(&t->w, t->dev) : scrub_raid56_all(&t->w);
+	if (t->ret < 0)
+		scrub_set_fatal(ctx, t->ret);
+	bx_warnings_clear();
+	pthread_mutex_lock(&ctx->lock);
+	ctx->running--;
+	pthread_cond_signal(&ctx->done_cond);
+	pthread_mutex_unlock(&ctx->lock);
+	return NULL;
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void report_progress(struct scrub_ctx *ctx, struct scrub_thread *threads, size_t nr,
+			    const struct bx_scrub_result *res, double start)
+{
+	struct bx_scrub_progress p = { 0 };
+
+	if (!ctx->opts->progress)
+		return;
+	p.bytes_done = __atomic_load_n(&ctx->bytes_done, __ATOMIC_RELAXED);
+	p.bytes_total = res->bytes_to_scrub;
+	p.elapsed = now_seconds() - start;
+	/* Counters of running threads are read without a lock: a display, not a result. */
+	for (size_t i = 0; i < nr; i++)
+		for (size_t d = 0; threads[i].w.c && d < ctx->fs->nr_devs; d++)
+			bx_scrub_counters_add(&p.total, &threads[i].w.c[d]);
+	for (size_t d = 0; d < res->nr_devs; d++)
+		bx_scrub_counters_add(&p.total, &res->devs[d].c);
+	ctx->opts->progress(ctx->opts->progress_arg, &p);
+}
+
+static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, double start)
+{
+	struct bx_fs *fs = ctx->fs;
+	size_t nr = fs->nr_devs + 1;
+	struct scrub_thread *threads = calloc(nr, sizeof(*threads));
+	double interval = ctx->opts->progress_interval > 0 ? ctx->opts->progress_interval : 0.5;
+	bool any_raid56 = false;
+	int ret = 0;
+
+	if (!threads)
+		return bx_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < fs->chunks.nr; i++)
+		any_raid56 |= is_raid56(fs->chunks.chunks[i]);
+	/* The devices that will read: they share the read buffer budget. */
+	for (size_t d = 0; d < fs->nr_devs; d++) {
+		bool reads = false;
+
+		for (size_t i = 0; i < fs->chunks.nr && !reads; i++) {
+			const struct bx_chunk *chunk = fs->chunks.chunks[i];
+
+			for (int s = 0; s < chunk->num_stripes && !is_raid56(chunk); s++)
+				reads |= chunk->stripes[s].dev == fs->devs[d];
+		}
+		ctx->active_readers += reads;
+	}
+	for (size_t i = 0; i < nr && !ret; i++) {
+		struct scrub_thread *t = &threads[i];
+
+		if (i == fs->nr_devs && !any_raid56)
+			break;
+		t->dev = i < fs->nr_devs ? fs->devs[i] : NULL;
+		ret = scrub_worker_init(&t->w, ctx);
+		if (ret)
+			break;
+		pthread_mutex_lock(&ctx->lock);
+		ctx->running++;
+		pthread_mutex_unlock(&ctx->lock);
+		if (pthread_create(&t->tid, NULL, thread_main, t)) {
+			pthread_mutex_lock(&ctx->lock);
+			ctx->running--;
+			pthread_mutex_unlock(&ctx->lock);
+			ret = bx_error(-EAGAIN, "cannot start a scrub thread");
+			break;
+		}
+		t->started = true;
+	}
+	if (ret)
+		ctx->stop = 1;
+	pthread_mutex_lock(&ctx->lock);
+	while (ctx->running > 0) {
+		struct timespec until;
+		double t = interval;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (time_t)t;
+		until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&ctx->done_cond, &ctx->lock, &until) == ETIMEDOUT) {
+			pthread_mutex_unlock(&ctx->lock);
+			report_progress(ctx, threads, nr, res, start);
+			pthread_mutex_lock(&ctx->lock);
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	for (size_t i = 0; i < nr; i++) {
+		struct scrub_thread *t = &threads[i];
+
+		if (t->started)
+			pthread_join(t->tid, NULL);
+		for (size_t d = 0; t->w.c && d < fs->nr_devs; d++)
+			bx_scrub_counters_add(&res->devs[d].c, &t->w.c[d]);
+		if (t->w.rfs)
+			scrub_worker_release(&t->w);
+	}
+	free(threads);
+	return ret;
+}
+
+/* ---- the run ---- */
+
+static int check_supported(const struct bx_fs *fs)
+{
+	uint64_t incompat = le64toh(fs->sb.incompat_flags);
+
+	if (incompat & BTRFS_FEATURE_INCOMPAT_EXTENT_TREE_V2)
+		return bx_error(-EOPNOTSUPP, "extent tree v2 filesystems are not supported");
+	if (incompat & BTRFS_FEATURE_INCOMPAT_RAID_STRIPE_TREE)
+		return bx_error(-EOPNOTSUPP, "filesystems with a raid stripe tree are not supported");
+	if (incompat & BTRFS_FEATURE_INCOMPAT_ZONED)
+		return bx_error(-EOPNOTSUPP, "zoned filesystems are not supported");
+	if (!fs->csum_size)
+		return bx_error(-EOPNOTSUPP, "unknown checksum type %u", fs->csum_type);
+	if (fs->sectorsize > SCRUB_WINDOW)
+		return bx_error(-EOPNOTSUPP, "sector size %u is larger than a stripe",
+				fs->sectorsize);
+	for (size_t i = 0; i < fs->chunks.nr; i++) {
+		const struct bx_chunk *chunk = fs->chunks.chunks[i];
+
+		if ((chunk->type & (BTRFS_BLOCK_GROUP_RAID0 | BTRFS_BLOCK_GROUP_RAID10 |
+				    BTRFS_BLOCK_GROUP_RAID56_MASK)) &&
+		    chunk->stripe_len != SCRUB_WINDOW)
+			return bx_error(-EOPNOTSUPP, "chunk %llu has stripe length %llu; only 64KiB "
+					"is supported", (unsigned long long)chunk->logical,
+					(unsigned long long)chunk->stripe_len);
+	}
+	return 0;
+}
+
+static void read_chunk_tree_uuid(struct scrub_ctx *ctx)
+{
+	struct bx_root root;
+	struct bx_eb *eb;
+	struct bx_block_expect expect;
+
+	if (bx_find_root(ctx->fs, BTRFS_CHUNK_TREE_OBJECTID, &root))
+		goto out;
+	expect = (struct bx_block_expect){ root.generation, root.level };
+	if (bx_read_tree_block(ctx->fs, root.bytenr, &expect, &eb))
+		goto out;
+	memcpy(ctx->chunk_tree_uuid, bx_eb_header(eb)->chunk_tree_uuid, BTRFS_UUID_SIZE);
+	ctx->have_chunk_tree_uuid = true;
+	bx_eb_put(eb);
+out:
+	bx_error_clear();
+}
+
+static int result_devices(struct bx_fs *fs, struct bx_scrub_result *res)
+{
+	size_t alloc = fs->nr_devs + 8;
+
+	res->devs = calloc(alloc, sizeof(*res->devs));
+	if (!res->devs)
+		return bx_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < fs->nr_devs; i++) {
+		res->devs[i].devid = fs->devs[i]->devid;
+		res->devs[i].path = strdup(fs->devs[i]->path);
+		if (!res->devs[i].path)
+			return bx_error(-ENOMEM, "out of memory");
+	}
+	res->nr_devs = fs->nr_devs;
+	/* Missing members: the devids the chunk map names without a device. */
+	for (size_t i = 0; i < fs->chunks.nr; i++) {
+		const struct bx_chunk *chunk = fs->chunks.chunks[i];
+
+		for (int s = 0; s < chunk->num_stripes; s++) {
+			uint64_t devid = chunk->stripes[s].devid;
+			bool known = false;
+
+			if (chunk->stripes[s].dev)
+				continue;
+			for (size_t d = 0; d < res->nr_devs; d++)
+				known |= res->devs[d].devid == devid;
+			if (known)
+				continue;
+			if (res->nr_devs == alloc) {
+				struct bx_scrub_device *devs;
+
+				alloc *= 2;
+				devs = realloc(res->devs, alloc * sizeof(*devs));
+				if (!devs)
+					return bx_error(-ENOMEM, "out of memory");
+				res->devs = devs;
+			}
+			res->devs[res->nr_devs++] = (struct bx_scrub_device){ .devid = devid,
+									      .missing = true };
+			res->degraded = true;
+		}
+	}
+	res->degraded |= fs->nr_missing > 0;
+	return 0;
+}
+
+/* Uncorrectable data: which files it belongs to, once per extent. */
+static void resolve_files(struct bx_fs *fs, struct bx_scrub_result *res)
+{
+	for (size_t i = 0; i < res->nr_errors; i++) {
+		const struct bx_scrub_error *e = &res->errors[i];
+		bool seen = false;
+
+		if (e->what != BX_SCRUB_DATA || e->fix != BX_SCRUB_UNCORRECTABLE || !e->extent_len)
+			continue;
+		for (size_t f = 0; f < res->nr_files && !seen; f++)
+			seen = res->files[f].logical == e->logical;
+		if (seen || res->nr_files >= BX_SCRUB_MAX_FILES)
+			continue;
+		bx_scrub_resolve_files(fs, e->logical, e->extent_start, e->extent_len, &res->files,
+				       &res->nr_files, BX_SCRUB_MAX_FILES);
+	}
+	bx_error_clear();
+}
+
+static int cmp_errors(const void *a, const void *b)
+{
+	const struct bx_scrub_error *x = a, *y = b;
+
+	if (x->devid != y->devid)
+		return x->devid < y->devid ? -1 : 1;
+	if (x->physical != y->physical)
+		return x->physical < y->physical ? -1 : 1;
+	return 0;
+}
+
+int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
+		 struct bx_scrub_result **out)
+{
+	struct scrub_ctx ctx = { .fs = fs, .opts = opts };
+	size_t nr_warnings = bx_warnings_count();
+	struct bx_scrub_result *res;
+	double start;
+	int ret;
+
+	ret = check_supported(fs);
+	if (ret)
+		return ret;
+	res = calloc(1, sizeof(*res));
+	ctx.errors = calloc(BX_SCRUB_MAX_ERRORS, sizeof(*ctx.errors));
+	if (!res || !ctx.errors) {
+		free(res);
+		free(ctx.errors);
+		return bx_error(-ENOMEM, "out of memory");
+	}
+	ctx.sectorsize = fs->sectorsize;
+	ctx.nodesize = fs->nodesize;
+	ctx.sb_generation = le64toh(fs->sb.generation);
+	pthread_mutex_init(&ctx.lock, NULL);
+	pthread_cond_init(&ctx.done_cond, NULL);
+	memcpy(res->fsid, fs->fsid, sizeof(res->fsid));
+	res->readonly = opts->readonly;
+	res->started = time(NULL);
+	start = now_seconds();
+	ret = result_devices(fs, res);
+	if (ret)
+		goto out;
+	read_chunk_tree_uuid(&ctx);
+	plan_totals(&ctx, res);
+	for (size_t i = 0; i < fs->nr_devs; i++)
+		scrub_supers(&ctx, fs->devs[i], &res->devs[i].c);
+	ret = run_threads(&ctx, res, start);
+	if (!ret && ctx.fatal) {
+		ret = ctx.fatal;
+		bx_error(ret, "%s", ctx.fatal_msg);
+	}
+	if (ret)
+		goto out;
+	res->cancelled = opts->cancel && *opts->cancel;
+	res->duration = now_seconds() - start;
+	for (size_t i = 0; i < res->nr_devs; i++)
+		bx_scrub_counters_add(&res->total, &res->devs[i].c);
+	qsort(ctx.errors, ctx.nr_errors, sizeof(*ctx.errors), cmp_errors);
+	res->errors = ctx.errors;
+	res->nr_errors = ctx.nr_errors;
+	res->errors_dropped = ctx.errors_dropped;
+	ctx.errors = NULL;
+	resolve_files(fs, res);
+	if (opts->progress) {
+		struct bx_scrub_progress p = { ctx.bytes_done, res->bytes_to_scrub, res->duration,
+					       res->total };
+
+		opts->progress(opts->progress_arg, &p);
+	}
+	*out = res;
+	res = NULL;
+out:
+	/* Tree reads that fell back to another mirror warned; the result says more. */
+	bx_warnings_truncate(nr_warnings);
+	pthread_cond_destroy(&ctx.done_cond);
+	pthread_mutex_destroy(&ctx.lock);
+	free(ctx.errors);
+	bx_scrub_result_free(res);
+	return ret;
+}
+
+void bx_scrub_result_free(struct bx_scrub_result *res)
+{
+	if (!res)
+		return;
+	for (size_t i = 0; i < res->nr_devs; i++)
+		free(res->devs[i].path);
+	for (size_t i = 0; i < res->nr_files; i++)
+		free(res->files[i].path);
+	free(res->devs);
+	free(res->errors);
+	free(res->files);
+	free(res);
+}
+
+bool bx_scrub_has_uncorrectable(const struct bx_scrub_result *res)
+{
+	if (res->total.uncorrectable_errors)
+		return true;
+	for (size_t i = 0; i < res->nr_errors; i++)
+		if (res->errors[i].fix == BX_SCRUB_UNCORRECTABLE)
+			return true;
+	return false;
+}

@@ -1,0 +1,217 @@
+/*
+ * Offline scrub: verify, and unless read-only repair, every copy of every
+ * block of an unmounted filesystem.
+ *
+ * What is checked, per device (each device reads its own copies, devices in
+ * parallel, in large sequential batches with io_uring):
+ * - every superblock copy that fits on the device (checksum, bytenr, magic,
+ *   fsid, generation);
+ * - every tree block the extent tree lists, on every mirror (checksum,
+ *   bytenr, fsid, chunk tree uuid, generation against the extent item and the
+ *   superblock, level, owner, item bounds, key order);
+ * - every data sector that has a checksum, on every mirror; data without one
+ *   (nodatasum, preallocated) is counted in no_csum;
+ * - RAID5/6: each full stripe is read once across its devices, data sectors
+ *   are verified, and P (and Q) are recomputed and compared.
+ *
+ * Repair (unless read-only): a bad copy is overwritten with a good one from
+ * another mirror or a RAID5/6 rebuild, through the write path (each write
+ * flushed before the next), one copy at a time. Writing a good copy over a
+ * bad one can only make it good, so a crash in the middle loses nothing and
+ * the next run finishes the job. A RAID5/6 data sector is rebuilt before its
+ * parity is touched; parity is rewritten only when every data sector of its
+ * column is good.
+ *
+ * The counters carry the kernel's names and meaning (struct
+ * btrfs_scrub_progress), so the numbers equal what `btrfs scrub start -B -R`
+ * reports for the same filesystem: bytes and errors are counted per sector
+ * (a 16 KiB tree block with a bad checksum is 4 verify_errors with 4 KiB
+ * sectors), extents per 64 KiB stripe they overlap, every copy on the device
+ * that holds it. Two btrfsx counters have no kernel equivalent: parity_errors
+ * (RAID5/6 P/Q sectors that disagreed with their data; the kernel rewrites
+ * them without counting) and super_corrected.
+ *
+ * Memory stays bounded whatever the filesystem size: fixed-size read buffers
+ * per device, a small block cache per thread, capped error records.
+ *
+ * Library style: nothing is printed; progress goes to a callback, a cancel
+ * flag stops the run, the result is returned.
+ */
+#ifndef BTRFSX_SCRUB_H
+#define BTRFSX_SCRUB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "kernel-shared/volumes.h"
+
+/* The kernel's counters (same names, same units), and btrfsx's extras. */
+struct bx_scrub_counters {
+	uint64_t data_extents_scrubbed;
+	uint64_t tree_extents_scrubbed;
+	uint64_t data_bytes_scrubbed;
+	uint64_t tree_bytes_scrubbed;
+	uint64_t read_errors;
+	uint64_t csum_errors;
+	uint64_t verify_errors;
+	uint64_t no_csum;
+	uint64_t csum_discards;
+	uint64_t super_errors;
+	uint64_t malloc_errors;
+	uint64_t uncorrectable_errors;
+	uint64_t unverified_errors;
+	uint64_t corrected_errors;
+	uint64_t last_physical;
+	/* btrfsx only */
+	uint64_t parity_errors;
+	uint64_t super_corrected;
+};
+
+/* One counter's name and place, for printing and parsing them all from one table. */
+struct bx_scrub_counter_desc {
+	const char *name;
+	size_t offset;
+	bool kernel;                /* the kernel has it */
+};
+
+extern const struct bx_scrub_counter_desc bx_scrub_counter_table[];
+extern const size_t bx_scrub_nr_counters;
+
+static inline uint64_t *bx_scrub_counter(struct bx_scrub_counters *c, size_t i)
+{
+	return (uint64_t *)((char *)c + bx_scrub_counter_table[i].offset);
+}
+
+/* Adds @src to @dst; last_physical takes the larger. */
+void bx_scrub_counters_add(struct bx_scrub_counters *dst, const struct bx_scrub_counters *src);
+
+enum bx_scrub_what {
+	BX_SCRUB_DATA,
+	BX_SCRUB_TREE,
+	BX_SCRUB_SUPER,
+	BX_SCRUB_PARITY,
+};
+
+enum bx_scrub_fault {
+	BX_SCRUB_READ_ERROR,        /* the device failed or ended early */
+	BX_SCRUB_CSUM_ERROR,        /* data checksum (or tree block bytenr, as the kernel counts) */
+	BX_SCRUB_VERIFY_ERROR,      /* tree block header or content */
+	BX_SCRUB_SUPER_ERROR,
+	BX_SCRUB_PARITY_ERROR,
+};
+
+enum bx_scrub_fix {
+	BX_SCRUB_CORRECTED,         /* rewritten from a good copy */
+	BX_SCRUB_CORRECTABLE,       /* a good copy exists; read-only run, nothing written */
+	BX_SCRUB_UNCORRECTABLE,     /* no good copy, or the rewrite failed */
+};
+
+/* One bad copy: which block, where, what was wrong, what became of it. */
+struct bx_scrub_error {
+	enum bx_scrub_what what;
+	enum bx_scrub_fault fault;
+	enum bx_scrub_fix fix;
+	uint64_t logical;           /* first byte of the bad range (superblock: its offset) */
+	uint32_t len;               /* bytes */
+	uint64_t devid;
+	uint64_t physical;
+	int mirror;                 /* 1-based copy; 0 for superblocks and parity */
+	const char *reason;         /* static text: "checksum mismatch", ... */
+	uint64_t extent_start;      /* data: the extent holding it (to find the files) */
+	uint64_t extent_len;
+	uint64_t owner;             /* tree blocks: header owner when readable */
+};
+
+/* A file that an uncorrectable data error lies in. */
+struct bx_scrub_file {
+	uint64_t logical;
+	uint64_t root;
+	uint64_t inode;
+	uint64_t offset;            /* of the bad byte in the file */
+	char *path;                 /* from the top-level subvolume; NULL if not resolved */
+};
+
+struct bx_scrub_device {
+	uint64_t devid;
+	char *path;                 /* NULL when missing */
+	bool missing;
+	uint64_t bytes_to_scrub;    /* planned (sum of used bytes of its stripes) */
+	struct bx_scrub_counters c;
+};
+
+struct bx_scrub_result {
+	uint8_t fsid[16];
+	bool readonly;
+	bool cancelled;
+	bool degraded;              /* a member is missing: its copies were not scrubbed */
+	time_t started;
+	double duration;            /* seconds */
+	uint64_t bytes_to_scrub;
+	struct bx_scrub_device *devs;
+	size_t nr_devs;
+	struct bx_scrub_counters total;
+	struct bx_scrub_error *errors;   /* the first BX_SCRUB_MAX_ERRORS */
+	size_t nr_errors;
+	uint64_t errors_dropped;         /* records beyond the cap */
+	struct bx_scrub_file *files;     /* where uncorrectable data lies */
+	size_t nr_files;
+};
+
+#define BX_SCRUB_MAX_ERRORS 4096
+#define BX_SCRUB_MAX_FILES 256
+
+struct bx_scrub_progress {
+	uint64_t bytes_done;        /* data and tree bytes verified so far, every copy */
+	uint64_t bytes_total;       /* the plan; a run may end a little off it */
+	double elapsed;             /* seconds */
+	struct bx_scrub_counters total; /* so far */
+};
+
+struct bx_scrub_opts {
+	bool readonly;              /* find, do not write */
+	bool readahead;             /* forward readahead on the extent and csum tree walks */
+	/*
+	 * Called from the calling thread about every @progress_interval seconds
+	 * while the scrub runs, and once at the end.
+	 */
+	void (*progress)(void *arg, const struct bx_scrub_progress *p);
+	void *progress_arg;
+	double progress_interval;   /* 0: 0.5 s */
+	const volatile int *cancel; /* set non-zero to stop early (checked often) */
+	uint32_t request_bytes;     /* one read; 0: 4 MiB (RAID5/6: 1 MiB per device) */
+	uint32_t requests_per_dev;  /* reads in flight per device; 0: 2 to 16, 48 MiB in all */
+};
+
+/*
+ * Scrubs the open filesystem @fs (opened with BX_OPEN_WRITE unless
+ * @opts->readonly; BX_OPEN_DEGRADED to scrub what is there when a member is
+ * missing). Returns 0 and *@out (free with bx_scrub_result_free) when the
+ * scrub ran, whatever it found; a negative errno with a message when it
+ * could not run (unsupported feature, out of memory, io_uring unavailable).
+ */
+int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
+		 struct bx_scrub_result **out);
+
+void bx_scrub_result_free(struct bx_scrub_result *res);
+
+/* True when something found is left bad (the scrub's exit status 3). */
+bool bx_scrub_has_uncorrectable(const struct bx_scrub_result *res);
+
+const char *bx_scrub_what_str(enum bx_scrub_what what);
+const char *bx_scrub_fault_str(enum bx_scrub_fault fault);
+const char *bx_scrub_fix_str(enum bx_scrub_fix fix);
+
+/*
+ * The files that reference the data extent at @extent_start holding
+ * @logical: EXTENT_DATA_REF and SHARED_DATA_REF backrefs, then each inode's
+ * path through its INODE_REF items up to its subvolume root, and the
+ * subvolume's own path through ROOT_BACKREF. Appends up to @max entries to
+ * *@files (realloc'ed). Returns the number added or a negative errno.
+ */
+int bx_scrub_resolve_files(struct bx_fs *fs, uint64_t logical, uint64_t extent_start,
+			   uint64_t extent_len, struct bx_scrub_file **files, size_t *nr,
+			   size_t max);
+
+#endif

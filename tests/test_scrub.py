@@ -1,0 +1,569 @@
+"""btrfsx scrub start/status --offline: against the kernel's scrub on the same
+images (mounted read-only, `btrfs scrub start -B -R -d -r`), on real
+filesystems made by mkfs.btrfs and filled through the kernel, for every
+profile and checksum type; corruptions injected into unmounted images; repair
+checked with the kernel scrub and `btrfs check --check-data-csum`."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import fsutil
+import oracle
+
+pytestmark = pytest.mark.root
+
+PROFILES = ["single", "dup", "raid0", "raid1", "raid1c3", "raid1c4", "raid10", "raid5", "raid6"]
+CSUMS = ["crc32c", "xxhash", "sha256", "blake2"]
+KERNEL_COUNTERS = ["data_extents_scrubbed", "tree_extents_scrubbed", "data_bytes_scrubbed",
+                   "tree_bytes_scrubbed", "read_errors", "csum_errors", "verify_errors",
+                   "no_csum", "csum_discards", "super_errors", "malloc_errors",
+                   "uncorrectable_errors", "unverified_errors", "corrected_errors",
+                   "last_physical"]
+ERROR_COUNTERS = ["read_errors", "csum_errors", "verify_errors", "super_errors",
+                  "uncorrectable_errors", "unverified_errors", "corrected_errors",
+                  "parity_errors", "super_corrected"]
+SECTOR = 4096
+NODESIZE = 16384
+
+
+# --------------------------------------------------------------------------- helpers
+
+@pytest.fixture
+def state_env(tmp_path):
+    return {"BTRFSX_STATE_DIR": str(tmp_path / "state")}
+
+
+@pytest.fixture
+def scrub(run_btrfsx, state_env):
+    """scrub(devs, *opts, rc=None) -> (rc, doc): ``--format json scrub start
+    --offline -B *opts devs`` with a private state directory."""
+    def _scrub(devs, *opts, rc=None, env=None):
+        e = dict(state_env)
+        e.update(env or {})
+        code, out, err = run_btrfsx("scrub", "start", "--offline", "-B", *opts,
+                                    *map(str, devs), fmt="json", check=False, env=e)
+        assert "Sanitizer" not in err and "runtime error" not in err, err
+        if rc is not None:
+            assert code == rc, f"exit {code}, expected {rc}\n{out}\n{err}"
+        return code, json.loads(out)
+    return _scrub
+
+
+def kernel_scrub(devs, readonly=True):
+    """The kernel's scrub of the filesystem on loop devices @devs:
+    {devid: {counter: value}} and the exit code. Read-only: mounted -o ro and
+    scrubbed with -r, so nothing is written."""
+    with fsutil.mounted(devs, options="ro" if readonly else None) as mnt:
+        args = ["btrfs", "scrub", "start", "-B", "-R", "-d"] + (["-r"] if readonly else [])
+        p = subprocess.run(args + [str(mnt)], capture_output=True, text=True)
+    out: dict[int, dict[str, int]] = {}
+    cur = None
+    for line in p.stdout.splitlines():
+        m = re.match(r"Scrub device .* \(id (\d+)\)", line)
+        if m:
+            cur = out.setdefault(int(m.group(1)), {})
+            continue
+        m = re.match(r"\s+(\w+): (\d+)$", line)
+        if m and cur is not None:
+            cur[m.group(1)] = int(m.group(2))
+    assert out, p.stdout + p.stderr
+    return p.returncode, out
+
+
+def wait_detached(images, timeout=20.0):
+    """losetup -d of a device still held returns at once and detaches later
+    (autoclear); wait until no loop device is backed by @images."""
+    wanted = {os.stat(i).st_ino for i in images}
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        busy = False
+        for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+            try:
+                path = backing.read_text().strip()
+                busy |= os.stat(path).st_ino in wanted
+            except OSError:
+                pass
+        if not busy:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{images} still attached to a loop device")
+
+
+def kernel_scrub_images(images, readonly=True):
+    with fsutil.LoopDevices(images) as loops:
+        result = kernel_scrub(loops.devs, readonly)
+    wait_detached(images)
+    return result
+
+
+def per_device(doc):
+    return {d["devid"]: d for d in doc["scrub"]["devices"] if not d["missing"]}
+
+
+def assert_same_as_kernel(doc, kernel, counters=KERNEL_COUNTERS):
+    ours = per_device(doc)
+    assert sorted(ours) == sorted(kernel)
+    for devid, theirs in kernel.items():
+        for name in counters:
+            assert ours[devid][name] == theirs[name], f"devid {devid} {name}"
+
+
+def sha256_all(paths):
+    return [fsutil.sha256_file(p) for p in paths]
+
+
+def corrupt(path, offset, length=16):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        data = bytearray(f.read(length))
+        f.seek(offset)
+        f.write(bytes(b ^ 0xff for b in data))
+
+
+def copy_bytes(src, dst, offset, length):
+    with open(src, "rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    with open(dst, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+class Layout:
+    """Where things are in a filesystem kept as image files: devid -> image,
+    chunks, file extents, tree roots (from btrfs-progs' dump-tree)."""
+
+    def __init__(self, images, btrfsx_json):
+        self.images = [str(i) for i in images]
+        self.chunks = oracle.progs_chunks(self.images)
+        self.image_of = {}
+        for img in self.images:
+            sb = btrfsx_json("inspect", "dump-super", img)["superblock"]
+            self.image_of[sb["dev_item"]["devid"]] = img
+        self.super = btrfsx_json("inspect", "dump-super", self.images[0])["superblock"]
+        names, self.extents = {}, {}
+        for it in oracle.progs_dump_tree_items(self.images, "fs"):
+            if it.type == oracle.KEY_TYPES["INODE_REF"]:
+                names[it.objectid] = " ".join(it.body).split("name: ", 1)[1].strip()
+            elif it.type == oracle.KEY_TYPES["EXTENT_DATA"]:
+                m = re.search(r"disk byte (\d+) nr (\d+)", " ".join(it.body))
+                if m and int(m.group(1)):
+                    self.extents.setdefault(it.objectid, []).append(
+                        (int(m.group(1)), int(m.group(2))))
+        self.inode = {name: ino for ino, name in names.items()}
+        trees = btrfsx_json("inspect", "dump-tree", "-t", "fs", *self.images)["trees"]
+        self.fs_root = trees[0]["root"]
+
+    def extent_of(self, name):
+        return self.extents[self.inode[name]][0]
+
+    def chunk(self, logical):
+        for c in self.chunks:
+            if c["logical"] <= logical < c["logical"] + c["length"]:
+                return c
+        raise AssertionError(f"no chunk for {logical}")
+
+    def copies(self, logical):
+        """[(devid, image, physical)] of every copy (mirrored profiles)."""
+        c = self.chunk(logical)
+        assert not re.search("RAID0|RAID10|RAID5|RAID6", c["type"]), c["type"]
+        return [(devid, self.image_of[devid], phys + logical - c["logical"])
+                for devid, phys, _ in c["stripes"]]
+
+    def raid56_row(self, logical):
+        """RAID5/6: (chunk stripe index of each logical stripe in the row:
+        data..., P[, Q]), row, data stripe of @logical, its offset in the stripe."""
+        c = self.chunk(logical)
+        n = c["num_stripes"]
+        nd = n - (2 if "RAID6" in c["type"] else 1)
+        off = logical - c["logical"]
+        row, in_row = divmod(off, nd * 65536)
+        return [(row + j) % n for j in range(n)], row, in_row // 65536, in_row % 65536
+
+    def stripe_phys(self, logical, stripe_index, row, in_stripe):
+        c = self.chunk(logical)
+        devid, phys, _ = c["stripes"][stripe_index]
+        return devid, self.image_of[devid], phys + row * 65536 + in_stripe
+
+
+def fresh_fs(tmp_path, data, metadata, n, csum="crc32c", size="512M", **fill):
+    """A new filesystem (its own fsid, so the kernel can mount copies safely)
+    filled through the kernel and left as detached image files."""
+    images = fsutil.make_images(tmp_path / f"fs-{data}-{n}-{len(os.listdir(tmp_path))}",
+                                [size] * n)
+    with fsutil.LoopDevices(images) as loops:
+        fsutil.mkfs(loops.devs, data=data, metadata=metadata, csum=csum)
+        with fsutil.mounted(loops.devs) as mnt:
+            manifest = fsutil.fill_files(mnt, **fill)
+    wait_detached(images)
+    return [str(i) for i in images], manifest
+
+
+def error_set(doc):
+    return {(e["what"], e["devid"], e["physical"], e["fix"]) for e in doc["scrub"]["errors"]}
+
+
+# --------------------------------------------------------------------------- clean filesystems
+
+def profile_fs(fs_cache, profile, csum):
+    """Data and metadata in @profile (dup on one device, the rest on four): the
+    same filesystems test_inspect uses."""
+    return fs_cache.get(data=profile, metadata=profile, csum=csum,
+                        ndevs=1 if profile == "dup" else 4)
+
+
+@pytest.mark.parametrize("csum", CSUMS)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_clean_equals_kernel(fs_cache, scrub, profile, csum):
+    """Zero errors, and every kernel counter of every device equal to the
+    kernel's scrub of the same filesystem."""
+    fs = profile_fs(fs_cache, profile, csum)
+    rc, doc = scrub(fs.devs, "-r", rc=0)
+    total = doc["scrub"]["total"]
+    assert all(total[name] == 0 for name in ERROR_COUNTERS), total
+    assert total["data_bytes_scrubbed"] > 10 << 20 and total["tree_bytes_scrubbed"] > 0
+    assert doc["scrub"]["status"] == "finished" and not doc["scrub"]["uncorrectable"]
+    _, kernel = kernel_scrub(fs.devs)
+    assert_same_as_kernel(doc, kernel)
+
+
+def test_readahead_off_same_result(fs_cache, scrub):
+    fs = profile_fs(fs_cache, "raid10", "crc32c")
+    _, on = scrub(fs.devs, "-r", rc=0)
+    _, off = scrub(fs.devs, "-r", "--no-readahead", rc=0)
+    for a, b in zip(on["scrub"]["devices"], off["scrub"]["devices"]):
+        assert {k: a[k] for k in KERNEL_COUNTERS} == {k: b[k] for k in KERNEL_COUNTERS}
+
+
+def test_text_output_and_progress(fs_cache, run_btrfsx, state_env):
+    fs = profile_fs(fs_cache, "raid1", "crc32c")
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "-r", "--progress",
+                              *fs.devs, env=state_env)
+    assert re.search(r"^fsid\s+" + fs.fsid, out, re.M)
+    assert re.search(r"^status\s+finished$", out, re.M)
+    assert re.search(r"^error_summary\s+no errors found$", out, re.M)
+    assert re.search(r"scrubbed .* of .*/s, ETA \d+:\d\d:\d\d", err), err
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "-r", "-d", "-R",
+                              *fs.devs, env=state_env)
+    assert out.count("data_bytes_scrubbed") == 1 + len(fs.devs)
+    assert re.search(r"^devid 1 \(/dev/loop\d+\):$", out, re.M)
+    assert "ETA" not in err
+
+
+def test_status_keeps_the_last_run(fs_cache, run_btrfsx, btrfsx_json, scrub, state_env):
+    fs = profile_fs(fs_cache, "raid1c3", "crc32c")
+    rc, out, err = run_btrfsx("scrub", "status", "--offline", fs.dev, env=state_env, check=1)
+    assert "no offline scrub recorded" in err
+    _, doc = scrub(fs.devs, "-r", rc=0)
+    status = btrfsx_json("scrub", "status", "--offline", fs.devs[1], env=state_env)
+    assert status["__header"] == {"version": "1"}
+    for key in ("fsid", "status", "mode", "started", "bytes_to_scrub", "total"):
+        assert status["scrub"][key] == doc["scrub"][key], key
+    assert per_device(status) == per_device(doc)
+    path = Path(state_env["BTRFSX_STATE_DIR"]) / "scrub" / f"{fs.fsid}.json"
+    assert json.loads(path.read_text())["scrub"]["fsid"] == fs.fsid
+    rc, out, err = run_btrfsx("scrub", "status", "--offline", "-d", fs.dev, env=state_env)
+    assert re.search(r"^status\s+finished$", out, re.M) and "devid 3" in out
+
+
+def test_background_start_then_status(tmp_path, run_btrfsx, btrfsx_json, state_env):
+    images, _ = fresh_fs(tmp_path, "raid1", "raid1", 2)
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-r", *images, env=state_env)
+    assert "started in the background" in out
+    deadline = time.time() + 60
+    while True:
+        doc = btrfsx_json("scrub", "status", "--offline", images[0], env=state_env)
+        if doc["scrub"]["status"] != "running" or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert doc["scrub"]["status"] == "finished"
+    assert doc["scrub"]["total"]["data_bytes_scrubbed"] > 10 << 20
+    # The child holds the devices until it exits; wait for that too.
+    pid = json.loads((Path(state_env["BTRFSX_STATE_DIR"]) / "scrub" /
+                      f"{fsutil.read_fsid(images[0])}.json").read_text())["pid"]
+    while time.time() < deadline and os.path.exists(f"/proc/{pid}"):
+        time.sleep(0.1)
+
+
+# --------------------------------------------------------------------------- corruption
+
+def test_raid1_corruptions(tmp_path, btrfsx_json, scrub):
+    """One data sector on one mirror, one tree block on one mirror, one
+    superblock copy, one data sector on both mirrors: -r finds exactly them,
+    writes nothing and counts like the kernel; repair fixes all but the last,
+    which is reported with its logical address and file (exit 3)."""
+    images, manifest = fresh_fs(tmp_path, "raid1", "raid1", 3)
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    for img in images:
+        fsutil.run(["cp", "--sparse=always", img, str(pristine)])
+    lay = Layout(images, btrfsx_json)
+    d1 = lay.extent_of("big0.bin")[0] + 3 * SECTOR
+    d2 = lay.extent_of("big1.bin")[0] + 5 * SECTOR
+    tree = lay.fs_root
+    one = lay.copies(d1)[0]
+    corrupt(one[1], one[2] + 100)
+    both = lay.copies(d2)
+    for devid, img, phys in both:
+        corrupt(img, phys + 7)
+    tcopy = lay.copies(tree)[1]
+    corrupt(tcopy[1], tcopy[2] + 300)
+    sdev = 2
+    corrupt(lay.image_of[sdev], (64 << 20) + 0x200)
+    before = sha256_all(images)
+
+    rc, doc = scrub(images, "-r", "-d", rc=3)
+    assert sha256_all(images) == before, "read-only scrub wrote"
+    total = doc["scrub"]["total"]
+    assert total["csum_errors"] == 3
+    assert total["verify_errors"] == NODESIZE // SECTOR
+    assert total["super_errors"] == 1 and total["super_corrected"] == 1
+    assert total["corrected_errors"] == 1 + NODESIZE // SECTOR
+    assert total["uncorrectable_errors"] == 2
+    assert total["read_errors"] == total["parity_errors"] == 0
+    assert error_set(doc) == {
+        ("data", one[0], one[2], "correctable"),
+        ("data", both[0][0], both[0][2], "uncorrectable"),
+        ("data", both[1][0], both[1][2], "uncorrectable"),
+        ("tree", tcopy[0], tcopy[2], "correctable"),
+        ("super", sdev, 64 << 20, "correctable"),
+    }
+    files = doc["scrub"]["files"]
+    assert [(f["logical"], f["path"]) for f in files] == [(d2, "/big/big1.bin")]
+    assert files[0]["offset"] == 5 * SECTOR
+
+    kernel_rc, kernel = kernel_scrub_images(images)
+    assert kernel_rc == 3
+    assert_same_as_kernel(doc, kernel)
+    assert sha256_all(images) == before
+
+    rc, doc = scrub(images, rc=3)
+    assert {(e["what"], e["fix"]) for e in doc["scrub"]["errors"]} == {
+        ("data", "corrected"), ("data", "uncorrectable"), ("tree", "corrected"),
+        ("super", "corrected")}
+    assert [f["path"] for f in doc["scrub"]["files"]] == ["/big/big1.bin"]
+    rc, doc = scrub(images, "-r", rc=3)
+    assert error_set(doc) == {("data", both[0][0], both[0][2], "uncorrectable"),
+                              ("data", both[1][0], both[1][2], "uncorrectable")}
+
+    # Everything but the lost sector is as it was written; put that one back
+    # too and both the kernel and btrfs check find a clean filesystem.
+    for devid, img, phys in both:
+        copy_bytes(pristine / Path(img).name, img, phys, SECTOR)
+    for img in images:
+        assert fsutil.sha256_file(img) == fsutil.sha256_file(pristine / Path(img).name)
+    with fsutil.LoopDevices(images) as loops:
+        check = subprocess.run(["btrfs", "check", "--readonly", "--check-data-csum",
+                                loops.devs[0]], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        rc, kernel = kernel_scrub(loops.devs, readonly=False)
+        assert rc == 0
+        assert all(k[name] == 0 for k in kernel.values() for name in ERROR_COUNTERS
+                   if name in k)
+
+
+def test_dup_tree_block_and_data(tmp_path, btrfsx_json, scrub):
+    """DUP on one device: both copies are on the same device."""
+    images, _ = fresh_fs(tmp_path, "dup", "dup", 1)
+    lay = Layout(images, btrfsx_json)
+    tree = lay.copies(lay.fs_root)[0]
+    data = lay.copies(lay.extent_of("big2.bin")[0] + SECTOR)[1]
+    corrupt(tree[1], tree[2] + 4000)
+    corrupt(data[1], data[2])
+    rc, doc = scrub(images, "-r", rc=0)
+    _, kernel = kernel_scrub_images(images)
+    assert_same_as_kernel(doc, kernel)
+    assert doc["scrub"]["total"]["corrected_errors"] == 1 + NODESIZE // SECTOR
+    scrub(images, rc=0)
+    rc, doc = scrub(images, "-r", rc=0)
+    assert doc["scrub"]["errors"] == []
+
+
+def test_raid5_parity_and_data(tmp_path, btrfsx_json, scrub):
+    """A parity stripe and a data sector of another column: -r finds both
+    (the kernel counts the data error, and rewrites parity without counting
+    it); repair makes the images byte-for-byte what they were."""
+    images, _ = fresh_fs(tmp_path, "raid5", "raid1", 3)
+    pristine = [fsutil.sha256_file(i) for i in images]
+    lay = Layout(images, btrfsx_json)
+    start, length = lay.extent_of("big0.bin")
+    idx, row, j, off = lay.raid56_row(start)
+    assert off == 0 and j == 0
+    p_devid, p_img, p_phys = lay.stripe_phys(start, idx[-1], row, 0)
+    d_devid, d_img, d_phys = lay.stripe_phys(start, idx[1], row, 2 * SECTOR)
+    corrupt(p_img, p_phys + 100)
+    corrupt(d_img, d_phys + 5)
+    before = sha256_all(images)
+
+    rc, doc = scrub(images, "-r", rc=0)
+    assert sha256_all(images) == before
+    total = doc["scrub"]["total"]
+    assert total["parity_errors"] == 1 and total["csum_errors"] == 1
+    assert total["corrected_errors"] == 1 and total["uncorrectable_errors"] == 0
+    assert error_set(doc) == {("parity", p_devid, p_phys, "correctable"),
+                              ("data", d_devid, d_phys, "correctable")}
+    _, kernel = kernel_scrub_images(images)
+    assert_same_as_kernel(doc, kernel)
+
+    rc, doc = scrub(images, rc=0)
+    assert sha256_all(images) == pristine
+    with fsutil.LoopDevices(images) as loops:
+        check = subprocess.run(["btrfs", "check", "--readonly", "--check-data-csum",
+                                loops.devs[0]], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        rc, kernel = kernel_scrub(loops.devs, readonly=False)
+        assert rc == 0 and all(k["csum_errors"] == 0 for k in kernel.values())
+
+
+def test_raid6_rebuilds(tmp_path, btrfsx_json, scrub):
+    """RAID6: a data sector with P bad in the same column (rebuilt from Q),
+    and two data stripes bad in one column (rebuilt from P and Q)."""
+    images, _ = fresh_fs(tmp_path, "raid6", "raid6", 4, big_size=6 << 20)
+    pristine = sha256_all(images)
+    lay = Layout(images, btrfsx_json)
+    start, _ = lay.extent_of("big0.bin")
+    idx, row, j, off = lay.raid56_row(start)
+    assert off == 0
+    # Column 1 of this row: data stripe 0 and P.
+    for k in (0, len(idx) - 2):
+        _, img, phys = lay.stripe_phys(start, idx[k], row, SECTOR)
+        corrupt(img, phys + 9)
+    # Column 3 of the next row: both data stripes.
+    for k in (0, 1):
+        _, img, phys = lay.stripe_phys(start, (row + 1 + k) % len(idx), row + 1, 3 * SECTOR)
+        corrupt(img, phys + 11)
+    rc, doc = scrub(images, "-r", rc=0)
+    total = doc["scrub"]["total"]
+    assert total["csum_errors"] == 3 and total["corrected_errors"] == 3
+    assert total["parity_errors"] == 1 and total["uncorrectable_errors"] == 0
+    scrub(images, rc=0)
+    assert sha256_all(images) == pristine
+
+
+def test_crash_mid_repair_loses_nothing(tmp_path, btrfsx_json, scrub):
+    """The write path fails after the first write (as if the machine stopped):
+    every bad copy is either still bad or repaired, and the next run finishes."""
+    images, _ = fresh_fs(tmp_path, "raid1", "raid1", 2)
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    for img in images:
+        fsutil.run(["cp", "--sparse=always", img, str(pristine)])
+    lay = Layout(images, btrfsx_json)
+    targets = []
+    for name, k in (("big0.bin", 1), ("big1.bin", 2), ("big2.bin", 3)):
+        devid, img, phys = lay.copies(lay.extent_of(name)[0] + k * SECTOR)[k % 2]
+        corrupt(img, phys)
+        targets.append((img, phys))
+    tcopy = lay.copies(lay.fs_root)[0]
+    corrupt(tcopy[1], tcopy[2] + 500)
+    targets.append((tcopy[1], tcopy[2]))
+
+    rc, doc = scrub(images, rc=3, env={"BTRFSX_FAULT_AFTER_WRITES": "1"})
+    fixes = sorted(e["fix"] for e in doc["scrub"]["errors"])
+    assert fixes == ["corrected", "uncorrectable", "uncorrectable", "uncorrectable"]
+    repaired = 0
+    for img, phys in targets:
+        with open(img, "rb") as f, open(pristine / Path(img).name, "rb") as g:
+            f.seek(phys)
+            g.seek(phys)
+            repaired += f.read(NODESIZE) == g.read(NODESIZE)
+    assert repaired == 1
+    rc, doc = scrub(images, rc=0)
+    assert len(doc["scrub"]["errors"]) == 3
+    for img in images:
+        assert fsutil.sha256_file(img) == fsutil.sha256_file(pristine / Path(img).name)
+
+
+# --------------------------------------------------------------------------- bad input
+
+def test_mounted_is_refused(loopdevs, run_btrfsx, state_env):
+    loops = loopdevs(1)
+    fsutil.mkfs(loops.devs)
+    with fsutil.mounted(loops.devs) as mnt:
+        rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "-r", loops[0],
+                                  check=1, env=state_env)
+        assert f"filesystem is mounted at {mnt}" in err
+
+
+def test_loop_backed_image_is_refused(loopdevs, run_btrfsx, state_env):
+    loops = loopdevs(1)
+    fsutil.mkfs(loops.devs)
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "-r", loops.images[0],
+                              check=1, env=state_env)
+    assert "attached to /dev/loop" in err
+
+
+def test_read_only_device_needs_dash_r(fs_cache, run_btrfsx, state_env):
+    fs = profile_fs(fs_cache, "single", "crc32c")
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", fs.dev, check=1,
+                              env=state_env)
+    assert "read-only" in err
+
+
+def test_missing_device_scrubs_what_is_there(tmp_path, scrub):
+    images, _ = fresh_fs(tmp_path, "raid1", "raid1", 2)
+    code, doc = scrub(images[:1], "-r", rc=0)
+    s = doc["scrub"]
+    assert s["degraded"] is True
+    missing = [d for d in s["devices"] if d["missing"]]
+    assert [d["devid"] for d in missing] == [2]
+    assert per_device(doc)[1]["data_bytes_scrubbed"] > 10 << 20
+    assert s["total"]["csum_errors"] == 0
+    assert any("devid 2 is missing" in w for w in doc.get("warnings", [])), doc.get("warnings")
+
+
+def test_truncated_image(tmp_path, scrub, run_btrfsx, state_env):
+    images, _ = fresh_fs(tmp_path, "raid1", "raid1", 2)
+    lay_end = max(os.path.getsize(i) for i in images)
+    os.truncate(images[1], 100 << 20)          # cuts into the data chunks of devid 2
+    code, doc = scrub(images, "-r", rc=0)
+    dev2 = per_device(doc)[2]
+    assert dev2["read_errors"] > 0 and dev2["uncorrectable_errors"] == 0
+    assert dev2["corrected_errors"] == dev2["read_errors"]
+    code, doc = scrub(images, rc=3)            # nothing can be written past the end
+    assert per_device(doc)[2]["uncorrectable_errors"] == per_device(doc)[2]["read_errors"]
+    assert lay_end > 100 << 20
+    single, _ = fresh_fs(tmp_path, "single", "dup", 1)
+    os.truncate(single[0], 24 << 20)
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "-r", single[0], check=1,
+                              env=state_env)
+    assert "beyond the end" in err or "no good copy" in err, err
+
+
+def test_bad_arguments(run_btrfsx, tmp_path, state_env):
+    zero = tmp_path / "zero.img"
+    zero.write_bytes(bytes(1 << 20))
+    rc, out, err = run_btrfsx("scrub", "start", "-B", str(zero), check=2)
+    assert "--offline" in err
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--progress",
+                              "--no-progress", str(zero), check=2)
+    assert "exclude each other" in err
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", check=2)
+    assert "not enough arguments" in err
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", str(zero), check=1,
+                              env=state_env)
+    assert "not a btrfs filesystem" in err
+    rc, out, err = run_btrfsx("scrub", "status", str(zero), check=2)
+    assert "--offline" in err
+
+
+def test_status_of_a_vanished_scrub(tmp_path, fs_cache, btrfsx_json, scrub, state_env):
+    """A status file still saying "running" whose process is gone: interrupted."""
+    fs = profile_fs(fs_cache, "single", "crc32c")
+    scrub(fs.devs, "-r", rc=0)
+    path = Path(state_env["BTRFSX_STATE_DIR"]) / "scrub" / f"{fs.fsid}.json"
+    doc = json.loads(path.read_text())
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    doc["pid"] = dead.pid
+    doc["scrub"]["status"] = "running"
+    path.write_text(json.dumps(doc))
+    status = btrfsx_json("scrub", "status", "--offline", fs.dev, env=state_env)
+    assert status["scrub"]["status"] == "interrupted"
