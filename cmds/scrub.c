@@ -152,38 +152,8 @@ static void clear_progress(struct run_state *rs)
  */
 static int open_offline(char *const *paths, int nr, bool readonly, struct bx_fs **out)
 {
-	unsigned int flags = BX_OPEN_EXCL | BX_OPEN_DEGRADED | (readonly ? 0 : BX_OPEN_WRITE);
-	char mnt[PATH_MAX];
-	struct bx_fs *fs;
-	int ret;
-
-	for (int i = 0; i < nr; i++) {
-		ret = bx_check_not_loop_backed(paths[i]);
-		if (ret)
-			return ret;
-	}
-	ret = bx_fs_open(&fs, paths, nr, BX_OPEN_SB_ONLY | BX_OPEN_NO_SCAN);
-	if (ret)
-		return ret;
-	if (bx_fs_is_mounted("/sys", fs->fsid, mnt, sizeof(mnt))) {
-		ret = bx_error(-EBUSY, "%s: filesystem is mounted at %s; use the online path "
-			       "(btrfs scrub) or unmount", paths[0], mnt);
-		bx_fs_close(fs);
-		return ret;
-	}
-	bx_fs_close(fs);
-	ret = bx_fs_open(&fs, paths, nr, flags);
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < fs->nr_devs; i++) {
-		ret = bx_check_not_loop_backed(fs->devs[i]->path);
-		if (ret) {
-			bx_fs_close(fs);
-			return ret;
-		}
-	}
-	*out = fs;
-	return 0;
+	return bx_open_offline(out, paths, nr, BX_OPEN_DEGRADED | (readonly ? 0 : BX_OPEN_WRITE),
+			       "the online path (btrfs scrub)");
 }
 
 struct start_args {

@@ -302,7 +302,8 @@ static int set_offline(const char *device, uint64_t hint, unsigned int flags,
 {
 	struct btrfs_dev_item item;
 	struct bx_fs *fs;
-	int ret = bx_open_offline_writable(&fs, (char *const *)&device, 1);
+	int ret = bx_open_offline(&fs, (char *const *)&device, 1, BX_OPEN_WRITE,
+				  "the online path");
 
 	if (ret)
 		return ret;

@@ -85,7 +85,8 @@ int bx_check_not_loop_backed(const char *path)
 	return ret;
 }
 
-int bx_open_offline_writable(struct bx_fs **out, char *const *paths, int nr_paths)
+int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags,
+		    const char *online_path)
 {
 	char mnt[4096];
 	struct bx_fs *fs;
@@ -101,13 +102,13 @@ int bx_open_offline_writable(struct bx_fs **out, char *const *paths, int nr_path
 	if (ret)
 		return ret;
 	if (bx_fs_is_mounted("/sys", fs->fsid, mnt, sizeof(mnt))) {
-		ret = bx_error(-EBUSY, "%s: filesystem is mounted at %s; use the online path or "
-			       "unmount", paths[0], mnt);
+		ret = bx_error(-EBUSY, "%s: filesystem is mounted at %s; use %s or unmount",
+			       paths[0], mnt, online_path);
 		bx_fs_close(fs);
 		return ret;
 	}
 	bx_fs_close(fs);
-	ret = bx_fs_open(&fs, paths, nr_paths, BX_OPEN_WRITE | BX_OPEN_EXCL);
+	ret = bx_fs_open(&fs, paths, nr_paths, flags | BX_OPEN_EXCL);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < fs->nr_devs; i++) {

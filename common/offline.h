@@ -21,10 +21,13 @@ bool bx_fs_is_mounted(const char *sysfs_root, const uint8_t fsid[16], char *mnt,
 int bx_check_not_loop_backed(const char *path);
 
 /*
- * Opens the filesystem of @paths for offline changes: members found by fsid,
- * opened O_RDWR (and O_EXCL for block devices), the real kernel asked
- * whether it is mounted. Errors name the object and the reason.
+ * Opens the filesystem of @paths for offline work: members found by fsid and
+ * opened with @flags (BX_OPEN_WRITE, BX_OPEN_DEGRADED ...) plus O_EXCL on
+ * block devices; refused when an image file is attached to a loop device or
+ * the real kernel has the filesystem mounted (the message then suggests
+ * @online_path, e.g. "the online path"). Errors name the object and reason.
  */
-int bx_open_offline_writable(struct bx_fs **fs, char *const *paths, int nr_paths);
+int bx_open_offline(struct bx_fs **fs, char *const *paths, int nr_paths, unsigned int flags,
+		    const char *online_path);
 
 #endif
