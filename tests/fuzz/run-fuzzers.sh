@@ -8,8 +8,12 @@
 #                        (default: $BTRFSX_FUZZ_BUILD, else <srcdir>/build-fuzz)
 #   --cc CC              the compiler (default: $CC if it is clang, else clang-14)
 #   --only NAME          run only this harness (repeatable): superblock,
-#                        sys_chunk_array, tree_node or fuzz_<name>
+#                        sys_chunk_array, tree_node, item, image or fuzz_<name>
 #   --build-only         build, do not run
+#   --merge              instead of fuzzing, minimise each harness's seeds
+#                        together with what runs found (libFuzzer -merge=1)
+#                        and replace tests/fuzz/corpus/<harness>/ with the
+#                        result (regress-* files are kept as they are)
 #   --no-build           run what is built
 #   -j N                 parallel make jobs (default: number of CPUs)
 #   -h, --help           this text
@@ -28,8 +32,9 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-HARNESSES=(fuzz_superblock fuzz_sys_chunk_array fuzz_tree_node)
-declare -A MAX_LEN=([fuzz_superblock]=4096 [fuzz_sys_chunk_array]=4096 [fuzz_tree_node]=16384)
+HARNESSES=(fuzz_superblock fuzz_sys_chunk_array fuzz_tree_node fuzz_item fuzz_image)
+declare -A MAX_LEN=([fuzz_superblock]=4096 [fuzz_sys_chunk_array]=4096 [fuzz_tree_node]=16384
+	[fuzz_item]=16500 [fuzz_image]=4096)
 
 usage() {
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
@@ -45,6 +50,7 @@ CC_FUZZ=
 SECONDS_PER=20
 DO_BUILD=1
 DO_RUN=1
+DO_MERGE=0
 JOBS=$(nproc 2>/dev/null || echo 2)
 ONLY=()
 EXTRA=()
@@ -55,6 +61,7 @@ while [ $# -gt 0 ]; do
 	--cc) CC_FUZZ=$2; shift 2 ;;
 	--only) ONLY+=("fuzz_${2#fuzz_}"); shift 2 ;;
 	--build-only) DO_RUN=0; shift ;;
+	--merge) DO_MERGE=1; shift ;;
 	--no-build) DO_BUILD=0; shift ;;
 	-j) JOBS=$2; shift 2 ;;
 	-j*) JOBS=${1#-j}; shift ;;
@@ -192,8 +199,31 @@ run_one() {
 	return 0
 }
 
+# Replaces the seeds of @1 by a minimal set covering them and the working
+# corpus; the regress-* inputs stay as they are (each replays a fixed bug).
+merge_one() {
+	local h=$1 bin=$BUILD/obj/tests/fuzz/$1 seeds=$SRC/tests/fuzz/corpus/$1
+	local work=$BUILD/corpus/$1 new=$BUILD/merge/$1 log=$BUILD/logs/$1-merge.log
+	[ -x "$bin" ] || die "$bin is not built"
+	rm -rf "$new"
+	mkdir -p "$new" "$work" "$seeds" "$BUILD/logs"
+	"$bin" -merge=1 -max_len="${MAX_LEN[$h]}" -timeout=30 -rss_limit_mb=4096 \
+		"$new" "$seeds" "$work" >"$log" 2>&1 ||
+		{ tail -20 "$log" >&2; die "$h: merge failed (see $log)"; }
+	find "$seeds" -maxdepth 1 -type f ! -name 'regress-*' -delete
+	cp "$new"/* "$seeds"/ 2>/dev/null || true
+	printf 'run-fuzzers: %-22s %5s seed files, %s bytes\n' "$h" \
+		"$(find "$seeds" -type f | wc -l)" "$(cat "$seeds"/* 2>/dev/null | wc -c)"
+}
+
 check_toolchain
 [ "$DO_BUILD" -eq 1 ] && build
+if [ "$DO_MERGE" -eq 1 ]; then
+	for h in "${HARNESSES[@]}"; do
+		merge_one "$h"
+	done
+	exit 0
+fi
 [ "$DO_RUN" -eq 1 ] || exit 0
 failed=0
 for h in "${HARNESSES[@]}"; do
