@@ -241,7 +241,7 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 		.csum_type = BTRFS_CSUM_TYPE_CRC32,
 		.features = BX_MKFS_F_DEFAULT,
 		.sysfs_root = ctx->sysfs_root,
-		.fault_after_writes = ctx->fault_after_writes,
+		.fault = ctx->fault,
 	};
 	struct bx_mkfs_device *devs = NULL;
 	struct bx_mkfs_result *res = NULL;

@@ -75,7 +75,8 @@ int bx_mounted_open(const char *path, struct bx_mounted_fs *fs)
 	memset(fs, 0, sizeof(*fs));
 	fs->fd = -1;
 	snprintf(fs->path, sizeof(fs->path), "%s", path);
-	fs->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named here must not block the open; it is refused below. */
+	fs->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fs->fd < 0)
 		return bx_error(-errno, "%s: %m", path);
 	if (fstatfs(fs->fd, &sfs) < 0) {
@@ -83,7 +84,8 @@ int bx_mounted_open(const char *path, struct bx_mounted_fs *fs)
 		goto fail;
 	}
 	if ((unsigned long)sfs.f_type != BTRFS_SUPER_MAGIC) {
-		ret = bx_error(-EINVAL, "%s: not on a mounted btrfs filesystem", path);
+		ret = bx_error_as(-EINVAL, BX_ERROR_KIND_NOT_BTRFS,
+				  "%s: not on a mounted btrfs filesystem", path);
 		goto fail;
 	}
 	memset(&fi, 0, sizeof(fi));

@@ -280,29 +280,6 @@ static int check_options(struct mkfs *mk)
 
 /* ---- devices ---- */
 
-/* Where /proc/self/mountinfo says block device @rdev is mounted, if anywhere. */
-static bool mounted_at(dev_t rdev, char *mnt, size_t len)
-{
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	char line[8192];
-	bool found = false;
-
-	if (!fp)
-		return false;
-	while (!found && fgets(line, sizeof(line), fp)) {
-		unsigned int maj, min;
-		char point[4096];
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, point) == 3 &&
-		    makedev(maj, min) == rdev) {
-			snprintf(mnt, len, "%s", point);
-			found = true;
-		}
-	}
-	fclose(fp);
-	return found;
-}
-
 static int add_wipe(struct mk_dev *d, uint64_t offset, uint64_t len)
 {
 	if (offset >= d->real_size)
@@ -401,7 +378,7 @@ static int open_one(struct mkfs *mk, size_t index)
 			return bx_error(-EINVAL, "%s: named twice (also as %s)", path,
 					mk->devs[i].dev->path);
 	if (S_ISBLK(d->st.st_mode)) {
-		if (mounted_at(d->st.st_rdev, mnt, sizeof(mnt)))
+		if (bx_block_dev_mounted_at(d->st.st_rdev, mnt, sizeof(mnt)))
 			return bx_error(-EBUSY, "%s: is mounted at %s", path, mnt);
 		oflags |= O_EXCL;
 	} else {
@@ -414,10 +391,14 @@ static int open_one(struct mkfs *mk, size_t index)
 	if (d->dev->fd < 0) {
 		d->dev->fd = open(path, oflags);
 		if (d->dev->fd < 0)
-			return errno == EBUSY ?
-			       bx_error(-EBUSY, "%s: device is busy (mounted, a member of a mounted "
-					"filesystem, or held open exclusively)", path) :
+			return errno == EBUSY ? bx_busy_error(path, &d->st) :
 			       bx_error(-errno, "%s: cannot open for writing: %m", path);
+	}
+	if (d->is_file) {
+		int ret = bx_claim_image_file(d->dev->fd, path);
+
+		if (ret)
+			return ret;
 	}
 	d->dev->writable = true;
 	if (S_ISBLK(d->st.st_mode)) {
@@ -869,6 +850,33 @@ static int queue_supers(struct mkfs *mk, struct bx_write_batch *batch, enum bx_m
 	return 0;
 }
 
+/* Image files grow to the asked size before anything is written; back again if one cannot. */
+static int grow_image_files(struct mkfs *mk)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < mk->nr_devs && !ret; i++) {
+		struct mk_dev *d = &mk->devs[i];
+
+		if (d->is_file && d->size > d->real_size && ftruncate(d->dev->fd, (off_t)d->size) < 0)
+			ret = bx_error(-errno, "%s: cannot grow to %llu bytes (-b): %m", d->dev->path,
+				       (unsigned long long)d->size);
+	}
+	while (i-- > 0) {
+		struct mk_dev *d = &mk->devs[i];
+
+		if (!d->is_file || d->size <= d->real_size)
+			continue;
+		if (!ret)
+			d->real_size = d->size;
+		else if (ftruncate(d->dev->fd, (off_t)d->real_size) < 0)
+			bx_warn("%s: cannot shrink back to %llu bytes: %s", d->dev->path,
+				(unsigned long long)d->real_size, strerror(errno));
+	}
+	return ret;
+}
+
 static int write_everything(struct mkfs *mk)
 {
 	static const enum bx_mkfs_sb_kind sb_steps[] = {
@@ -878,20 +886,11 @@ static int write_everything(struct mkfs *mk)
 	int ret = 0;
 
 	bx_batch_init(&batch);
-	/* Image files grow to the asked size first (no data is written by that). */
-	for (size_t i = 0; i < mk->nr_devs && !ret; i++) {
-		struct mk_dev *d = &mk->devs[i];
-
-		if (d->is_file && d->size > d->real_size) {
-			if (ftruncate(d->dev->fd, (off_t)d->size) < 0)
-				ret = bx_error(-errno, "%s: cannot grow to %llu bytes: %m",
-					       d->dev->path, (unsigned long long)d->size);
-			d->real_size = d->size;
-		}
-	}
-	mk->fs->fault_after_writes = mk->opts->fault_after_writes;
-	if (!ret)
-		ret = queue_wipes(mk, &batch);
+	ret = grow_image_files(mk);
+	if (ret)
+		goto out;
+	mk->fs->fault = mk->opts->fault;
+	ret = queue_wipes(mk, &batch);
 	if (!ret)
 		ret = bx_batch_submit(mk->fs, &batch);
 	if (ret) {

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "kernel-shared/ctree.h"
+#include "kernel-shared/fault.h"
 
 /* Marks superblocks written before the filesystem is complete (never on a finished one). */
 #define BX_MKFS_INCOMPAT_UNFINISHED (1ULL << 63)
@@ -84,7 +85,7 @@ struct bx_mkfs_options {
 	uint32_t features;              /* BX_MKFS_F_* */
 	bool force;                     /* overwrite existing signatures */
 	const char *sysfs_root;         /* for the mounted check; NULL: "/sys" */
-	uint64_t fault_after_writes;    /* crash tests: fail every write after this many */
+	struct bx_fault_plan fault;     /* crash tests; all zero: off */
 };
 
 /*

@@ -12,9 +12,11 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
+#include "common/offline.h"
 #include "kernel-shared/btree.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/volumes.h"
+#include "kernel-shared/write.h"
 
 #define BLOCK_CACHE_SLOTS 1024
 
@@ -36,20 +38,25 @@ static void device_free(struct bx_device *dev)
 	free(dev);
 }
 
+/* Before opening: a FIFO would block the open, a character device is no member. */
+static int check_device_type(const struct stat *st, const char *path)
+{
+	if (S_ISREG(st->st_mode) || S_ISBLK(st->st_mode))
+		return 0;
+	if (S_ISDIR(st->st_mode))
+		return bx_error(-EISDIR, "%s: is a directory, not a device or image file", path);
+	return bx_error(-ENOTBLK, "%s: not a block device or image file", path);
+}
+
 static int device_size(int fd, const struct stat *st, const char *path, uint64_t *size)
 {
 	if (S_ISREG(st->st_mode)) {
 		*size = (uint64_t)st->st_size;
 		return 0;
 	}
-	if (S_ISBLK(st->st_mode)) {
-		if (ioctl(fd, BLKGETSIZE64, size) < 0)
-			return bx_error(-errno, "%s: cannot get the device size: %m", path);
-		return 0;
-	}
-	if (S_ISDIR(st->st_mode))
-		return bx_error(-EISDIR, "%s: is a directory, not a device or image file", path);
-	return bx_error(-ENOTBLK, "%s: not a block device or image file", path);
+	if (ioctl(fd, BLKGETSIZE64, size) < 0)
+		return bx_error(-errno, "%s: cannot get the device size: %m", path);
+	return 0;
 }
 
 /* Picks the newest valid superblock copy; warns when the primary was not it. */
@@ -73,7 +80,8 @@ static int device_read_supers(struct bx_device *dev)
 	}
 	if (dev->sb_mirror < 0) {
 		if (dev->sb_status[0] == BX_SB_BAD_MAGIC || dev->sb_status[0] == BX_SB_BEYOND_DEVICE)
-			return bx_error(-EINVAL, "%s: not a btrfs filesystem", dev->path);
+			return bx_error_as(-EINVAL, BX_ERROR_KIND_NOT_BTRFS, "%s: not a btrfs filesystem",
+					   dev->path);
 		return bx_error(-EUCLEAN, "%s: no valid superblock (primary: %s)", dev->path,
 				bx_sb_status_str(dev->sb_status[0]));
 	}
@@ -108,13 +116,21 @@ static int device_open(const char *path, unsigned int flags, struct bx_device **
 		ret = bx_error(-errno, "%s: %m", path);
 		goto fail;
 	}
+	ret = check_device_type(&st, path);
+	if (ret)
+		goto fail;
 	if (S_ISBLK(st.st_mode) && (flags & BX_OPEN_EXCL))
 		oflags |= O_EXCL;
 	dev->fd = open(path, oflags | O_CLOEXEC);
 	if (dev->fd < 0) {
-		ret = errno == EBUSY ? bx_error(-EBUSY, "%s: device is busy (mounted or in use)", path)
+		ret = errno == EBUSY ? bx_busy_error(path, &st)
 				     : bx_error(-errno, "%s: cannot open: %m", path);
 		goto fail;
+	}
+	if (flags & BX_OPEN_EXCL) {
+		ret = bx_claim_image_file(dev->fd, path);
+		if (ret)
+			goto fail;
 	}
 	dev->writable = flags & BX_OPEN_WRITE;
 	if (dev->writable && S_ISBLK(st.st_mode)) {
@@ -183,6 +199,7 @@ static void fs_scan_members(struct bx_fs *fs, unsigned int flags)
 	blkid_cache cache;
 	blkid_dev bdev;
 	char fsid[37];
+	int ret;
 
 	if (blkid_get_cache(&cache, "/dev/null") < 0)
 		return;
@@ -198,7 +215,9 @@ static void fs_scan_members(struct bx_fs *fs, unsigned int flags)
 
 		if (fs_has_path(fs, name))
 			continue;
-		if (device_open(name, flags, &dev)) {
+		ret = device_open(name, flags, &dev);
+		if (ret) {
+			fs->member_busy |= ret == -EBUSY;
 			snprintf(fs->scan_failures + used, sizeof(fs->scan_failures) - used, "%s%s",
 				 used ? "; " : "", bx_error_message(-EIO));
 			continue;
@@ -292,7 +311,8 @@ static int read_chunk_tree(struct bx_fs *fs)
 	if (ret < 0)
 		return bx_error_wrap(ret, "reading the chunk tree");
 	if (fs->nr_missing && !(fs->flags & BX_OPEN_DEGRADED))
-		return bx_error(-ENODEV, "filesystem has %llu missing device%s (devid %s); "
+		return bx_error(fs->member_busy ? -EBUSY : -ENODEV,
+				"filesystem has %llu missing device%s (devid %s); "
 				"name all members or attach them%s%s",
 				(unsigned long long)fs->nr_missing, fs->nr_missing > 1 ? "s" : "",
 				missing.msg, *fs->scan_failures ? "; " : "", fs->scan_failures);
@@ -394,8 +414,11 @@ int bx_fs_open(struct bx_fs **out, char *const *paths, int nr_paths, unsigned in
 	if (!ret)
 		ret = read_chunk_tree(fs);
 done:
-	if (ret)
+	/* What the devices hold is wrong: say which filesystem, by the first path named. */
+	if (ret) {
+		ret = bx_error_about(ret, paths[0]);
 		goto fail;
+	}
 	*out = fs;
 	return 0;
 fail:
@@ -407,6 +430,7 @@ void bx_fs_close(struct bx_fs *fs)
 {
 	if (!fs)
 		return;
+	bx_write_log_release(fs);
 	bx_block_cache_free(fs->cache);
 	for (size_t i = 0; i < fs->chunks.nr; i++)
 		free(fs->chunks.chunks[i]);

@@ -10,8 +10,10 @@
 #include <stdint.h>
 
 #include "kernel-shared/ctree.h"
+#include "kernel-shared/fault.h"
 
 struct bx_block_cache;
+struct bx_unflushed;
 
 /* Chunks with more stripes than this are refused (no real array has them). */
 #define BX_MAX_STRIPES 256
@@ -88,7 +90,7 @@ enum bx_open_flags {
 	BX_OPEN_NO_SCAN = 1 << 1,     /* use only the named devices */
 	BX_OPEN_DEGRADED = 1 << 2,    /* allow missing devices */
 	BX_OPEN_SB_ONLY = 1 << 3,     /* stop after the superblocks */
-	BX_OPEN_EXCL = 1 << 4,        /* O_EXCL on block devices */
+	BX_OPEN_EXCL = 1 << 4,        /* claim every member: O_EXCL, flock (common/offline.h) */
 };
 
 struct bx_fs {
@@ -108,8 +110,12 @@ struct bx_fs {
 	bool readahead;               /* forward readahead on tree walks */
 	unsigned int flags;
 	char scan_failures[512];      /* members found by fsid that could not be opened */
+	bool member_busy;             /* ... one because another program holds it */
 	uint64_t nr_writes;           /* writes done through the write path */
-	uint64_t fault_after_writes;  /* crash tests: fail every write after this many */
+	struct bx_fault_plan fault;   /* crash tests; all zero: off */
+	struct bx_unflushed *unflushed; /* with a plan that drops: what they overwrote */
+	size_t nr_unflushed;
+	uint64_t first_unflushed_write; /* the write the oldest of them belongs to */
 };
 
 /*

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,41 +13,254 @@
 #include "kernel-shared/csum.h"
 #include "kernel-shared/write.h"
 
-static int fault_injected(struct bx_fs *fs)
+/* ---- crash simulation (kernel-shared/fault.h) ---- */
+
+/* A write not yet flushed, and what it overwrote, so a simulated crash can lose it. */
+struct bx_unflushed {
+	struct bx_device *dev;
+	uint64_t physical;
+	size_t len;
+	uint8_t *old;
+};
+
+static int parse_count(const char *name, const char *value, uint64_t *out)
 {
-	if (!fs->fault_after_writes || fs->nr_writes < fs->fault_after_writes)
+	char *end;
+
+	*out = 0;
+	if (!value || !*value)
 		return 0;
-	return bx_error(-EIO, "write stopped by fault injection after %llu writes",
-			(unsigned long long)fs->nr_writes);
+	errno = 0;
+	*out = strtoull(value, &end, 10);
+	if (errno || *end || *value == '-')
+		return bx_error(-EINVAL, "%s=%s: not a number of writes (0: off)", name, value);
+	return 0;
 }
 
-int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, size_t len,
-		      uint64_t physical)
+static int parse_drop_list(const char *value, struct bx_fault_plan *plan)
+{
+	const char *p = value;
+
+	if (!strcmp(value, "all")) {
+		plan->drop_all = true;
+		return 0;
+	}
+	while (*p) {
+		char *end;
+		unsigned long k;
+
+		errno = 0;
+		k = strtoul(p, &end, 10);
+		if (errno || end == p || k < 1 || k > BX_FAULT_MAX_LISTED || (*end && *end != ','))
+			return bx_error(-EINVAL, "BTRFSX_FAULT_DROP_UNFLUSHED=%s: 'all' or a list of "
+					"numbers from 1 to %d", value, BX_FAULT_MAX_LISTED);
+		plan->drop_mask |= 1ULL << (k - 1);
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+int bx_fault_plan_parse(struct bx_fault_plan *plan, const char *after_writes,
+			const char *drop_unflushed, const char *pause_before_write)
+{
+	int ret;
+
+	memset(plan, 0, sizeof(*plan));
+	ret = parse_count("BTRFSX_FAULT_AFTER_WRITES", after_writes, &plan->after_writes);
+	if (!ret)
+		ret = parse_count("BTRFSX_FAULT_PAUSE_BEFORE_WRITE", pause_before_write,
+				  &plan->pause_before_write);
+	if (ret || !drop_unflushed || !*drop_unflushed)
+		return ret;
+	if (!plan->after_writes)
+		return bx_error(-EINVAL, "BTRFSX_FAULT_DROP_UNFLUSHED needs "
+				"BTRFSX_FAULT_AFTER_WRITES (the crash point)");
+	return parse_drop_list(drop_unflushed, plan);
+}
+
+static int read_fully(int fd, uint8_t *buf, size_t len, uint64_t physical)
 {
 	size_t done = 0;
-	int ret = fault_injected(fs);
 
-	if (ret)
-		return ret;
+	while (done < len) {
+		ssize_t n = pread(fd, buf + done, len - done, (off_t)(physical + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0) {
+			/* Past the end of an image file: it reads as zeroes. */
+			memset(buf + done, 0, len - done);
+			break;
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int write_fully(int fd, const uint8_t *buf, size_t len, uint64_t physical)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, buf + done, len - done, (off_t)(physical + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* With a plan that drops unflushed writes: keeps what @len bytes at @physical hold now. */
+static int remember_unflushed(struct bx_fs *fs, struct bx_device *dev, size_t len,
+			      uint64_t physical)
+{
+	struct bx_unflushed *log, *rec;
+	int ret;
+
+	if (!bx_fault_drops(&fs->fault))
+		return 0;
+	log = realloc(fs->unflushed, (fs->nr_unflushed + 1) * sizeof(*log));
+	if (!log)
+		return bx_error(-ENOMEM, "out of memory");
+	fs->unflushed = log;
+	rec = &log[fs->nr_unflushed];
+	*rec = (struct bx_unflushed){ dev, physical, len, malloc(len ? len : 1) };
+	if (!rec->old)
+		return bx_error(-ENOMEM, "out of memory");
+	ret = read_fully(dev->fd, rec->old, len, physical);
+	if (ret) {
+		free(rec->old);
+		errno = -ret;
+		return bx_error(ret, "%s: reading %llu before writing it failed: %m", dev->path,
+				(unsigned long long)physical);
+	}
+	if (!fs->nr_unflushed++)
+		fs->first_unflushed_write = fs->nr_writes + 1;
+	return 0;
+}
+
+/* Flushed writes of @dev (NULL: every device) can no longer be lost. */
+static void forget_unflushed(struct bx_fs *fs, const struct bx_device *dev)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < fs->nr_unflushed; i++) {
+		if (!dev || fs->unflushed[i].dev == dev)
+			free(fs->unflushed[i].old);
+		else
+			fs->unflushed[kept++] = fs->unflushed[i];
+	}
+	fs->nr_unflushed = kept;
+	if (!kept) {
+		free(fs->unflushed);
+		fs->unflushed = NULL;
+	}
+}
+
+void bx_write_log_release(struct bx_fs *fs)
+{
+	forget_unflushed(fs, NULL);
+}
+
+static bool dropped(const struct bx_fault_plan *plan, size_t index)
+{
+	return plan->drop_all || (index < BX_FAULT_MAX_LISTED && (plan->drop_mask >> index) & 1);
+}
+
+/*
+ * The machine stops now: the chosen unflushed writes never reached the disk.
+ * They were issued into disjoint ranges (a batch refuses overlaps), so putting
+ * back what they overwrote, newest first, is the same as never writing them.
+ */
+static int simulate_crash(struct bx_fs *fs)
+{
+	size_t nr = fs->nr_unflushed, nr_dropped = 0;
+	int ret = 0;
+
+	for (size_t i = nr; i-- > 0 && !ret;) {
+		const struct bx_unflushed *rec = &fs->unflushed[i];
+
+		if (!dropped(&fs->fault, i))
+			continue;
+		ret = write_fully(rec->dev->fd, rec->old, rec->len, rec->physical);
+		if (!ret && fdatasync(rec->dev->fd) < 0)
+			ret = -errno;
+		nr_dropped++;
+	}
+	forget_unflushed(fs, NULL);
+	if (ret) {
+		errno = -ret;
+		return bx_error(ret, "fault injection: losing an unflushed write failed: %m");
+	}
+	return bx_error(-EIO, "write stopped by fault injection after %llu writes (writes "
+			"%llu-%llu unflushed: %zu requests, %zu dropped)",
+			(unsigned long long)fs->nr_writes,
+			(unsigned long long)fs->first_unflushed_write,
+			(unsigned long long)fs->nr_writes, nr, nr_dropped);
+}
+
+/* Before each write: the stop (once reached, every write fails) and the pause. */
+static int fault_before_write(struct bx_fs *fs)
+{
+	const struct bx_fault_plan *plan = &fs->fault;
+
+	if (plan->after_writes && fs->nr_writes >= plan->after_writes)
+		return bx_error(-EIO, "write stopped by fault injection after %llu writes",
+				(unsigned long long)fs->nr_writes);
+	if (plan->pause_before_write == fs->nr_writes + 1)
+		raise(SIGSTOP);
+	return 0;
+}
+
+/* After each write, before its flush: the stop, when unflushed writes are to be lost. */
+static int fault_after_write(struct bx_fs *fs)
+{
+	fs->nr_writes++;
+	if (bx_fault_drops(&fs->fault) && fs->nr_writes == fs->fault.after_writes)
+		return simulate_crash(fs);
+	return 0;
+}
+
+/* ---- writes ---- */
+
+static int check_writable(struct bx_device *dev, size_t len, uint64_t physical)
+{
 	if (!dev->writable)
 		return bx_error(-EROFS, "%s: opened read-only", dev->path);
 	if (physical + len > dev->size)
 		return bx_error(-ENOSPC, "%s: write at %llu beyond the end of the device", dev->path,
 				(unsigned long long)physical);
-	while (done < len) {
-		ssize_t n = pwrite(dev->fd, (const uint8_t *)buf + done, len - done,
-				   (off_t)(physical + done));
+	return 0;
+}
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return bx_error(n < 0 ? -errno : -EIO, "%s: write at %llu failed: %m",
-					dev->path, (unsigned long long)(physical + done));
-		done += (size_t)n;
+int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, size_t len,
+		      uint64_t physical)
+{
+	int ret = fault_before_write(fs);
+
+	if (!ret)
+		ret = check_writable(dev, len, physical);
+	if (!ret)
+		ret = remember_unflushed(fs, dev, len, physical);
+	if (ret)
+		return ret;
+	ret = write_fully(dev->fd, buf, len, physical);
+	if (ret) {
+		errno = -ret;
+		return bx_error(ret, "%s: write at %llu failed: %m", dev->path,
+				(unsigned long long)physical);
 	}
+	ret = fault_after_write(fs);
+	if (ret)
+		return ret;
 	if (fdatasync(dev->fd) < 0)
 		return bx_error(-errno, "%s: flush failed: %m", dev->path);
-	fs->nr_writes++;
+	forget_unflushed(fs, dev);
 	return 0;
 }
 
@@ -205,15 +419,14 @@ static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t n
 	struct iovec iov[IOV_MAX];
 	uint64_t at = reqs[0].physical, end = reqs[nr - 1].physical + reqs[nr - 1].len;
 	size_t first = 0;
-	int ret = fault_injected(fs);
+	int ret = fault_before_write(fs);
 
+	if (!ret)
+		ret = check_writable(dev, end - at, at);
+	for (size_t i = 0; i < nr && !ret; i++)
+		ret = remember_unflushed(fs, dev, reqs[i].len, reqs[i].physical);
 	if (ret)
 		return ret;
-	if (!dev->writable)
-		return bx_error(-EROFS, "%s: opened read-only", dev->path);
-	if (end > dev->size)
-		return bx_error(-ENOSPC, "%s: write at %llu beyond the end of the device", dev->path,
-				(unsigned long long)reqs[nr - 1].physical);
 	for (size_t i = 0; i < nr; i++)
 		iov[i] = (struct iovec){ (void *)reqs[i].buf, reqs[i].len };
 	while (at < end) {
@@ -237,8 +450,7 @@ static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t n
 			}
 		}
 	}
-	fs->nr_writes++;
-	return 0;
+	return fault_after_write(fs);
 }
 
 struct flush_job {
@@ -316,6 +528,8 @@ int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch)
 	}
 	if (!ret)
 		ret = flush_devices(jobs, nr_jobs);
+	if (!ret)
+		forget_unflushed(fs, NULL);
 out:
 	free(jobs);
 	batch->nr = 0;

@@ -5,9 +5,9 @@
  * (fdatasync) before the next one starts, tree blocks are written one
  * mirror at a time, superblocks after the trees they point into.
  *
- * Fault injection for crash tests: with fs->fault_after_writes = N > 0, the
- * N-th write completes and every later write fails with -EIO, as if the
- * machine had stopped there.
+ * Crash tests: fs->fault (kernel-shared/fault.h) stops the machine after a
+ * chosen write, optionally losing the writes not yet flushed at that point,
+ * or pauses before one.
  */
 #ifndef BTRFSX_WRITE_H
 #define BTRFSX_WRITE_H
@@ -17,6 +17,9 @@
 
 #include "kernel-shared/btree.h"
 #include "kernel-shared/volumes.h"
+
+/* Frees what the crash simulation kept of writes not yet flushed (bx_fs_close). */
+void bx_write_log_release(struct bx_fs *fs);
 
 /* Writes and flushes @len bytes at @physical of @dev. */
 int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, size_t len,

@@ -183,7 +183,7 @@ def test_unparsable_stat(raid1, run_btrfsx, tmp_path):
     (["-i", "abc"], "invalid interval 'abc'"),
     (["-c", "0"], "invalid count '0'"),
     (["-c", "x"], "invalid count 'x'"),
-    (["--bogus"], "invalid option"),
+    (["--bogus"], "unknown option '--bogus'"),
 ])
 def test_usage_errors(run_btrfsx, args, message):
     rc, out, err = run_btrfsx("device", "io-stats", *args, "/", check=2)

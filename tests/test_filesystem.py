@@ -324,3 +324,33 @@ def test_errors(tmp_path, run_btrfsx):
     doc = json.loads(run_btrfsx("--format", "json", "filesystem", "usage", junk,
                                 check=1)[1])
     assert doc["error"]["code"] > 0
+
+
+# --------------------------------------------------------------------------- damaged images
+
+def test_usage_refuses_device_item_larger_than_device(run_btrfsx, tmp_path):
+    """A device item claiming 4 EiB on a 256 MiB image (found by fuzz_item,
+    corpus regress-usage-huge-device-item): refused as the kernel refuses to
+    mount it; the allocator model used to simulate chunks up to that size."""
+    from base_images import DEV_ITEM, base_image, bximage
+
+    img = base_image("00-single-crc32c")
+    patches = bximage.patch_items(
+        img, DEV_ITEM, lambda body, oid, off: body[:8] + (1 << 62).to_bytes(8, "little") + body[16:])
+    members = img.write(patches, tmp_path)
+    rc, out, err = run_btrfsx("filesystem", "usage", *map(str, members), check=1)
+    assert "device item claims 4611686018427387904 bytes" in err, err
+
+
+def test_usage_block_groups_used_beyond_their_size(run_btrfsx, tmp_path):
+    """Block groups of a RAID5 filesystem claiming 2^64 - 1 bytes used (found
+    by fuzz_item, regress-usage-double-overflow): the figures progs computes
+    in doubles saturate instead of converting out of range (undefined)."""
+    from base_images import BLOCK_GROUP_ITEM, base_image, bximage
+
+    img = base_image("32-raid5-crc32c")
+    patches = bximage.patch_items(
+        img, BLOCK_GROUP_ITEM, lambda body, oid, off: b"\xff" * 8 + body[8:])
+    members = img.write(patches, tmp_path)
+    rc, out, err = run_btrfsx("filesystem", "usage", *map(str, members), check=0)
+    assert "runtime error" not in err and "Sanitizer" not in err, err

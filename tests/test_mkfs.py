@@ -5,13 +5,14 @@ btrfs-progs reads it, the trees and item types mkfs.btrfs writes, RAID5/6
 parity, refusals that write nothing, and a crash after every single write."""
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
+import crashutil
 import fsutil
 import oracle
 
@@ -52,28 +53,6 @@ def progs_check(devs):
 def forget(devs):
     for d in devs:
         subprocess.run(["btrfs", "device", "scan", "--forget", d], capture_output=True)
-
-
-def images_state(images):
-    """A fingerprint of sparse image files: where their data is and what it holds
-    (cheap for 256 MiB images that hold a few MiB; any write shows)."""
-    out = []
-    for img in images:
-        h = hashlib.sha256()
-        with open(img, "rb") as f:
-            fd, end, pos = f.fileno(), os.fstat(f.fileno()).st_size, 0
-            while pos < end:
-                try:
-                    start = os.lseek(fd, pos, os.SEEK_DATA)
-                except OSError:
-                    break
-                stop = os.lseek(fd, start, os.SEEK_HOLE)
-                h.update(f"{start}-{stop}".encode())
-                f.seek(start)
-                h.update(f.read(stop - start))
-                pos = stop
-        out.append(h.hexdigest())
-    return out
 
 
 def mount_write_read(devs, scrub=False):
@@ -314,10 +293,10 @@ def test_no_hints_default_profiles(loopdevs, btrfsx_json):
 # ---------------------------------------------------------------- refusals
 
 def refused(run_btrfsx, images, *args, msg, rc=1):
-    before = images_state(images)
+    before = fsutil.images_state(images)
     _, out, err = btrfsx_mkfs(run_btrfsx, *args, check=rc)
     assert msg in err, err
-    assert images_state(images) == before
+    assert fsutil.images_state(images) == before
     return err
 
 
@@ -335,13 +314,15 @@ def test_refuse_mounted_and_busy(loopdevs, run_btrfsx):
     with fsutil.mounted(loops.devs[:2]) as mnt:
         # mountinfo names one member; the kernel holds both exclusively.
         for member in loops.devs[:2]:
-            before = images_state(loops.images[2:])
+            before = fsutil.images_state(loops.images[2:])
             _, out, err = btrfsx_mkfs(run_btrfsx, "-f", loops.devs[2], member, check=1)
-            assert f"is mounted at {mnt}" in err or "device is busy" in err, err
-            assert images_state(loops.images[2:]) == before
+            assert f"is mounted at {mnt}" in err or f"member of the filesystem mounted at {mnt}" \
+                in err, err
+            assert fsutil.images_state(loops.images[2:]) == before
     fd = os.open(loops.devs[2], os.O_RDONLY | os.O_EXCL)
     try:
-        refused(run_btrfsx, loops.images, "-f", loops.devs[0], loops.devs[2], msg="device is busy")
+        refused(run_btrfsx, loops.images, "-f", loops.devs[0], loops.devs[2],
+                msg=f"is in use by pid {os.getpid()} (")
     finally:
         os.close(fd)
 
@@ -362,7 +343,7 @@ def test_refuse_bad_input(loopdevs, run_btrfsx, tmp_path):
     alias.symlink_to(d[0])
     refused(run_btrfsx, imgs, f"{d[0]}:m", alias, msg="named twice")
     refused(run_btrfsx, imgs, "-m", "raid1", d[0], msg="raid1 metadata needs at least 2 devices")
-    refused(run_btrfsx, imgs, "--bogus", d[0], msg="invalid option", rc=2)
+    refused(run_btrfsx, imgs, "--bogus", d[0], msg="unknown option '--bogus'", rc=2)
     refused(run_btrfsx, imgs, msg="no device given", rc=2)
     # An image file attached to a loop device is written through the loop device only.
     refused(run_btrfsx, imgs, str(imgs[0]), msg=f"attached to {d[0]}")
@@ -431,36 +412,83 @@ def try_mount(devs, options=None) -> bool:
         return False
 
 
+def primary_super(image, old_fsid) -> str:
+    """What the primary superblock of @image is now: the old filesystem's,
+    "wiped", mkfs's "unfinished" one (an incompat bit no kernel knows) or the
+    "new" one."""
+    with open(image, "rb") as f:
+        f.seek(0x10000)
+        sb = f.read(4096)
+    if sb[0x40:0x48] != b"_BHRfS_M":
+        return "wiped"
+    if sb[0x20:0x30] == old_fsid:
+        return "old"
+    return "unfinished" if int.from_bytes(sb[0xbc:0xc4], "little") >> 63 else "new"
+
+
 @pytest.mark.parametrize("ndevs,profile", [(1, "dup"), (3, "raid1"), (3, "raid5")])
 def test_crash_at_every_write(loopdevs, run_btrfsx, ndevs, profile):
-    """Stop after the N-th write for every N, over an old filesystem: nothing
-    mounts (not even degraded, with every member present), or everything does
-    and is complete: files written and read back, btrfs check clean."""
+    """Over an old filesystem, stop after the N-th write for every N, also
+    losing the writes not yet flushed (crashutil.sweep). Every state is the
+    old filesystem whole (mounts, files intact, btrfs check clean) or no
+    filesystem the kernel mounts (not even degraded): the new one appears
+    only complete, with the run that does every write, though btrfs check
+    passes on a member whose final superblock is written (its trees are all
+    there). The kernel reads only primary superblocks to mount, so
+    it is asked once for each combination of them."""
     loops = loopdevs(ndevs, size=SIZE)
-    devs = loops.devs
-    n = 0
-    while True:
-        n += 1
-        fsutil.mkfs(devs, data="single", metadata="dup" if ndevs == 1 else "raid1")
+    devs, images = loops.devs, loops.images
+    old_fsid = uuid.UUID(fsutil.mkfs(devs, data="single",
+                                     metadata="dup" if ndevs == 1 else "raid1")).bytes
+    with fsutil.mounted(devs) as mnt:
+        manifest = fsutil.fill_files(mnt, big_files=1, big_size=256 * 1024, small_files=4,
+                                     nodatasum_size=4096)
+    pristine = crashutil.Snapshot(images)
+    kernel_asked: dict[tuple, bool] = {}
+    old_states = set()
+
+    def reset():
         forget(devs)
+        pristine.restore()
+
+    def run(env):
         rc, out, err = btrfsx_mkfs(run_btrfsx, "-f", "-q", "-m", profile, "-d", profile, *devs,
-                                   check=False, env={"BTRFSX_FAULT_AFTER_WRITES": n})
-        fsutil.device_scan(devs)
-        if rc == 0:
-            break
-        assert rc == 1 and f"fault injection after {n} writes" in err, err
-        assert n < 40
-        if try_mount(devs):
-            # Complete: only possible once every superblock is final.
-            mount_write_read(devs)
-            progs_check(devs)
-        elif ndevs > 1:
-            assert not try_mount(devs, "degraded")
+                                   check=False, env=env)
+        return rc, err
+
+    def verify(point):
+        supers = tuple(primary_super(img, old_fsid) for img in images)
+        assert "new" not in supers or "unfinished" in supers, (point, supers)
+        if supers == ("old",) * ndevs:
+            state = tuple(fsutil.images_state(images))
+            if state not in old_states:
+                old_states.add(state)
+                progs_check(devs)
+                with fsutil.mounted(devs) as mnt:
+                    assert not fsutil.verify_manifest(mnt, manifest), point
+            return
+        # The trees are complete before the first superblock is written: btrfs
+        # check of a finished member passes; of an old one it may (the old
+        # filesystem less its wiped members); of any other member it fails.
+        p = subprocess.run(["btrfs", "check", "--readonly", devs[0]], capture_output=True)
+        assert p.returncode != 0 or supers[0] in ("old", "new"), (point, supers)
+        if supers not in kernel_asked:
+            fsutil.device_scan(devs)
+            kernel_asked[supers] = try_mount(devs) or (
+                "old" not in supers and try_mount(devs, "degraded"))
+        assert not kernel_asked[supers], (point, supers)
+
+    tally = crashutil.sweep(reset, run, verify)
+    reset()
+    assert run({})[0] == 0
+    fsutil.device_scan(devs)
     progs_check(devs)
     mount_write_read(devs)
     progs_check(devs)
-    # Wipes, tree blocks, and three rounds of superblocks: a handful per device.
-    assert n <= 8 * ndevs + 8
+    # Wipes, tree blocks, then three rounds of superblocks, each its own batch.
+    assert len(tally.batches) == 5 and tally.writes <= 8 * ndevs + 8
+    assert tally.max_unflushed > ndevs
+    print(f"mkfs {ndevs} {profile}: {tally}")
 
 
 # ---------------------------------------------------------------- the command line

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import crashutil
 import fsutil
 import oracle
 
@@ -112,37 +113,74 @@ def test_guard_rails(loopdevs, run_btrfsx):
     assert progs_dev_type(two.devs, 1) == 3
 
 
-def image_state(images):
-    return [fsutil.sha256_file(i) for i in images]
+CRASH_LAYOUTS = {
+    # One device, dup metadata: two leaf copies, two superblock copies.
+    "dup": dict(sizes=["256M"], data="single", metadata="dup", devid=1),
+    # The hint set on a device larger than 256 GiB (sparse): three superblock
+    # copies; raid1c3 metadata: three leaf copies, one on each device.
+    "raid1c3": dict(sizes=["260G", "256M", "256M"], data="single", metadata="raid1c3", devid=1),
+}
 
 
-def test_crash_at_every_write(loopdevs, run_btrfsx, tmp_path):
-    """Stop after the N-th write for every N: each result passes btrfs check,
-    mounts, and holds the old or the new hint on every copy that is read."""
-    loops = loopdevs(1)
-    fsutil.mkfs(loops.devs, data="single", metadata="dup")
-    dev, image = loops.devs[0], loops.images[0]
-    pristine = tmp_path / "pristine.img"
-    shutil.copyfile(image, pristine)
-    n = 0
-    while True:
-        n += 1
-        shutil.copyfile(pristine, image)
-        rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "metadata_preferred",
-                                  check=False, env={"BTRFSX_FAULT_AFTER_WRITES": n})
-        if rc == 0:
-            break
-        assert rc == 1 and f"fault injection after {n} writes" in err, err
-        assert progs_dev_type([dev], 1) in (0, 1)
-        assert set(progs_super_types(dev)) <= {0, 1}
-        progs_check([dev])
-        with fsutil.mounted([dev]) as mnt:
-            (Path(mnt) / "after-crash").write_text(str(n))
-        progs_check([dev])
-    # Two copies of the chunk tree leaf (dup) and two superblock copies:
-    # stops after writes 1, 2 and 3 were tried, the 4th run wrote everything.
-    assert n == 4
-    assert progs_dev_type([dev], 1) == 1 and progs_super_types(dev) == [1, 1]
+@pytest.mark.parametrize("layout", sorted(CRASH_LAYOUTS))
+def test_crash_at_every_write(loopdevs, run_btrfsx, tmp_path, layout):
+    """Stop after the N-th write for every N, with and without losing the
+    writes not yet flushed: every 4 KiB of every image holds its old or its
+    new content, btrfs check passes, the kernel mounts it with every file
+    intact, and every copy that is read holds the old or the new hint."""
+    lay = CRASH_LAYOUTS[layout]
+    loops = loopdevs(sizes=lay["sizes"])
+    devs, images, devid = loops.devs, loops.images, lay["devid"]
+    fsutil.mkfs(devs, data=lay["data"], metadata=lay["metadata"])
+    with fsutil.mounted(devs) as mnt:
+        manifest = fsutil.fill_files(mnt, big_files=1, small_files=6)
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
+    for img in images:
+        crashutil.copy_sparse(img, old / img.name)
+    pristine = crashutil.Snapshot(images)
+    run_btrfsx("property", "set", devs[devid - 1], "allocation_hint", "metadata_preferred")
+    for img in images:
+        crashutil.copy_sparse(img, new / img.name)
+    seen = set()
+
+    def reset():
+        pristine.restore()
+
+    def run(env):
+        rc, out, err = run_btrfsx("property", "set", devs[devid - 1], "allocation_hint",
+                                  "metadata_preferred", check=False, env=env)
+        return rc, err
+
+    def verify(point):
+        state = tuple(fsutil.images_state(images))
+        if state in seen:
+            return      # the same bytes as a state already checked
+        seen.add(state)
+        for img in images:
+            assert not crashutil.mixed_blocks(img, old / img.name, new / img.name), point
+        assert progs_dev_type(devs, devid) in (0, 1), point
+        assert set(progs_super_types(devs[devid - 1])) <= {0, 1}, point
+        progs_check(devs)
+        with fsutil.mounted(devs) as mnt:
+            assert not fsutil.verify_manifest(mnt, manifest), point
+
+    tally = crashutil.sweep(reset, run, verify)
+    nr_leaf_copies = 2 if layout == "dup" else 3
+    assert tally.writes == nr_leaf_copies + len(progs_super_types(devs[devid - 1]))
+    # Every write is flushed before the next one: only ever one to lose.
+    assert tally.max_unflushed == 1
+    assert tally.points == 2 * tally.writes - 1
+    # Losing the one unflushed write is stopping one write earlier.
+    assert len(seen) == tally.writes
+    print(f"property set {layout}: {tally}")
+    # Run again after a stop anywhere, the change completes on every copy.
+    for n in range(1, tally.writes):
+        reset()
+        run(crashutil.Point(n).env())
+        run_btrfsx("property", "set", devs[devid - 1], "allocation_hint", "metadata_preferred")
+        assert fsutil.images_state(images) == fsutil.images_state(
+            [new / img.name for img in images]), n
 
 
 def test_mounted_without_kernel_support(loopdevs, run_btrfsx, btrfsx_json):
@@ -275,17 +313,17 @@ def test_bad_objects(run_btrfsx, tmp_path, loopdevs):
 def test_missing_member_refused(loopdevs, run_btrfsx):
     loops = loopdevs(3)
     fsutil.mkfs(loops.devs, data="single", metadata="raid1")
-    before = image_state(loops.images)
+    before = fsutil.images_state(loops.images)
     subprocess.run(["losetup", "-d", loops.devs[2]], check=True)
     rc, out, err = run_btrfsx("property", "set", loops.devs[0], "allocation_hint", "m", check=1)
     assert "missing device (devid 3)" in err
-    assert image_state(loops.images) == before
+    assert fsutil.images_state(loops.images) == before
 
 
 def test_image_file_attached_or_read_only(loopdevs, run_btrfsx, tmp_path):
     loops = loopdevs(1)
     fsutil.mkfs(loops.devs, data="single", metadata="dup")
-    before = image_state(loops.images)
+    before = fsutil.images_state(loops.images)
     rc, out, err = run_btrfsx("property", "set", loops.images[0], "allocation_hint", "m", check=1)
     assert f"attached to {loops.devs[0]}" in err
     ro = fsutil.attach_loop(loops.images[0], read_only=True)
@@ -294,7 +332,7 @@ def test_image_file_attached_or_read_only(loopdevs, run_btrfsx, tmp_path):
     finally:
         fsutil.detach_loop(ro)
     assert "cannot open" in err and ro in err
-    assert image_state(loops.images) == before
+    assert fsutil.images_state(loops.images) == before
 
 
 def test_filesystem_show(three_devs, run_btrfsx, btrfsx_json):
@@ -322,12 +360,12 @@ def test_filesystem_show(three_devs, run_btrfsx, btrfsx_json):
 
 def test_busy_device_refused(three_devs, run_btrfsx):
     """A member another program holds open exclusively is not written."""
-    before = image_state(three_devs.images)
+    before = fsutil.images_state(three_devs.images)
     fd = os.open(three_devs.devs[1], os.O_RDONLY | os.O_EXCL)
     try:
         rc, out, err = run_btrfsx("property", "set", three_devs.devs[0], "allocation_hint", "m",
                                   check=1)
     finally:
         os.close(fd)
-    assert "device is busy" in err
-    assert image_state(three_devs.images) == before
+    assert f"{three_devs.devs[1]}: is in use by pid {os.getpid()} (" in err
+    assert fsutil.images_state(three_devs.images) == before
