@@ -194,6 +194,11 @@ int bx_read_tree_block_mirror(struct bx_fs *fs, uint64_t bytenr, int mirror,
 		return bx_error(-ENOMEM, "out of memory");
 	eb->mirror = mirror;
 	*status = read_copy(fs, eb, mirror, expect);
+	if (*status == BX_EB_READ_ERROR) {
+		/* The I/O layer's message says what the read hit (a short device, EIO). */
+		bx_eb_put(eb);
+		return -EIO;
+	}
 	if (*status != BX_EB_OK) {
 		bx_eb_put(eb);
 		return bx_error(-EIO, "tree block %llu mirror %d: %s", (unsigned long long)bytenr,
@@ -216,7 +221,7 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 		       struct bx_eb **out)
 {
 	struct bx_eb **slot = cache_slot(fs, bytenr);
-	char reasons[512] = "";
+	char reasons[512] = "", read_error[256] = "";
 	size_t used = 0;
 	int copies;
 
@@ -248,13 +253,16 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 			*out = eb;
 			return 0;
 		}
+		if (status == BX_EB_READ_ERROR && !*read_error)
+			snprintf(read_error, sizeof(read_error), "; the first read: %s",
+				 bx_error_message(-EIO));
 		used += (size_t)snprintf(reasons + used, sizeof(reasons) - used, "%smirror %d: %s",
 					 "; ", mirror, bx_eb_status_str(status));
 		if (used >= sizeof(reasons))
 			used = sizeof(reasons) - 1;
 	}
-	return bx_error(-EIO, "tree block %llu: no good copy (%s)", (unsigned long long)bytenr,
-			reasons + 2);
+	return bx_error(-EIO, "tree block %llu: no good copy (%s%s)", (unsigned long long)bytenr,
+			reasons + 2, read_error);
 }
 
 int bx_find_root(struct bx_fs *fs, uint64_t objectid, struct bx_root *root)

@@ -16,6 +16,8 @@
 
 #define PATH_MAX_LEN 4096
 #define MAX_DEPTH 256
+/* The longest name btrfs stores (BTRFS_NAME_LEN); a longer one is corrupt. */
+#define NAME_MAX_LEN 255
 
 struct data_ref {
 	uint64_t root;
@@ -147,7 +149,10 @@ static int prepend(char *buf, size_t *pos, const char *name, size_t len)
 	return 0;
 }
 
-/* The first INODE_REF or INODE_EXTREF of @ino: its parent directory and name. */
+/*
+ * The first INODE_REF or INODE_EXTREF of @ino: its parent directory and name
+ * (@name holds NAME_MAX_LEN bytes).
+ */
 static int inode_parent(struct bx_fs *fs, const struct bx_root *root, uint64_t ino,
 			uint64_t *parent, char *name, size_t *name_len)
 {
@@ -173,7 +178,7 @@ static int inode_parent(struct bx_fs *fs, const struct bx_root *root, uint64_t i
 			const struct btrfs_inode_ref *ref = (const void *)item;
 
 			len = le16toh(ref->name_len);
-			if (sizeof(*ref) + len <= size) {
+			if (sizeof(*ref) + len <= size && len <= NAME_MAX_LEN) {
 				*parent = key.offset;
 				memcpy(name, ref + 1, len);
 				ret = 0;
@@ -183,7 +188,7 @@ static int inode_parent(struct bx_fs *fs, const struct bx_root *root, uint64_t i
 			const struct btrfs_inode_extref *ref = (const void *)item;
 
 			len = le16toh(ref->name_len);
-			if (sizeof(*ref) + len <= size) {
+			if (sizeof(*ref) + len <= size && len <= NAME_MAX_LEN) {
 				*parent = le64toh(ref->parent_objectid);
 				memcpy(name, ref + 1, len);
 				ret = 0;
@@ -197,7 +202,7 @@ static int inode_parent(struct bx_fs *fs, const struct bx_root *root, uint64_t i
 	return ret;
 }
 
-/* Where subvolume @root_id sits: its parent tree, directory and name. */
+/* Where subvolume @root_id sits: its parent tree, directory and name (NAME_MAX_LEN bytes). */
 static int subvol_parent(struct bx_fs *fs, uint64_t root_id, uint64_t *parent_root,
 			 uint64_t *dirid, char *name, size_t *name_len)
 {
@@ -220,7 +225,9 @@ static int subvol_parent(struct bx_fs *fs, uint64_t root_id, uint64_t *parent_ro
 		bx_item_key(leaf, slot, &key);
 		ret = -ENOENT;
 		if (key.objectid == root_id && key.type == BTRFS_ROOT_BACKREF_KEY &&
-		    bx_item_size(leaf, slot) >= sizeof(*ref) + le16toh(ref->name_len)) {
+		    bx_item_size(leaf, slot) >= sizeof(*ref) &&
+		    bx_item_size(leaf, slot) >= sizeof(*ref) + le16toh(ref->name_len) &&
+		    le16toh(ref->name_len) <= NAME_MAX_LEN) {
 			*parent_root = key.offset;
 			*dirid = le64toh(ref->dirid);
 			*name_len = le16toh(ref->name_len);
@@ -246,7 +253,7 @@ static int inode_path(struct bx_fs *fs, uint64_t root_id, uint64_t ino, char **o
 	buf[pos] = '\0';
 	for (int depth = 0; depth < MAX_DEPTH && !ret; depth++) {
 		struct bx_root root;
-		char name[256];
+		char name[NAME_MAX_LEN];
 		size_t len;
 		uint64_t parent;
 

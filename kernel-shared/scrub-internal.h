@@ -96,9 +96,13 @@ struct scrub_ctx {
 	uint64_t bytes_done;          /* atomic */
 	int fatal;                    /* first error that stopped a thread */
 	char fatal_msg[512];
+	uint64_t failed_repairs;      /* repair writes that failed (under lock) */
+	char first_repair_error[512];
 	volatile int stop;            /* set when a thread failed: the others end too */
 	pthread_cond_t done_cond;     /* signalled when a thread ends */
 	unsigned int active_readers;  /* device readers not yet done (atomic) */
+	uint64_t io_budget;           /* read buffers the device readers share */
+	uint64_t raid56_budget;       /* read buffers of the RAID5/6 pass */
 	int running;                  /* threads not yet ended (under lock) */
 };
 

@@ -159,6 +159,10 @@ int scrub_write(struct scrub_ctx *ctx, struct bx_device *dev, const void *buf, s
 
 	pthread_mutex_lock(&ctx->lock);
 	ret = bx_write_physical(ctx->fs, dev, buf, len, physical);
+	/* The copy stays bad and is counted uncorrectable; the cause is told once, at the end. */
+	if (ret && !ctx->failed_repairs++)
+		snprintf(ctx->first_repair_error, sizeof(ctx->first_repair_error), "%s",
+			 bx_error_message(ret));
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }
@@ -517,6 +521,26 @@ static void report_progress(struct scrub_ctx *ctx, struct scrub_thread *threads,
 	ctx->opts->progress(ctx->opts->progress_arg, &p);
 }
 
+/*
+ * The read buffer budget: the RAID5/6 pass reads every member at once, the
+ * device readers one device each; when both run, the RAID5/6 pass (usually
+ * the data) gets three quarters.
+ */
+static void split_budget(struct scrub_ctx *ctx, bool any_raid56)
+{
+	uint64_t budget = ctx->opts->memory_bytes ? ctx->opts->memory_bytes :
+						    BX_SCRUB_DEFAULT_MEMORY;
+
+	if (budget < BX_SCRUB_MIN_MEMORY)
+		budget = BX_SCRUB_MIN_MEMORY;
+	ctx->io_budget = budget;
+	ctx->raid56_budget = 0;
+	if (any_raid56) {
+		ctx->raid56_budget = ctx->active_readers ? budget / 4 * 3 : budget;
+		ctx->io_budget = budget - ctx->raid56_budget;
+	}
+}
+
 static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, double start)
 {
 	struct bx_fs *fs = ctx->fs;
@@ -542,6 +566,7 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 		}
 		ctx->active_readers += reads;
 	}
+	split_budget(ctx, any_raid56);
 	for (size_t i = 0; i < nr && !ret; i++) {
 		struct scrub_thread *t = &threads[i];
 
@@ -565,6 +590,8 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 	}
 	if (ret)
 		ctx->stop = 1;
+	else
+		report_progress(ctx, threads, nr, res, start);
 	pthread_mutex_lock(&ctx->lock);
 	while (ctx->running > 0) {
 		struct timespec until;
@@ -600,9 +627,52 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 
 /* ---- the run ---- */
 
+/* Bytes one stripe of @chunk takes on its device. */
+static uint64_t stripe_size(const struct bx_chunk *chunk)
+{
+	uint64_t data_stripes = 1;
+
+	if (chunk->type & BTRFS_BLOCK_GROUP_RAID0)
+		data_stripes = (uint64_t)chunk->num_stripes;
+	else if ((chunk->type & BTRFS_BLOCK_GROUP_RAID10) && chunk->sub_stripes > 0)
+		data_stripes = (uint64_t)(chunk->num_stripes / chunk->sub_stripes);
+	else if (chunk->type & BTRFS_BLOCK_GROUP_RAID5)
+		data_stripes = (uint64_t)chunk->num_stripes - 1;
+	else if (chunk->type & BTRFS_BLOCK_GROUP_RAID6)
+		data_stripes = (uint64_t)chunk->num_stripes - 2;
+	return chunk->length / (data_stripes ? data_stripes : 1);
+}
+
+/*
+ * Every stripe of a present device must end within the size its device item
+ * records (the kernel refuses to mount otherwise). A truncated device (its
+ * file shorter than that) is scrubbed, its missing end read as errors; but a
+ * chunk claiming exabytes would have the scrub walk them window by window.
+ */
+static int check_stripes(const struct bx_chunk *chunk)
+{
+	uint64_t size = stripe_size(chunk);
+
+	for (int s = 0; s < chunk->num_stripes; s++) {
+		const struct bx_device *dev = chunk->stripes[s].dev;
+		uint64_t total = dev ? le64toh(dev->item.total_bytes) : 0;
+		uint64_t physical = chunk->stripes[s].physical;
+
+		if (dev && (physical > total || size > total - physical))
+			return bx_error(-EUCLEAN, "chunk %llu: its stripe on devid %llu ends at %llu, "
+					"beyond the device's %llu bytes",
+					(unsigned long long)chunk->logical,
+					(unsigned long long)dev->devid,
+					(unsigned long long)(physical + size),
+					(unsigned long long)total);
+	}
+	return 0;
+}
+
 static int check_supported(const struct bx_fs *fs)
 {
 	uint64_t incompat = le64toh(fs->sb.incompat_flags);
+	int ret;
 
 	if (incompat & BTRFS_FEATURE_INCOMPAT_EXTENT_TREE_V2)
 		return bx_error(-EOPNOTSUPP, "extent tree v2 filesystems are not supported");
@@ -624,6 +694,9 @@ static int check_supported(const struct bx_fs *fs)
 			return bx_error(-EOPNOTSUPP, "chunk %llu has stripe length %llu; only 64KiB "
 					"is supported", (unsigned long long)chunk->logical,
 					(unsigned long long)chunk->stripe_len);
+		ret = check_stripes(chunk);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
@@ -785,6 +858,14 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 out:
 	/* Tree reads that fell back to another mirror warned; the result says more. */
 	bx_warnings_truncate(nr_warnings);
+	for (size_t i = 0; !ret && i < (*out)->nr_devs; i++)
+		if ((*out)->devs[i].missing)
+			bx_warn("devid %llu is missing: its copies were not scrubbed",
+				(unsigned long long)(*out)->devs[i].devid);
+	if (ctx.failed_repairs)
+		bx_warn("%llu repair write%s failed, the first: %s",
+			(unsigned long long)ctx.failed_repairs, ctx.failed_repairs > 1 ? "s" : "",
+			ctx.first_repair_error);
 	pthread_cond_destroy(&ctx.done_cond);
 	pthread_mutex_destroy(&ctx.lock);
 	free(ctx.errors);

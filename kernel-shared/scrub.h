@@ -173,16 +173,28 @@ struct bx_scrub_opts {
 	bool readonly;              /* find, do not write */
 	bool readahead;             /* forward readahead on the extent and csum tree walks */
 	/*
-	 * Called from the calling thread about every @progress_interval seconds
-	 * while the scrub runs, and once at the end.
+	 * Called from the calling thread once the readers have started, about
+	 * every @progress_interval seconds while the scrub runs, and once at the
+	 * end.
 	 */
 	void (*progress)(void *arg, const struct bx_scrub_progress *p);
 	void *progress_arg;
 	double progress_interval;   /* 0: 0.5 s */
 	const volatile int *cancel; /* set non-zero to stop early (checked often) */
-	uint32_t request_bytes;     /* one read; 0: 4 MiB (RAID5/6: 1 MiB per device) */
-	uint32_t requests_per_dev;  /* reads in flight per device; 0: 2 to 16, 48 MiB in all */
+	uint32_t request_bytes;     /* one read; 0: from @memory_bytes, at most 4 MiB */
+	uint32_t requests_per_dev;  /* reads in flight per device; 0: from @memory_bytes */
+	/*
+	 * Read buffers in all, shared by the devices still reading; 0:
+	 * BX_SCRUB_DEFAULT_MEMORY. More in flight reads faster where the
+	 * storage is deep (virtual disks, arrays) and costs that much memory.
+	 */
+	uint64_t memory_bytes;
 };
+
+/* Keeps a default run under 64 MiB resident, program and planning included. */
+#define BX_SCRUB_DEFAULT_MEMORY (48ull << 20)
+/* The least a run can work with: two 64 KiB reads per device. */
+#define BX_SCRUB_MIN_MEMORY (1ull << 20)
 
 /*
  * Scrubs the open filesystem @fs (opened with BX_OPEN_WRITE unless

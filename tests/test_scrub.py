@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import struct
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+import crashutil
 import fsutil
 import oracle
 
@@ -56,19 +59,21 @@ def scrub(run_btrfsx, state_env):
     return _scrub
 
 
-def kernel_scrub(devs, readonly=True):
+def kernel_scrub(devs, readonly=True, degraded=False):
     """The kernel's scrub of the filesystem on loop devices @devs:
     {devid: {counter: value}} and the exit code. Read-only: mounted -o ro and
-    scrubbed with -r, so nothing is written."""
-    with fsutil.mounted(devs, options="ro" if readonly else None) as mnt:
+    scrubbed with -r, so nothing is written. Degraded: mounted -o degraded,
+    a missing member's counters left out."""
+    options = ",".join(o for o, on in (("ro", readonly), ("degraded", degraded)) if on)
+    with fsutil.mounted(devs, options=options or None) as mnt:
         args = ["btrfs", "scrub", "start", "-B", "-R", "-d"] + (["-r"] if readonly else [])
         p = subprocess.run(args + [str(mnt)], capture_output=True, text=True)
     out: dict[int, dict[str, int]] = {}
     cur = None
     for line in p.stdout.splitlines():
-        m = re.match(r"Scrub device .* \(id (\d+)\)", line)
+        m = re.match(r"Scrub device (.*) \(id (\d+)\)", line)
         if m:
-            cur = out.setdefault(int(m.group(1)), {})
+            cur = out.setdefault(int(m.group(2)), {}) if m.group(1).strip() else None
             continue
         m = re.match(r"\s+(\w+): (\d+)$", line)
         if m and cur is not None:
@@ -96,9 +101,9 @@ def wait_detached(images, timeout=20.0):
     raise AssertionError(f"{images} still attached to a loop device")
 
 
-def kernel_scrub_images(images, readonly=True):
+def kernel_scrub_images(images, readonly=True, degraded=False):
     with fsutil.LoopDevices(images) as loops:
-        result = kernel_scrub(loops.devs, readonly)
+        result = kernel_scrub(loops.devs, readonly, degraded)
     wait_detached(images)
     return result
 
@@ -191,6 +196,145 @@ class Layout:
         c = self.chunk(logical)
         devid, phys, _ = c["stripes"][stripe_index]
         return devid, self.image_of[devid], phys + row * 65536 + in_stripe
+
+    def raid56_sector(self, logical):
+        """RAID5/6: ((image, physical) of the data sector at @logical,
+        [(image, physical) of P, Q in its column], its data stripe)."""
+        c = self.chunk(logical)
+        idx, row, j, off = self.raid56_row(logical)
+        nd = len(idx) - (2 if "RAID6" in c["type"] else 1)
+        data = self.stripe_phys(logical, idx[j], row, off)[1:]
+        parity = [self.stripe_phys(logical, idx[k], row, off)[1:] for k in range(nd, len(idx))]
+        return data, parity, j
+
+    def read_raid56(self, logical, length):
+        return b"".join(read_at(*self.raid56_sector(pos)[0], SECTOR)
+                        for pos in range(logical, logical + length, SECTOR))
+
+    def write_raid56(self, logical, data):
+        """Writes @data at @logical of a RAID5/6 chunk and updates P (and Q)
+        by the difference, as a read-modify-write does."""
+        for k in range(0, len(data), SECTOR):
+            (img, phys), parity, j = self.raid56_sector(logical + k)
+            new = data[k:k + SECTOR]
+            delta = xor_bytes(read_at(img, phys, SECTOR), new)
+            write_at(img, phys, new)
+            for which, (pimg, pphys) in enumerate(parity):
+                d = delta.translate(gf_mul_table(GF_EXP[j])) if which else delta
+                write_at(pimg, pphys, xor_bytes(read_at(pimg, pphys, SECTOR), d))
+
+
+def read_at(path, offset, length):
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(length)
+
+
+def write_at(path, offset, data):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+def xor_bytes(a, b):
+    return (int.from_bytes(a, "little") ^ int.from_bytes(b, "little")).to_bytes(len(a), "little")
+
+
+# GF(2^8) of Linux RAID6 (polynomial 0x11d, generator 2), for Q updates.
+GF_EXP, GF_LOG = [0] * 510, [0] * 256
+_x = 1
+for _i in range(255):
+    GF_EXP[_i] = GF_EXP[_i + 255] = _x
+    GF_LOG[_x] = _i
+    _x = (_x << 1) ^ (0x11d if _x & 0x80 else 0)
+
+
+def gf_mul_table(c):
+    """bytes.translate table multiplying by @c (non-zero)."""
+    return bytes([0] + [GF_EXP[GF_LOG[c] + GF_LOG[b]] for b in range(1, 256)])
+
+
+def _crc32c_table():
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        table.append(c)
+    return table
+
+
+CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = CRC32C_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def repack_leaf(leaf, slot, objectid):
+    """Gives item @slot of @leaf (bytes of a tree leaf) key objectid
+    @objectid and puts the items back in key order, data packed from the end."""
+    nritems = struct.unpack_from("<I", leaf, 96)[0]
+    items = []
+    for i in range(nritems):
+        oid, typ, koff, doff, size = struct.unpack_from("<QBQII", leaf, 101 + 25 * i)
+        items.append([oid, typ, koff, bytes(leaf[101 + doff:101 + doff + size])])
+    items[slot][0] = objectid
+    items.sort(key=lambda it: it[:3])
+    end = len(leaf) - 101
+    for i, (oid, typ, koff, data) in enumerate(items):
+        end -= len(data)
+        struct.pack_into("<QBQII", leaf, 101 + 25 * i, oid, typ, koff, end, len(data))
+        leaf[101 + end:101 + end + len(data)] = data
+
+
+def move_across_stripes(lay, btrfsx_json, images):
+    """Moves a leaf of the RAID5/6 metadata chunk past the last tree block
+    there, so that it crosses a 64 KiB stripe boundary (unaligned tree
+    blocks, as converted filesystems have): its header, its parent's pointer
+    and its extent item follow, checksums and parity are updated. Returns
+    its new bytenr."""
+    trees = btrfsx_json("inspect", "dump-tree", *images)["trees"]
+    level, parent, ext_item = {}, {}, {}
+    for t in trees:
+        for b in t["blocks"]:
+            level[b["bytenr"]] = b["level"]
+            for i, ptr in enumerate(b.get("ptrs", [])):
+                parent[ptr["blockptr"]] = (b["bytenr"], i)
+            for it in b.get("items", []) if t["tree"] == "extent" else []:
+                if it["key"]["type"] in (168, 169):       # EXTENT_ITEM, METADATA_ITEM
+                    ext_item[it["key"]["objectid"]] = (b["bytenr"], it["slot"])
+    meta = next(c for c in lay.chunks if c["type"].startswith("METADATA"))
+    chunk_end = meta["logical"] + meta["length"]
+    top = max(b for b in level if meta["logical"] <= b < chunk_end)
+    # The first spot past it whose middle is a 64 KiB boundary: free, since
+    # nothing is allocated after the last tree block of the chunk.
+    off = top + NODESIZE - meta["logical"] + NODESIZE // 2
+    new = meta["logical"] + (off + 65535) // 65536 * 65536 - NODESIZE // 2
+    assert new + NODESIZE <= chunk_end
+    # A leaf whose extent item sits with the last block's, not first in its
+    # leaf: with its new key it stays in that leaf, whose first key stays.
+    old = next(b for b in sorted(level, reverse=True)
+               if not level[b] and b in parent and b in ext_item and
+               ext_item[b][0] == ext_item[top][0] and ext_item[b][1] > 0)
+    blocks = {}
+
+    def block(bytenr):
+        if bytenr not in blocks:
+            blocks[bytenr] = bytearray(lay.read_raid56(bytenr, NODESIZE))
+        return blocks[bytenr]
+
+    repack_leaf(block(ext_item[old][0]), ext_item[old][1], new)
+    node, slot = parent[old]
+    struct.pack_into("<Q", block(node), 101 + 33 * slot + 17, new)   # key ptr blockptr
+    struct.pack_into("<Q", block(old), 48, new)                       # header bytenr
+    for bytenr, data in blocks.items():
+        struct.pack_into("<I", data, 0, crc32c(data[32:]))
+        lay.write_raid56(new if bytenr == old else bytenr, bytes(data))
+    return new
 
 
 def fresh_fs(tmp_path, data, metadata, n, csum="crc32c", size="512M", **fill):
@@ -447,38 +591,239 @@ def test_raid6_rebuilds(tmp_path, btrfsx_json, scrub):
     assert sha256_all(images) == pristine
 
 
-def test_crash_mid_repair_loses_nothing(tmp_path, btrfsx_json, scrub):
-    """The write path fails after the first write (as if the machine stopped):
-    every bad copy is either still bad or repaired, and the next run finishes."""
-    images, _ = fresh_fs(tmp_path, "raid1", "raid1", 2)
-    pristine = tmp_path / "pristine"
-    pristine.mkdir()
-    for img in images:
-        fsutil.run(["cp", "--sparse=always", img, str(pristine)])
+@pytest.mark.parametrize("profile,ndevs", [("raid5", 3), ("raid6", 4)])
+def test_raid56_tree_block_across_stripes(tmp_path, btrfsx_json, scrub, profile, ndevs):
+    """A tree block across a 64 KiB stripe boundary (the kernel's scrub
+    refuses those on RAID5/6): verified whole; a bad half, in either data
+    stripe, is rebuilt from parity and written back, parity left alone."""
+    images, _ = fresh_fs(tmp_path, profile, profile, ndevs)
     lay = Layout(images, btrfsx_json)
-    targets = []
-    for name, k in (("big0.bin", 1), ("big1.bin", 2), ("big2.bin", 3)):
-        devid, img, phys = lay.copies(lay.extent_of(name)[0] + k * SECTOR)[k % 2]
-        corrupt(img, phys)
-        targets.append((img, phys))
-    tcopy = lay.copies(lay.fs_root)[0]
-    corrupt(tcopy[1], tcopy[2] + 500)
-    targets.append((tcopy[1], tcopy[2]))
+    block = move_across_stripes(lay, btrfsx_json, images)
+    crafted = sha256_all(images)
+    _, doc = scrub(images, "-r", rc=0)
+    assert all(doc["scrub"]["total"][name] == 0 for name in ERROR_COUNTERS)
+    tail, head = NODESIZE // 2 + 1000, 1000
+    assert lay.raid56_sector(block)[0] != lay.raid56_sector(block + NODESIZE // 2)[0]
+    for where in (tail, head):
+        (img, phys), _, _ = lay.raid56_sector(block + where - where % SECTOR)
+        corrupt(img, phys + where % SECTOR)
+        before = sha256_all(images)
+        _, doc = scrub(images, "-r", rc=0)
+        assert sha256_all(images) == before
+        total = doc["scrub"]["total"]
+        assert total["verify_errors"] == total["corrected_errors"] == NODESIZE // SECTOR
+        assert total["uncorrectable_errors"] == total["parity_errors"] == 0
+        assert [(e["what"], e["logical"], e["fix"]) for e in doc["scrub"]["errors"]] == [
+            ("tree", block, "correctable")]
+        _, doc = scrub(images, rc=0)
+        assert [e["fix"] for e in doc["scrub"]["errors"]] == ["corrected"]
+        assert sha256_all(images) == crafted
 
-    rc, doc = scrub(images, rc=3, env={"BTRFSX_FAULT_AFTER_WRITES": "1"})
-    fixes = sorted(e["fix"] for e in doc["scrub"]["errors"])
-    assert fixes == ["corrected", "uncorrectable", "uncorrectable", "uncorrectable"]
-    repaired = 0
-    for img, phys in targets:
-        with open(img, "rb") as f, open(pristine / Path(img).name, "rb") as g:
-            f.seek(phys)
-            g.seek(phys)
-            repaired += f.read(NODESIZE) == g.read(NODESIZE)
-    assert repaired == 1
-    rc, doc = scrub(images, rc=0)
-    assert len(doc["scrub"]["errors"]) == 3
+
+@pytest.mark.parametrize("profile,ndevs", [("raid5", 3), ("raid6", 4)])
+def test_raid56_degraded(tmp_path, btrfsx_json, scrub, profile, ndevs):
+    """A member missing: the others are scrubbed, counted like the kernel's
+    scrub mounted -o degraded, and reported degraded. A bad data sector in a
+    column that lost a data stripe with the member: RAID5 cannot rebuild it
+    (exit 3, its file named), RAID6 rebuilds it from P and Q."""
+    images, _ = fresh_fs(tmp_path, profile, profile, ndevs)
+    pristine = sha256_all(images)
+    lay = Layout(images, btrfsx_json)
+    start, _ = lay.extent_of("big1.bin")
+    idx, row, j, off = lay.raid56_row(start)
+    (img, phys), _, _ = lay.raid56_sector(start)
+    gone_devid = lay.stripe_phys(start, idx[1 - j], row, 0)[0]
+    gone = lay.image_of[gone_devid]
+    present = [i for i in images if i != gone]
+
+    _, doc = scrub(present, "-r", rc=0)
+    s = doc["scrub"]
+    assert s["degraded"] is True and s["status"] == "finished"
+    assert [d["devid"] for d in s["devices"] if d["missing"]] == [gone_devid]
+    assert all(s["total"][name] == 0 for name in ERROR_COUNTERS)
+    _, kernel = kernel_scrub_images(present, degraded=True)
+    assert_same_as_kernel(doc, kernel, ["data_extents_scrubbed", "tree_extents_scrubbed",
+                                        "data_bytes_scrubbed", "tree_bytes_scrubbed",
+                                        "read_errors", "csum_errors", "verify_errors"])
+
+    corrupt(img, phys + 3)
+    before = sha256_all(present)
+    if profile == "raid5":
+        _, doc = scrub(present, "-r", rc=3)
+        assert sha256_all(present) == before
+        total = doc["scrub"]["total"]
+        assert total["csum_errors"] == total["uncorrectable_errors"] == 1
+        assert [(e["logical"], e["fix"]) for e in doc["scrub"]["errors"]] == [
+            (start, "uncorrectable")]
+        assert [f["path"] for f in doc["scrub"]["files"]] == ["/big/big1.bin"]
+        scrub(present, rc=3)
+        assert sha256_all(present) == before, "nothing can be rebuilt, nothing written"
+    else:
+        _, doc = scrub(present, "-r", rc=0)
+        total = doc["scrub"]["total"]
+        assert total["csum_errors"] == total["corrected_errors"] == 1
+        scrub(present, rc=0)
+        assert sha256_all(images) == pristine
+
+
+def start_scrub(btrfsx, devs, *opts, env):
+    """A foreground scrub in its own process, progress on stderr."""
+    return subprocess.Popen([btrfsx, "--format", "json", "scrub", "start", "--offline", "-B",
+                             "--progress", *opts, *map(str, devs)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **env})
+
+
+def interrupt_after_progress(proc):
+    """SIGINT once the scrub has shown progress (it is past opening and
+    reading); returns (exit code, JSON, stderr)."""
+    seen = b""
+    while b"scrubbed" not in seen:
+        chunk = proc.stderr.read1(4096)
+        assert chunk, f"scrub ended before showing progress: {seen!r}"
+        seen += chunk
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate()
+    return proc.returncode, json.loads(out), (seen + err).decode()
+
+
+def test_sigint_cancels(tmp_path, btrfsx, btrfsx_json, state_env):
+    """SIGINT in the middle: the run stops early, says cancelled (exit 1,
+    the status file too) and leaves a clean filesystem; in repair mode each
+    bad copy is either still bad or wholly repaired, and the next run
+    finishes the job."""
+    # 2 GB to read in 64 KiB reads (--memory 1M): seconds, while progress
+    # shows after half a second.
+    images, _ = fresh_fs(tmp_path, "raid1", "raid1", 2, size="1600M", big_files=5,
+                         big_size=200 << 20)
+    lay = Layout(images, btrfsx_json)
+    targets = {}
+    for name in ("big0.bin", "big2.bin", "big4.bin"):
+        start, length = lay.extent_of(name)
+        for k in range(0, length // SECTOR, length // SECTOR // 8):
+            devid, img, phys = lay.copies(start + k * SECTOR)[k % 2]
+            targets[(img, phys)] = read_at(img, phys, SECTOR)
+            corrupt(img, phys + 5)
+    corrupted = sha256_all(images)
+
+    for mode in (["-r"], []):
+        proc = start_scrub(btrfsx, images, "--memory", "1M", *mode, env=state_env)
+        rc, doc, err = interrupt_after_progress(proc)
+        s = doc["scrub"]
+        assert rc == 1 and "scrub cancelled" in err, err
+        assert s["status"] == "cancelled"
+        assert 0 < s["bytes_scrubbed"] < s["bytes_to_scrub"]
+        status = btrfsx_json("scrub", "status", "--offline", images[0], env=state_env)
+        assert status["scrub"]["status"] == "cancelled"
+        assert status["scrub"]["total"] == s["total"]
+        if mode:
+            assert sha256_all(images) == corrupted, "read-only run wrote"
+    fixed = 0
+    for (img, phys), was in targets.items():
+        now = read_at(img, phys, SECTOR)
+        bad = bytes(b ^ 0xff for b in was[5:21])
+        assert now in (was, was[:5] + bad + was[21:]), f"{img} {phys} half written"
+        fixed += now == was
+    assert fixed == len([e for e in s["errors"] if e["fix"] == "corrected"])
+    with fsutil.LoopDevices(images) as loops:
+        check = subprocess.run(["btrfs", "check", "--readonly", loops.devs[0]],
+                               capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+    wait_detached(images)
+    for opts in ([], ["-r"]):
+        code, out, err = fsutil.run_btrfsx("scrub", "start", "--offline", "-B", *opts, *images,
+                                           binary=btrfsx, env=state_env, fmt="json")
+        assert len(json.loads(out)["scrub"]["errors"]) == (0 if opts else len(targets) - fixed)
+    assert all(read_at(img, phys, SECTOR) == was for (img, phys), was in targets.items())
+
+
+def damage_for_crash_test(lay, images, data):
+    """Bad copies of every kind the repair writes: data sectors (raid1: on
+    either mirror; raid5: a data stripe in one row, P in the next), a tree
+    block copy, a backup superblock. Returns [(image, physical, length)]."""
+    targets = []
+    if data == "raid1":
+        for name, k in (("big0.bin", 1), ("big1.bin", 2), ("big2.bin", 3)):
+            devid, img, phys = lay.copies(lay.extent_of(name)[0] + k * SECTOR)[k % 2]
+            targets.append((img, phys, SECTOR))
+    else:
+        start, _ = lay.extent_of("big0.bin")
+        idx, row, j, off = lay.raid56_row(start)
+        for stripe, r, column in ((idx[0], row, 1), (idx[-1], row + 1, 2)):
+            _, img, phys = lay.stripe_phys(start, stripe, r, column * SECTOR)
+            targets.append((img, phys, SECTOR))
+    _, img, phys = lay.copies(lay.fs_root)[0]
+    targets.append((img, phys, NODESIZE))
+    targets.append((images[1], 64 << 20, SECTOR))
+    for img, phys, length in targets:
+        corrupt(img, phys + min(500, length - 16))
+    return targets
+
+
+@pytest.mark.parametrize("data,ndevs", [("raid1", 2), ("raid5", 3)])
+def test_crash_at_every_repair_write(tmp_path, btrfsx_json, scrub, data, ndevs):
+    """Stop after the N-th repair write for every N, also losing the write not
+    yet flushed (crashutil.sweep): every bad copy is still bad or repaired,
+    never anything else (each 4 KiB of the images holds its damaged or its
+    good content), the report counts what reached the disk, btrfs check
+    passes, the kernel mounts it and reads every file, and the next run
+    repairs the rest."""
+    images, manifest = fresh_fs(tmp_path, data, "raid1", ndevs)
+    good, damaged = tmp_path / "good", tmp_path / "damaged"
+    good.mkdir(), damaged.mkdir()
     for img in images:
-        assert fsutil.sha256_file(img) == fsutil.sha256_file(pristine / Path(img).name)
+        crashutil.copy_sparse(img, good / Path(img).name)
+    targets = damage_for_crash_test(Layout(images, btrfsx_json), images, data)
+    for img in images:
+        crashutil.copy_sparse(img, damaged / Path(img).name)
+    pristine = crashutil.Snapshot(images)
+    seen = set()
+    last = {}
+
+    def reset():
+        pristine.restore()
+
+    def run(env):
+        rc, last["doc"] = scrub(images, env=env)
+        return rc, "\n".join(last["doc"].get("warnings", []))
+
+    def repaired():
+        count = 0
+        for img, phys, length in targets:
+            with open(img, "rb") as f, open(good / Path(img).name, "rb") as g:
+                f.seek(phys), g.seek(phys)
+                count += f.read(length) == g.read(length)
+        return count
+
+    def verify(point):
+        fixes = [e["fix"] for e in last["doc"]["scrub"]["errors"]]
+        assert len(fixes) == len(targets) and fixes.count("corrected") == repaired(), point
+        state = tuple(fsutil.images_state(images))
+        if state in seen:
+            return
+        seen.add(state)
+        for img in images:
+            name = Path(img).name
+            assert not crashutil.mixed_blocks(img, damaged / name, good / name), point
+        with fsutil.LoopDevices(images) as loops:
+            p = subprocess.run(["btrfs", "check", "--readonly", loops.devs[0]],
+                               capture_output=True, text=True)
+            assert p.returncode == 0, p.stdout + p.stderr
+            with fsutil.mounted(loops.devs) as mnt:
+                assert not fsutil.verify_manifest(mnt, manifest), point
+        wait_detached(images)
+
+    tally = crashutil.sweep(reset, run, verify, crash_rc=3)
+    # One write per bad copy, each flushed before the next: only ever one to lose.
+    assert tally.writes == len(targets) and tally.max_unflushed == 1
+    print(f"scrub repair {data}: {tally}")
+    # After a stop anywhere, the next run repairs the rest.
+    for n in range(1, tally.writes):
+        reset()
+        run(crashutil.Point(n).env())
+        rc, doc = scrub(images, rc=0)
+        assert fsutil.images_state(images) == fsutil.images_state(
+            [good / Path(i).name for i in images]), n
 
 
 # --------------------------------------------------------------------------- bad input
@@ -567,3 +912,50 @@ def test_status_of_a_vanished_scrub(tmp_path, fs_cache, btrfsx_json, scrub, stat
     path.write_text(json.dumps(doc))
     status = btrfsx_json("scrub", "status", "--offline", fs.dev, env=state_env)
     assert status["scrub"]["status"] == "interrupted"
+
+
+# --------------------------------------------------------------------------- damaged metadata
+
+def test_bad_data_of_files_with_overlong_names(scrub, tmp_path):
+    """Uncorrectable data in a file whose inode ref, and in a file of a
+    subvolume whose root backref, hold a 400-byte name (longer than btrfs
+    allows; found by fuzz_item, regress-*-name-overflow): the file is listed
+    without a path instead of the name overflowing a stack buffer."""
+    from base_images import INODE_REF, ROOT_BACKREF, base_image, bximage, file_extents
+
+    img = base_image("00-single-crc32c")
+    patches = bximage.replace_items(
+        img, INODE_REF,
+        lambda b, oid, off: b[:8] + (400).to_bytes(2, "little") + b"A" * 400 if b[10:] == b"f3" else None)
+    patches.update(bximage.replace_items(
+        img, ROOT_BACKREF,
+        lambda b, oid, off: b[:16] + (400).to_bytes(2, "little") + b"B" * 400
+        if b[18:] == b"subvol" else None))
+    f3, inside = 267, 257   # inode numbers in the base image's fs tree and subvolume
+    for logical in file_extents(img, f3)[:1] + file_extents(img, inside)[:1]:
+        for member, physical in bximage.map_logical(img, logical):
+            patches[(member, physical)] = b"\xff" * 64
+    members = img.write(patches, tmp_path)
+    code, doc = scrub(members, "-r", rc=3)
+    paths = {(f["root"], f["inode"]): f["path"] for f in doc["scrub"]["files"]}
+    assert paths[(5, f3)] == "(path unknown)" and paths[(256, inside)] == "(path unknown)", paths
+    # The snapshots share the extent; their own backrefs still name them.
+    assert {p for (root, _), p in paths.items() if root > 256} == {"/snap/inside",
+                                                                   "/snap-ro/inside"}, paths
+
+
+def test_chunk_beyond_its_device(scrub, run_btrfsx, state_env, tmp_path):
+    """A data chunk claiming 4 EiB on a 256 MiB device (found by fuzz_item,
+    regress-scrub-huge-chunk): refused, as the kernel refuses to mount it,
+    instead of scrubbing it 64 KiB window by window."""
+    from base_images import CHUNK_ITEM, base_image, bximage
+
+    img = base_image("00-single-crc32c")
+    patches = bximage.patch_items(
+        img, CHUNK_ITEM,
+        lambda body, oid, off: (1 << 62).to_bytes(8, "little") + body[8:]
+        if int.from_bytes(body[24:32], "little") & 1 else None)   # the data chunk
+    members = img.write(patches, tmp_path)
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "-r", *map(str, members),
+                              check=1, env=state_env)
+    assert "beyond the device" in err, err
