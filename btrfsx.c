@@ -205,13 +205,15 @@ int main(int argc, char **argv)
 
 	env = getenv("BTRFSX_SYSFS_ROOT");
 	ctx.sysfs_root = env && *env ? env : "/sys";
-	env = getenv("BTRFSX_FAULT_AFTER_WRITES");
-	if (env && *env)
-		ctx.fault_after_writes = strtoull(env, NULL, 10);
 	env = getenv("BTRFSX_CONFIG_DIR");
 	ctx.config_dir = env && *env ? env : SYSCONFDIR "/btrfsx";
 	env = getenv("BTRFSX_STATE_DIR");
 	ctx.state_dir = env && *env ? env : "/var/lib/btrfsx";
+	ret = bx_fault_plan_parse(&ctx.fault, getenv("BTRFSX_FAULT_AFTER_WRITES"),
+				  getenv("BTRFSX_FAULT_DROP_UNFLUSHED"),
+				  getenv("BTRFSX_FAULT_PAUSE_BEFORE_WRITE"));
+	if (ret)
+		return report(&ctx, ret);
 	ret = parse_global(&ctx, argc, argv);
 	if (ret < 0)
 		return BX_EXIT_OK;

@@ -63,13 +63,10 @@ int bx_alloc_hint_prop_set(struct bx_ctx *ctx, const char *object, const char *v
 	ret = bx_hint_parse(value, ctx->force, &hint);
 	if (ret)
 		return ret;
-	if (!bx_hint_name(hint))
-		bx_warn("writing unknown allocation hint value %llu (--force)",
-			(unsigned long long)hint);
 	ret = bx_hint_set(ctx->sysfs_root, object, hint, ctx->force ? BX_HINT_SET_FORCE : 0,
-			  ctx->fault_after_writes, &before, &after);
+			  &ctx->fault, &before, &after);
 	if (ret)
-		return bx_error_wrap(ret, "%s", object);
+		return bx_error_about(ret, object);
 	bx_hint_describe(before.hint, old, sizeof(old));
 	bx_hint_describe(after.hint, now, len);
 	bx_out_str(ctx->out, "previous", old, BX_F_JSON_ONLY);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/format-output.h"
+#include "kernel-shared/fault.h"
 
 #define BX_EXIT_OK 0
 #define BX_EXIT_FAILURE 1
@@ -36,7 +37,7 @@ struct bx_ctx {
 	const char *const *usage;  /* the running command's, for usage errors */
 	const char *cmd_path;      /* "inspect dump-super" */
 	bool force;                /* --force of the running command */
-	uint64_t fault_after_writes; /* BTRFSX_FAULT_AFTER_WRITES, crash tests only */
+	struct bx_fault_plan fault; /* BTRFSX_FAULT_*, crash tests only */
 	const char *state_dir;     /* BTRFSX_STATE_DIR or /var/lib/btrfsx (scrub status) */
 };
 

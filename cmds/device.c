@@ -194,11 +194,7 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_read_dev_reads(ctx->sysfs_root, &fs, before);
 	if (ret)
 		goto out;
-	for (size_t i = 0; i < fs.nr_devs; i++)
-		if (!before[i].present)
-			bx_warn("%s: device %llu (%s) has no block device statistics", fs.path,
-				(unsigned long long)before[i].devid,
-				before[i].path[0] ? before[i].path : "missing");
+	bx_warn_no_dev_reads(&fs, before);
 	bx_out_list_begin(ctx->out, "samples");
 	start = now_seconds();
 	for (uint64_t n = 1; n <= count; n++) {

@@ -4,11 +4,9 @@
  * numbers come from common/usage.c; this file only reads options and prints.
  */
 #include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-usage.h"
@@ -275,24 +273,6 @@ static void print_devices(struct bx_out *out, const struct bx_usage_report *rep,
 	bx_out_list_end(out);
 }
 
-static int read_input(struct bx_ctx *ctx, char **paths, int nr, struct bx_usage_input *in)
-{
-	char mnt[4096] = "";
-	struct stat st;
-	int ret;
-
-	if (stat(paths[0], &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (nr > 1)
-			return bx_usage_error("a mount point takes no further paths");
-		return bx_usage_read_mounted(paths[0], ctx->sysfs_root, in);
-	}
-	ret = bx_usage_read_offline(paths, nr, ctx->sysfs_root, in, mnt, sizeof(mnt));
-	if (ret != -EBUSY || mnt[0] != '/')
-		return ret;
-	bx_error_clear();
-	return bx_usage_read_mounted(mnt, ctx->sysfs_root, in);
-}
-
 int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 {
 	enum { OPT_STRICT = 256 };
@@ -320,7 +300,7 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 	}
 	if (bx_check_argc(argc - optind, 1, -1))
 		return BX_EXIT_USAGE;
-	ret = read_input(ctx, argv + optind, argc - optind, &in);
+	ret = bx_usage_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		return ret;
 	ret = bx_usage_compute(&in, flags, &rep);

@@ -735,6 +735,9 @@ static int cmd_read_file(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_check_argc(argc - optind, 2, -1);
 	if (ret)
 		return ret;
+	if (!*argv[optind])
+		return bx_usage_error("the file path is empty: name a file below the top-level "
+				      "subvolume, e.g. dir/file");
 	ret = bx_fs_open(&fr.fs, argv + optind + 1, argc - optind - 1, 0);
 	if (ret)
 		return ret;

@@ -8,6 +8,8 @@
 #include "cmds/commands.h"
 #include "cmds/property.h"
 #include "common/error.h"
+#include "common/mounted-fs.h"
+#include "kernel-shared/volumes.h"
 
 /* Add a property here: name, objects, description, get, set. */
 static const struct bx_property properties[] = {
@@ -57,6 +59,25 @@ static int object_type(const char *object, unsigned int forced, unsigned int *ty
 	else
 		return bx_error(-EINVAL, "%s: not a mount point, block device or image file", object);
 	return 0;
+}
+
+/* That @object is a btrfs object of @type: a member device or image file, or a path on a mount. */
+static int check_object(const char *object, unsigned int type)
+{
+	struct bx_mounted_fs mfs;
+	struct bx_fs *fs;
+	int ret;
+
+	if (type == BX_PROP_FILESYSTEM) {
+		ret = bx_mounted_open(object, &mfs);
+		if (!ret)
+			bx_mounted_close(&mfs);
+		return ret;
+	}
+	ret = bx_fs_open(&fs, (char *const *)&object, 1, BX_OPEN_SB_ONLY | BX_OPEN_NO_SCAN);
+	if (!ret)
+		bx_fs_close(fs);
+	return ret;
 }
 
 static const struct bx_property *find_property(const char *name, const char *object,
@@ -196,6 +217,8 @@ int bx_property_list(struct bx_ctx *ctx, int argc, char **argv, unsigned int obj
 		return ret;
 	if (argc - optind == 1) {
 		ret = object_type(argv[optind], objects, &type);
+		if (!ret)
+			ret = check_object(argv[optind], type);
 		if (ret)
 			return ret;
 	} else {

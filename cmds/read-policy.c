@@ -24,26 +24,6 @@
 #define CMDLINE "/proc/cmdline"
 #define MODPROBE_DIR "/etc/modprobe.d"
 
-#define NO_EFFECT_WARNING \
-	"%s: no RAID1, RAID1C3, RAID1C4 or RAID10 block group: the read policy changes nothing on this filesystem"
-
-/* Warns when no block group is mirrored; errors here only cost the warning. */
-static void warn_if_no_effect(struct bx_ctx *ctx, const struct bx_mounted_fs *fs,
-			      struct bx_rp_mirrored *mirrored)
-{
-	struct bx_rp_mirrored local;
-
-	if (!mirrored)
-		mirrored = &local;
-	if (bx_rp_mirrored(ctx->sysfs_root, fs, mirrored)) {
-		bx_error_clear();
-		mirrored->nr = (size_t)-1;
-		return;
-	}
-	if (mirrored->nr == 0)
-		bx_warn(NO_EFFECT_WARNING, fs->path);
-}
-
 static void print_joined_list(struct bx_out *out, const char *key, const char *const *items,
 			      size_t nr)
 {
@@ -101,12 +81,9 @@ static const char *const get_usage[] = {
 
 static int cmd_get(struct bx_ctx *ctx, int argc, char **argv)
 {
-	struct bx_rp_mirrored mirrored;
-	struct bx_rp_config config;
 	struct bx_mounted_fs fs;
-	struct bx_rp_state st;
+	struct bx_rp_info info;
 	char active[64], module_value[128], module_source[4096];
-	const struct bx_rp_record *rec;
 	const char *items[BX_RP_MAX_MIRRORED];
 	int ret, opt, has_module;
 
@@ -118,38 +95,33 @@ static int cmd_get(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_mounted_open(argv[optind], &fs);
 	if (ret)
 		return ret;
-	ret = bx_rp_read(ctx->sysfs_root, fs.fsid_str, &st);
+	ret = bx_rp_info_read(ctx->sysfs_root, ctx->config_dir, &fs, &info);
 	if (ret)
 		goto out;
-	ret = bx_rp_config_load(ctx->config_dir, &config);
-	if (ret)
-		goto out;
-	rec = bx_rp_config_find(&config, fs.fsid_str);
-	warn_if_no_effect(ctx, &fs, &mirrored);
 	has_module = bx_rp_module_default(CMDLINE, MODPROBE_DIR, module_value,
 					  sizeof(module_value), module_source,
 					  sizeof(module_source));
-	bx_rp_format(&st.active, active, sizeof(active));
+	bx_rp_format(&info.state.active, active, sizeof(active));
 
 	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);
 	bx_out_str(ctx->out, "path", fs.path, 0);
-	bx_out_str(ctx->out, "interface", bx_rp_iface_name(st.iface), 0);
+	bx_out_str(ctx->out, "interface", bx_rp_iface_name(info.state.iface), 0);
 	bx_out_str(ctx->out, "policy", active, 0);
-	print_offered(ctx->out, &st);
-	bx_out_str(ctx->out, "kernel_shows", st.iface == BX_RP_IFACE_NONE ? NULL : st.raw, 0);
-	if (mirrored.nr != (size_t)-1) {
-		for (size_t i = 0; i < mirrored.nr; i++)
-			items[i] = mirrored.names[i];
-		print_joined_list(ctx->out, "mirrored", items, mirrored.nr);
-		bx_out_bool(ctx->out, "affects_reads", mirrored.nr > 0, 0);
+	print_offered(ctx->out, &info.state);
+	bx_out_str(ctx->out, "kernel_shows",
+		   info.state.iface == BX_RP_IFACE_NONE ? NULL : info.state.raw, 0);
+	if (info.mirrored_known) {
+		for (size_t i = 0; i < info.mirrored.nr; i++)
+			items[i] = info.mirrored.names[i];
+		print_joined_list(ctx->out, "mirrored", items, info.mirrored.nr);
+		bx_out_bool(ctx->out, "affects_reads", info.mirrored.nr > 0, 0);
 	}
-	bx_out_str(ctx->out, "persistent", rec ? rec->policy : NULL, 0);
+	bx_out_str(ctx->out, "persistent", info.recorded[0] ? info.recorded : NULL, 0);
 	bx_out_str(ctx->out, "module_default", has_module > 0 ? module_value : NULL, 0);
 	if (has_module > 0)
 		bx_out_str(ctx->out, "module_default_source", module_source, BX_F_JSON_ONLY);
-	if (st.has_tunables)
+	if (info.state.has_tunables)
 		print_tunables(ctx, fs.fsid_str);
-	bx_rp_config_free(&config);
 out:
 	bx_mounted_close(&fs);
 	return ret;
@@ -177,38 +149,6 @@ static const char *const set_usage[] = {
 	NULL
 };
 
-static int record_policy(struct bx_ctx *ctx, const char *fsid, const char *policy)
-{
-	struct bx_rp_config config;
-	int ret;
-
-	ret = bx_rp_config_load(ctx->config_dir, &config);
-	if (ret)
-		return ret;
-	ret = bx_rp_config_put(&config, fsid, policy);
-	if (!ret)
-		ret = bx_rp_config_save(ctx->config_dir, &config);
-	bx_rp_config_free(&config);
-	return ret;
-}
-
-/* Without --persistent, a different recorded policy comes back at the next mount: say so. */
-static void warn_if_recorded_differs(struct bx_ctx *ctx, const char *fsid, const char *wanted)
-{
-	const struct bx_rp_record *rec;
-	struct bx_rp_config config;
-
-	if (bx_rp_config_load(ctx->config_dir, &config)) {
-		bx_error_clear();
-		return;
-	}
-	rec = bx_rp_config_find(&config, fsid);
-	if (rec && strcmp(rec->policy, wanted))
-		bx_warn("filesystem %s has '%s' recorded for every mount; it comes back at the next mount (use --persistent to record '%s')",
-			fsid, rec->policy, wanted);
-	bx_rp_config_free(&config);
-}
-
 static int cmd_set(struct bx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -216,10 +156,11 @@ static int cmd_set(struct bx_ctx *ctx, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct bx_rp_state before, after;
+	struct bx_rp_state before;
+	struct bx_rp_info after;
 	struct bx_rp_value value;
 	struct bx_mounted_fs fs;
-	char previous[64], now[64], wanted[64];
+	char previous[64], now[64];
 	bool persistent = false, changed;
 	int opt, ret;
 
@@ -238,31 +179,18 @@ static int cmd_set(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_mounted_open(argv[optind], &fs);
 	if (ret)
 		return ret;
-	ret = bx_rp_read(ctx->sysfs_root, fs.fsid_str, &before);
+	ret = bx_rp_switch(ctx->sysfs_root, ctx->config_dir, &fs, &value, persistent, &before, &after,
+			   &changed);
 	if (ret)
 		goto out;
-	ret = bx_rp_set(ctx->sysfs_root, &fs, &value, &after, &changed);
-	if (ret) {
-		ret = bx_error_wrap(ret, "%s", fs.path);
-		goto out;
-	}
-	warn_if_no_effect(ctx, &fs, NULL);
-	bx_rp_format(&value, wanted, sizeof(wanted));
-	if (persistent) {
-		ret = record_policy(ctx, fs.fsid_str, wanted);
-		if (ret)
-			goto out;
-	} else {
-		warn_if_recorded_differs(ctx, fs.fsid_str, wanted);
-	}
 	bx_rp_format(&before.active, previous, sizeof(previous));
-	bx_rp_format(&after.active, now, sizeof(now));
+	bx_rp_format(&after.state.active, now, sizeof(now));
 	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);
 	bx_out_str(ctx->out, "path", fs.path, 0);
 	bx_out_str(ctx->out, "previous", previous, 0);
 	bx_out_str(ctx->out, "policy", now, 0);
 	bx_out_bool(ctx->out, "changed", changed, 0);
-	bx_out_str(ctx->out, "persistent", persistent ? wanted : NULL, 0);
+	bx_out_str(ctx->out, "persistent", persistent ? after.recorded : NULL, 0);
 out:
 	bx_mounted_close(&fs);
 	return ret;
@@ -283,178 +211,26 @@ static const char *const apply_usage[] = {
 	NULL
 };
 
-enum apply_status { APPLIED, UNCHANGED, FAILED, NOT_MOUNTED, NO_RECORD };
-
 static const char *const status_names[] = {
-	[APPLIED] = "applied",
-	[UNCHANGED] = "unchanged",
-	[FAILED] = "failed",
-	[NOT_MOUNTED] = "not-mounted",
-	[NO_RECORD] = "no-record",
+	[BX_RP_APPLIED] = "applied",
+	[BX_RP_UNCHANGED] = "unchanged",
+	[BX_RP_APPLY_FAILED] = "failed",
+	[BX_RP_NOT_MOUNTED] = "not-mounted",
+	[BX_RP_NO_RECORD] = "no-record",
 };
 
-static void print_apply(struct bx_ctx *ctx, const char *fsid, const char *path,
-			const char *policy, enum apply_status status, const char *error)
+static void print_apply(void *arg, const struct bx_rp_applied *a)
 {
+	struct bx_ctx *ctx = arg;
+
 	bx_out_obj_begin(ctx->out, NULL, BX_OBJ_INLINE, NULL);
-	bx_out_str(ctx->out, "fsid", fsid, 0);
-	bx_out_str(ctx->out, "path", path, 0);
-	bx_out_str(ctx->out, "policy", policy, 0);
-	bx_out_str(ctx->out, "status", status_names[status], 0);
-	if (error)
-		bx_out_str(ctx->out, "error", error, 0);
+	bx_out_str(ctx->out, "fsid", a->fsid, 0);
+	bx_out_str(ctx->out, "path", a->path, 0);
+	bx_out_str(ctx->out, "policy", a->policy, 0);
+	bx_out_str(ctx->out, "status", status_names[a->status], 0);
+	if (a->message)
+		bx_out_str(ctx->out, "error", a->message, 0);
 	bx_out_obj_end(ctx->out);
-}
-
-/* Applies @policy to the filesystem at @path and prints the result; -errno if it failed. */
-static int apply_one(struct bx_ctx *ctx, const char *path, const struct bx_rp_config *config,
-		     const char *known_fsid)
-{
-	const struct bx_rp_record *rec = NULL;
-	struct bx_rp_value value;
-	struct bx_mounted_fs fs;
-	bool changed = false;
-	int ret;
-
-	ret = bx_mounted_open(path, &fs);
-	if (ret) {
-		print_apply(ctx, known_fsid, path, NULL, FAILED, bx_error_message(ret));
-		return ret;
-	}
-	rec = bx_rp_config_find(config, fs.fsid_str);
-	if (!rec) {
-		print_apply(ctx, fs.fsid_str, path, NULL, NO_RECORD, NULL);
-		bx_mounted_close(&fs);
-		return 0;
-	}
-	ret = bx_rp_parse(rec->policy, &value);
-	if (!ret)
-		ret = bx_rp_set(ctx->sysfs_root, &fs, &value, NULL, &changed);
-	if (ret) {
-		ret = bx_error_wrap(ret, "%s", path);
-		print_apply(ctx, fs.fsid_str, path, rec->policy, FAILED, bx_error_message(ret));
-	} else {
-		warn_if_no_effect(ctx, &fs, NULL);
-		print_apply(ctx, fs.fsid_str, path, rec->policy, changed ? APPLIED : UNCHANGED,
-			    NULL);
-	}
-	bx_mounted_close(&fs);
-	return ret;
-}
-
-/* A btrfs mount and the FSID found for it. */
-struct seen_mount {
-	int mount_id;
-	char fsid[BX_FSID_STR_LEN];
-	char mountpoint[4096];
-};
-
-struct mount_table {
-	size_t nr;
-	struct seen_mount *mounts;
-};
-
-static const char *fsid_of(const struct mount_table *t, int mount_id)
-{
-	for (size_t i = 0; t && i < t->nr; i++)
-		if (t->mounts[i].mount_id == mount_id)
-			return t->mounts[i].fsid;
-	return NULL;
-}
-
-/* Reads the btrfs mounts with their FSIDs; FSIDs already known from @prev are reused. */
-static int scan_mounts(const struct mount_table *prev, struct mount_table *t)
-{
-	struct bx_mount_entry *entries;
-	size_t nr;
-	int ret;
-
-	t->nr = 0;
-	t->mounts = NULL;
-	ret = bx_list_btrfs_mounts(MOUNTINFO, &entries, &nr);
-	if (ret)
-		return ret;
-	t->mounts = calloc(nr ? nr : 1, sizeof(*t->mounts));
-	if (!t->mounts) {
-		free(entries);
-		return bx_error(-ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < nr; i++) {
-		struct seen_mount *m = &t->mounts[t->nr];
-		const char *known = fsid_of(prev, entries[i].mount_id);
-		struct bx_mounted_fs fs;
-
-		m->mount_id = entries[i].mount_id;
-		snprintf(m->mountpoint, sizeof(m->mountpoint), "%s", entries[i].mountpoint);
-		if (known) {
-			snprintf(m->fsid, sizeof(m->fsid), "%s", known);
-		} else {
-			/* Gone again, or not reachable from here: skip it. */
-			if (bx_mounted_open(m->mountpoint, &fs)) {
-				bx_error_clear();
-				continue;
-			}
-			snprintf(m->fsid, sizeof(m->fsid), "%s", fs.fsid_str);
-			bx_mounted_close(&fs);
-		}
-		t->nr++;
-	}
-	free(entries);
-	return 0;
-}
-
-static bool fsid_mounted_in(const struct mount_table *t, const char *fsid, int mount_id)
-{
-	for (size_t i = 0; t && i < t->nr; i++)
-		if (!strcmp(t->mounts[i].fsid, fsid) && (mount_id < 0 || t->mounts[i].mount_id == mount_id))
-			return true;
-	return false;
-}
-
-/*
- * Applies the recorded policies to filesystems of @now that are new since
- * @prev (all of them when @prev is NULL): a filesystem is new when none of
- * its mounts in @now was there before, i.e. it was (re)mounted meanwhile.
- * Records for filesystems not mounted are listed when @report_unmounted.
- */
-static int apply_new(struct bx_ctx *ctx, const struct mount_table *prev,
-		     const struct mount_table *now, bool report_unmounted, size_t *nr_failed)
-{
-	struct bx_rp_config config;
-	int ret;
-
-	ret = bx_rp_config_load(ctx->config_dir, &config);
-	if (ret)
-		return ret;
-	for (size_t r = 0; r < config.nr; r++) {
-		const struct bx_rp_record *rec = &config.records[r];
-		const struct seen_mount *first = NULL;
-		bool old = false;
-
-		if (rec->verbatim)
-			continue;
-		for (size_t i = 0; i < now->nr; i++) {
-			if (strcmp(now->mounts[i].fsid, rec->fsid))
-				continue;
-			if (!first)
-				first = &now->mounts[i];
-			if (prev && fsid_mounted_in(prev, rec->fsid, now->mounts[i].mount_id))
-				old = true;
-		}
-		if (!first) {
-			if (report_unmounted)
-				print_apply(ctx, rec->fsid, NULL, rec->policy, NOT_MOUNTED, NULL);
-			continue;
-		}
-		if (old)
-			continue;
-		if (apply_one(ctx, first->mountpoint, &config, rec->fsid)) {
-			(*nr_failed)++;
-			bx_error_clear();
-		}
-	}
-	bx_rp_config_free(&config);
-	return 0;
 }
 
 static void flush_warnings(void)
@@ -467,7 +243,7 @@ static void flush_warnings(void)
 /* Runs until killed: applies at start, then at every change of the mount table. */
 static int watch(struct bx_ctx *ctx)
 {
-	struct mount_table prev = { 0 }, now;
+	struct bx_rp_mounts prev = { 0 }, now;
 	size_t nr_failed = 0;
 	int fd, ret;
 
@@ -475,9 +251,10 @@ static int watch(struct bx_ctx *ctx)
 	fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return bx_error(-errno, "%s: %m", MOUNTINFO);
-	ret = scan_mounts(NULL, &prev);
+	ret = bx_rp_scan_mounts(MOUNTINFO, NULL, &prev);
 	if (!ret)
-		ret = apply_new(ctx, NULL, &prev, false, &nr_failed);
+		ret = bx_rp_apply_new(ctx->sysfs_root, ctx->config_dir, NULL, &prev, false,
+				      &nr_failed, print_apply, ctx);
 	while (!ret) {
 		struct pollfd pfd = { .fd = fd, .events = POLLPRI };
 
@@ -489,10 +266,11 @@ static int watch(struct bx_ctx *ctx)
 			ret = bx_error(-errno, "poll %s: %m", MOUNTINFO);
 			break;
 		}
-		ret = scan_mounts(&prev, &now);
+		ret = bx_rp_scan_mounts(MOUNTINFO, &prev, &now);
 		if (ret)
 			break;
-		ret = apply_new(ctx, &prev, &now, false, &nr_failed);
+		ret = bx_rp_apply_new(ctx->sysfs_root, ctx->config_dir, &prev, &now, false,
+				      &nr_failed, print_apply, ctx);
 		free(prev.mounts);
 		prev = now;
 	}
@@ -508,7 +286,7 @@ static int cmd_apply(struct bx_ctx *ctx, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct mount_table now;
+	struct bx_rp_mounts now;
 	bool do_watch = false;
 	size_t nr_failed = 0;
 	int opt, ret;
@@ -532,13 +310,15 @@ static int cmd_apply(struct bx_ctx *ctx, int argc, char **argv)
 
 		ret = bx_rp_config_load(ctx->config_dir, &config);
 		if (!ret) {
-			ret = apply_one(ctx, argv[optind], &config, NULL);
+			ret = bx_rp_apply_one(ctx->sysfs_root, argv[optind], &config, NULL,
+					      print_apply, ctx);
 			bx_rp_config_free(&config);
 		}
 	} else {
-		ret = scan_mounts(NULL, &now);
+		ret = bx_rp_scan_mounts(MOUNTINFO, NULL, &now);
 		if (!ret) {
-			ret = apply_new(ctx, NULL, &now, true, &nr_failed);
+			ret = bx_rp_apply_new(ctx->sysfs_root, ctx->config_dir, NULL, &now, true,
+					      &nr_failed, print_apply, ctx);
 			free(now.mounts);
 		}
 	}
@@ -564,7 +344,7 @@ static const char *const list_usage[] = {
 static int cmd_list(struct bx_ctx *ctx, int argc, char **argv)
 {
 	struct bx_rp_config config;
-	struct mount_table now;
+	struct bx_rp_mounts now;
 	int opt, ret;
 
 	while ((opt = bx_getopt(ctx, argc, argv, "h", NULL)) != -1)
@@ -575,7 +355,7 @@ static int cmd_list(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_rp_config_load(ctx->config_dir, &config);
 	if (ret)
 		return ret;
-	ret = scan_mounts(NULL, &now);
+	ret = bx_rp_scan_mounts(MOUNTINFO, NULL, &now);
 	if (ret) {
 		bx_rp_config_free(&config);
 		return ret;
@@ -630,8 +410,13 @@ static int cmd_forget(struct bx_ctx *ctx, int argc, char **argv)
 		struct bx_mounted_fs fs;
 
 		ret = bx_mounted_open(arg, &fs);
-		if (ret)
-			return ret;
+		if (ret) {
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s", bx_error_message(ret));
+			return bx_error(ret, "'%s' is neither an FSID nor a path on a mounted btrfs "
+					"(%s)", arg, why);
+		}
 		snprintf(fsid, sizeof(fsid), "%s", fs.fsid_str);
 		bx_mounted_close(&fs);
 	}
@@ -764,7 +549,7 @@ int bx_read_policy_prop_set(struct bx_ctx *ctx, const char *object, const char *
 {
 	struct bx_rp_value value;
 	struct bx_mounted_fs fs;
-	struct bx_rp_state after;
+	struct bx_rp_info after;
 	int ret;
 
 	ret = bx_rp_parse(str, &value);
@@ -773,13 +558,10 @@ int bx_read_policy_prop_set(struct bx_ctx *ctx, const char *object, const char *
 	ret = bx_mounted_open(object, &fs);
 	if (ret)
 		return ret;
-	ret = bx_rp_set(ctx->sysfs_root, &fs, &value, &after, NULL);
-	if (ret) {
-		ret = bx_error_wrap(ret, "%s", object);
-	} else {
-		warn_if_no_effect(ctx, &fs, NULL);
-		bx_rp_format(&after.active, now, len);
-	}
+	/* No config directory: a property set records nothing and checks no record. */
+	ret = bx_rp_switch(ctx->sysfs_root, NULL, &fs, &value, false, NULL, &after, NULL);
+	if (!ret)
+		bx_rp_format(&after.state.active, now, len);
 	bx_mounted_close(&fs);
 	return ret;
 }

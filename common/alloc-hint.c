@@ -297,7 +297,7 @@ static int set_online(const char *sysfs_root, const uint8_t fsid[16], const char
 }
 
 static int set_offline(const char *device, uint64_t hint, unsigned int flags,
-		       uint64_t fault_after_writes, struct bx_hint_state *before,
+		       const struct bx_fault_plan *fault, struct bx_hint_state *before,
 		       struct bx_hint_state *after)
 {
 	struct btrfs_dev_item item;
@@ -323,7 +323,8 @@ static int set_offline(const char *device, uint64_t hint, unsigned int flags,
 		if (ret)
 			goto out;
 	}
-	fs->fault_after_writes = fault_after_writes;
+	if (fault)
+		fs->fault = *fault;
 	*after = *before;
 	ret = bx_set_dev_type(fs, before->devid, bx_type_with_hint(before->type, hint));
 	if (!ret)
@@ -338,7 +339,7 @@ out:
 }
 
 int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsigned int flags,
-		uint64_t fault_after_writes, struct bx_hint_state *before,
+		const struct bx_fault_plan *fault, struct bx_hint_state *before,
 		struct bx_hint_state *after)
 {
 	uint8_t fsid[16];
@@ -346,14 +347,21 @@ int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsig
 
 	if (ret)
 		return ret;
-	if (!bx_hint_name(hint) && !(flags & BX_HINT_SET_FORCE))
-		return bx_error(-EINVAL, "hint value %llu is unknown; --force writes it anyway",
+	if (hint > BTRFSX_HINT_FIELD_MASK)
+		return bx_error(-EINVAL, "hint value %llu does not fit the 3-bit hint field",
 				(unsigned long long)hint);
+	if (!bx_hint_name(hint)) {
+		if (!(flags & BX_HINT_SET_FORCE))
+			return bx_error(-EINVAL, "hint value %llu is unknown; --force writes it "
+					"anyway", (unsigned long long)hint);
+		bx_warn("writing unknown allocation hint value %llu (forced)",
+			(unsigned long long)hint);
+	}
 	before->mounted = bx_fs_is_mounted(sysfs_root, fsid, NULL, 0);
 	if (before->mounted) {
 		before->iface = detect_iface(sysfs_root, fsid, before->devid);
 		before->effective = before->iface != BX_HINT_IFACE_NONE;
 		return set_online(sysfs_root, fsid, device, hint, flags, before, after);
 	}
-	return set_offline(device, hint, flags, fault_after_writes, before, after);
+	return set_offline(device, hint, flags, fault, before, after);
 }

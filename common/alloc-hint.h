@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernel-shared/fault.h"
+
 /* Which kernel interface carries the hint of a mounted filesystem. */
 enum bx_hint_iface {
 	BX_HINT_IFACE_NONE,   /* the running kernel ignores hints */
@@ -40,11 +42,11 @@ int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state
  * Sets the hint of @device to @hint. Mounted: through the kernel interface,
  * read back to confirm. Unmounted: the device items on disk (crash-safe
  * order). Refuses changes that leave a profile in use without enough
- * devices to allocate a chunk, unless BX_HINT_SET_FORCE. @fault_after_writes
- * is for crash tests (0: off). Fills @before and @after.
+ * devices to allocate a chunk, unless BX_HINT_SET_FORCE. @fault is for
+ * crash tests (NULL: off). Fills @before and @after.
  */
 int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsigned int flags,
-		uint64_t fault_after_writes, struct bx_hint_state *before,
+		const struct bx_fault_plan *fault, struct bx_hint_state *before,
 		struct bx_hint_state *after);
 
 /*

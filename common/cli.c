@@ -32,6 +32,37 @@ void bx_print_usage(const char *const *usage, bool full)
 		printf("%s%s\n", usage[i][0] ? "    " : "", usage[i]);
 }
 
+/* Whether @arg is "--name" (or a prefix getopt took for it) of a long option with a value. */
+static bool long_option_wants_value(const char *arg, const struct option *longopts)
+{
+	if (strncmp(arg, "--", 2) || strchr(arg, '=') || !arg[2])
+		return false;
+	for (const struct option *o = longopts; o->name; o++)
+		if (!strncmp(o->name, arg + 2, strlen(arg + 2)) && o->has_arg == required_argument)
+			return true;
+	return false;
+}
+
+/* The usage error for what getopt refused: an unknown option or a missing value. */
+static int option_error(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
+			const struct option *longopts)
+{
+	const char *spec = optopt > 0 && optopt < 256 ? strchr(shortopts, optopt) : NULL;
+	const char *arg = argv[optind - 1];
+
+	/* Inside a cluster of short options (-9223...) getopt has not moved past it yet. */
+	if (optopt > 0 && optopt < 256 && optind < argc && argv[optind][0] == '-' &&
+	    argv[optind][1] != '-' && strchr(argv[optind] + 1, optopt))
+		arg = argv[optind];
+	if ((spec && spec[1] == ':' && arg[1] != '-') || long_option_wants_value(arg, longopts))
+		return bx_usage_error("%s: option '%s' needs a value", ctx->cmd_path, arg);
+	if (optopt > 0 && optopt < 256 && arg[1] != '-' && strlen(arg) > 2)
+		return bx_usage_error("%s: unknown option '-%c' in '%s'%s", ctx->cmd_path, optopt,
+				      arg, arg[1] >= '0' && arg[1] <= '9' ?
+				      " (negative numbers are not valid here)" : "");
+	return bx_usage_error("%s: unknown option '%s'", ctx->cmd_path, arg);
+}
+
 int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
 	      const struct option *longopts)
 {
@@ -39,18 +70,15 @@ int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
 	int opt;
 
 	opterr = 0;
-	opt = getopt_long(argc, argv, shortopts, longopts ? longopts : help_only, NULL);
+	if (!longopts)
+		longopts = help_only;
+	opt = getopt_long(argc, argv, shortopts, longopts, NULL);
 	if (opt == 'h' || opt == -2) {
 		bx_print_usage(ctx->usage, true);
 		return BX_OPT_HELP;
 	}
 	if (opt == '?' || opt == ':') {
-		if (optopt)
-			bx_usage_error("%s: invalid option or missing argument: -%c", ctx->cmd_path,
-				       optopt);
-		else
-			bx_usage_error("%s: invalid option or missing argument: %s", ctx->cmd_path,
-				       argv[optind - 1]);
+		option_error(ctx, argc, argv, shortopts, longopts);
 		return BX_OPT_ERROR;
 	}
 	return opt;

@@ -10,17 +10,41 @@
 #define WARNINGS_MAX 64
 
 static _Thread_local char error_msg[ERROR_MSG_MAX];
+static _Thread_local enum bx_error_kind error_kind;
 static _Thread_local char *warnings[WARNINGS_MAX];
 static _Thread_local size_t nr_warnings;
+
+__attribute__((format(printf, 3, 0)))
+static int record(int code, enum bx_error_kind kind, const char *fmt, va_list ap)
+{
+	vsnprintf(error_msg, sizeof(error_msg), fmt, ap);
+	error_kind = kind;
+	return code;
+}
 
 int bx_error(int code, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(error_msg, sizeof(error_msg), fmt, ap);
+	record(code, BX_ERROR_KIND_NONE, fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+int bx_error_as(int code, enum bx_error_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	record(code, kind, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+enum bx_error_kind bx_error_last_kind(void)
+{
+	return error_kind;
 }
 
 int bx_error_wrap(int code, const char *fmt, ...)
@@ -41,6 +65,15 @@ int bx_error_wrap(int code, const char *fmt, ...)
 	return code;
 }
 
+int bx_error_about(int code, const char *object)
+{
+	size_t len = strlen(object);
+
+	if (!strncmp(error_msg, object, len) && error_msg[len] == ':')
+		return code;
+	return bx_error_wrap(code, "%s", object);
+}
+
 const char *bx_error_message(int code)
 {
 	if (error_msg[0])
@@ -51,6 +84,7 @@ const char *bx_error_message(int code)
 void bx_error_clear(void)
 {
 	error_msg[0] = '\0';
+	error_kind = BX_ERROR_KIND_NONE;
 }
 
 void bx_warn(const char *fmt, ...)

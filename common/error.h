@@ -18,6 +18,28 @@ int bx_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  */
 int bx_error_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * What a failure means beyond its errno, for the public library's error
+ * codes; the command line keeps the plain errno (and its exit status).
+ */
+enum bx_error_kind {
+	BX_ERROR_KIND_NONE,
+	BX_ERROR_KIND_NOT_BTRFS,	/* no btrfs superblock, or not on a mounted btrfs */
+	BX_ERROR_KIND_MOUNTED,		/* needs an unmounted filesystem */
+	BX_ERROR_KIND_NOT_MOUNTED,	/* needs a mounted filesystem */
+};
+
+/* bx_error() that also records @kind; bx_error_wrap() keeps the kind, bx_error() resets it. */
+int bx_error_as(int code, enum bx_error_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+enum bx_error_kind bx_error_last_kind(void);
+
+/*
+ * Prepends "@object: " unless the recorded message already begins with it
+ * (the failure was reported about @object further down); returns @code.
+ */
+int bx_error_about(int code, const char *object);
+
 /* The recorded message, or strerror(-code) if there is none. */
 const char *bx_error_message(int code);
 void bx_error_clear(void);

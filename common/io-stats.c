@@ -76,3 +76,12 @@ int bx_read_dev_reads(const char *sysfs_root, const struct bx_mounted_fs *fs,
 	}
 	return 0;
 }
+
+void bx_warn_no_dev_reads(const struct bx_mounted_fs *fs, const struct bx_dev_reads *reads)
+{
+	for (size_t i = 0; i < fs->nr_devs; i++)
+		if (!reads[i].present)
+			bx_warn("%s: device %llu (%s) has no block device statistics", fs->path,
+				(unsigned long long)reads[i].devid,
+				reads[i].path[0] ? reads[i].path : "missing");
+}

@@ -30,4 +30,7 @@ struct bx_dev_reads {
 int bx_read_dev_reads(const char *sysfs_root, const struct bx_mounted_fs *fs,
 		      struct bx_dev_reads *out);
 
+/* Warns about each device of @reads (a sample of @fs) without statistics. */
+void bx_warn_no_dev_reads(const struct bx_mounted_fs *fs, const struct bx_dev_reads *reads);
+
 #endif

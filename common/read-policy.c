@@ -269,8 +269,8 @@ int bx_rp_read(const char *sysfs_root, const char *fsid, struct bx_rp_state *st)
 	memset(st, 0, sizeof(*st));
 	fs_path(path, sizeof(path), sysfs_root, fsid, NULL);
 	if (!exists(path))
-		return bx_error(-ENOENT, "%s: no such directory: is filesystem %s mounted?", path,
-				fsid);
+		return bx_error_as(-ENOENT, BX_ERROR_KIND_NOT_MOUNTED,
+				   "%s: no such directory: is filesystem %s mounted?", path, fsid);
 	fs_path(path, sizeof(path), sysfs_root, fsid, "read_policies/roundrobin_nonlocal_inc_mixed_only");
 	st->has_tunables = exists(path);
 	fs_path(path, sizeof(path), sysfs_root, fsid, "read_policy");
@@ -674,8 +674,8 @@ static int tunable_path(const char *sysfs_root, const char *fsid, const struct b
 
 	fs_path(path, len, sysfs_root, fsid, NULL);
 	if (!exists(path))
-		return bx_error(-ENOENT, "%s: no such directory: is filesystem %s mounted?", path,
-				fsid);
+		return bx_error_as(-ENOENT, BX_ERROR_KIND_NOT_MOUNTED,
+				   "%s: no such directory: is filesystem %s mounted?", path, fsid);
 	snprintf(rel, sizeof(rel), "read_policies/%s", t->name);
 	fs_path(path, len, sysfs_root, fsid, rel);
 	if (!exists(path))

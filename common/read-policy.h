@@ -188,4 +188,102 @@ int bx_rp_config_remove(struct bx_rp_config *config, const char *fsid);
 
 void bx_rp_config_free(struct bx_rp_config *config);
 
+/*
+ * ---- the operations of `read-policy get/set/apply`, one implementation for
+ * the command line and libbtrfsx (common/read-policy-ops.c) ----
+ */
+
+/*
+ * Lists the RAID1-family block groups of @fs into @mirrored and warns when
+ * there is none (the policy then changes nothing). False when they could not
+ * be listed; that costs only the warning.
+ */
+bool bx_rp_check_effect(const char *sysfs_root, const struct bx_mounted_fs *fs,
+			struct bx_rp_mirrored *mirrored);
+
+/* A filesystem's read policy with its record and what it affects. */
+struct bx_rp_info {
+	struct bx_rp_state state;
+	char recorded[64];               /* the record in the config file; "" if none */
+	bool mirrored_known;
+	struct bx_rp_mirrored mirrored;
+};
+
+/* What `read-policy get` shows of @fs, except the global module default. */
+int bx_rp_info_read(const char *sysfs_root, const char *config_dir,
+		    const struct bx_mounted_fs *fs, struct bx_rp_info *info);
+
+/* Adds or replaces the record of @fsid in <config_dir>/read-policy.conf. */
+int bx_rp_record(const char *config_dir, const char *fsid, const char *policy);
+
+/*
+ * Switches @fs to @value (bx_rp_set) and warns when that changes nothing.
+ * With @config_dir, records it when @persist, or warns when another policy
+ * is recorded (it comes back at the next mount). @before (may be NULL) gets
+ * the state read first; @after the state read back with the record.
+ */
+int bx_rp_switch(const char *sysfs_root, const char *config_dir, const struct bx_mounted_fs *fs,
+		 const struct bx_rp_value *value, bool persist, struct bx_rp_state *before,
+		 struct bx_rp_info *after, bool *changed);
+
+enum bx_rp_apply_status {
+	BX_RP_APPLIED,
+	BX_RP_UNCHANGED,
+	BX_RP_APPLY_FAILED,
+	BX_RP_NOT_MOUNTED,
+	BX_RP_NO_RECORD,
+};
+
+/* What applying did to one filesystem; strings NULL where not known. */
+struct bx_rp_applied {
+	const char *fsid;
+	const char *path;
+	const char *policy;              /* the record */
+	enum bx_rp_apply_status status;
+	int error;                       /* BX_RP_APPLY_FAILED: the negative errno */
+	const char *message;             /* ... and its message */
+};
+
+/* Called once per filesystem applied to (or found without a mount or record). */
+typedef void (*bx_rp_apply_fn)(void *arg, const struct bx_rp_applied *applied);
+
+/*
+ * Applies the policy @config records for the filesystem at @path (its FSID
+ * @known_fsid when the caller knows it, else NULL) and reports it to @fn.
+ * Returns 0, or the failure's negative errno (also reported).
+ */
+int bx_rp_apply_one(const char *sysfs_root, const char *path, const struct bx_rp_config *config,
+		    const char *known_fsid, bx_rp_apply_fn fn, void *arg);
+
+/* The btrfs mounts of this namespace with their FSIDs. */
+struct bx_rp_mount {
+	int mount_id;
+	char fsid[BX_FSID_STR_LEN];
+	char mountpoint[4096];
+};
+
+struct bx_rp_mounts {
+	size_t nr;
+	struct bx_rp_mount *mounts;      /* malloc()ed: free() it */
+};
+
+/*
+ * Reads the btrfs mounts of @mountinfo with their FSIDs; those already in
+ * @prev (may be NULL) are not opened again. Mounts that cannot be opened are
+ * left out.
+ */
+int bx_rp_scan_mounts(const char *mountinfo, const struct bx_rp_mounts *prev,
+		      struct bx_rp_mounts *now);
+
+/*
+ * Applies the recorded policies to the filesystems of @now that are new
+ * since @prev (all of them when @prev is NULL): a filesystem is new when
+ * none of its mounts in @now was there before. Records of filesystems not
+ * mounted are reported when @report_unmounted. *@nr_failed counts failures
+ * (reported to @fn, not returned); the return value is for the config file.
+ */
+int bx_rp_apply_new(const char *sysfs_root, const char *config_dir,
+		    const struct bx_rp_mounts *prev, const struct bx_rp_mounts *now,
+		    bool report_unmounted, size_t *nr_failed, bx_rp_apply_fn fn, void *arg);
+
 #endif

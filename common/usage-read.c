@@ -440,6 +440,16 @@ static int offline_dev_item(void *arg, const struct btrfs_dev_item *item)
 	if (dev) {
 		snprintf(d->path, sizeof(d->path), "%s", dev->path);
 		d->device_size = dev->size;
+		/*
+		 * The kernel refuses to mount such a filesystem, and the model
+		 * would allocate simulated chunks up to the claimed size (for
+		 * exabytes, practically forever).
+		 */
+		if (d->total_bytes > dev->size)
+			return bx_error(-EUCLEAN, "devid %llu: the device item claims %llu bytes, "
+					"but %s has %llu", (unsigned long long)d->devid,
+					(unsigned long long)d->total_bytes, dev->path,
+					(unsigned long long)dev->size);
 	}
 	return 0;
 }
@@ -546,7 +556,8 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 		return ret;
 	/* The real kernel's view decides, whatever sysfs root tests point hints at. */
 	if (bx_fs_is_mounted("/sys", o.fs->fsid, mnt, mnt_len)) {
-		ret = bx_error(-EBUSY, "%s: filesystem is mounted at %s", paths[0], mnt);
+		ret = bx_error_as(-EBUSY, BX_ERROR_KIND_MOUNTED, "%s: filesystem is mounted at %s",
+				  paths[0], mnt);
 		goto out;
 	}
 	memcpy(in->fsid, o.fs->fsid, sizeof(in->fsid));
@@ -571,4 +582,25 @@ out:
 	if (ret)
 		bx_usage_input_release(in);
 	return ret;
+}
+
+int bx_usage_read(char *const *paths, int nr_paths, const char *sysfs_root,
+		  struct bx_usage_input *in)
+{
+	char mnt[4096] = "";
+	struct stat st;
+	int ret;
+
+	if (nr_paths < 1)
+		return bx_error(-EINVAL, "no path given");
+	if (stat(paths[0], &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (nr_paths > 1)
+			return bx_error(-EINVAL, "a mount point takes no further paths");
+		return bx_usage_read_mounted(paths[0], sysfs_root, in);
+	}
+	ret = bx_usage_read_offline(paths, nr_paths, sysfs_root, in, mnt, sizeof(mnt));
+	if (ret != -EBUSY || bx_error_last_kind() != BX_ERROR_KIND_MOUNTED || mnt[0] != '/')
+		return ret;
+	bx_error_clear();
+	return bx_usage_read_mounted(mnt, sysfs_root, in);
 }

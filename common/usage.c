@@ -107,6 +107,20 @@ static int r56_group_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/*
+ * A double as uint64_t, saturating: the sums below follow progs' double
+ * arithmetic, and with a corrupt block group (used beyond its size) they
+ * leave the range, where a plain conversion is undefined.
+ */
+static uint64_t double_to_u64(double v)
+{
+	if (!(v > 0))
+		return 0;
+	if (v >= 18446744073709551616.0)
+		return UINT64_MAX;
+	return (uint64_t)v;
+}
+
 struct raw_sums {
 	uint64_t data_chunks, data_used;
 	uint64_t metadata_chunks, metadata_used;
@@ -198,15 +212,15 @@ static int r56_sums(const struct bx_usage_input *in, struct raw_sums *raw)
 		/* The sums are kept in doubles the way progs adds them, rounding included. */
 		if (gr->type & BTRFS_BLOCK_GROUP_DATA) {
 			raw->data_chunks += size;
-			raw->data_used = (uint64_t)((double)raw->data_used + (double)size * ratio[0]);
+			raw->data_used = double_to_u64((double)raw->data_used + (double)size * ratio[0]);
 		} else if (gr->type & BTRFS_BLOCK_GROUP_METADATA) {
 			raw->metadata_chunks += size;
-			raw->metadata_used = (uint64_t)((double)raw->metadata_used +
-							(double)size * ratio[1]);
+			raw->metadata_used = double_to_u64((double)raw->metadata_used +
+							   (double)size * ratio[1]);
 		} else if (gr->type & BTRFS_BLOCK_GROUP_SYSTEM) {
 			raw->system_chunks += size;
-			raw->system_used = (uint64_t)((double)raw->system_used +
-						      (double)size * ratio[2]);
+			raw->system_used = double_to_u64((double)raw->system_used +
+							 (double)size * ratio[2]);
 		}
 	}
 	free(groups);
@@ -308,16 +322,16 @@ static int compute_overall(const struct bx_usage_input *in, struct bx_usage_over
 	ov->metadata_ratio = mixed ? ov->data_ratio :
 			     l_metadata ? (double)raw.metadata_chunks / (double)l_metadata : 0.0;
 	if (ov->data_ratio > 0)
-		ov->free_estimated = (uint64_t)((double)(raw.data_chunks - raw.data_used) /
-						ov->data_ratio);
+		ov->free_estimated = double_to_u64((double)(raw.data_chunks - raw.data_used) /
+						   ov->data_ratio);
 	if (mixed && in->have_global_reserve)
 		ov->free_estimated -= in->global_reserve - in->global_reserve_used;
 	ov->free_min = ov->free_estimated;
 	/* progs compares unsigned: a negative "unallocated" counts as large. */
 	if (unused >= SZ_16M && ov->data_ratio > 0) {
-		ov->free_estimated = (uint64_t)((double)ov->free_estimated +
-						(double)unused / ov->data_ratio);
-		ov->free_min = (uint64_t)((double)ov->free_min + (double)unused / raw.max_ratio);
+		ov->free_estimated = double_to_u64((double)ov->free_estimated +
+						   (double)unused / ov->data_ratio);
+		ov->free_min = double_to_u64((double)ov->free_min + (double)unused / raw.max_ratio);
 	}
 	multiple_profiles(in, ov->multiple_profiles, sizeof(ov->multiple_profiles));
 	return 0;

@@ -124,6 +124,15 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
 			  struct bx_usage_input *in, char *mnt, size_t mnt_len);
 
+/*
+ * Reads the filesystem @paths names, mounted or not: a directory (alone) is
+ * a mount point, read through the ioctls; otherwise member devices or image
+ * files, read offline, or through the mount point when the running kernel
+ * has that filesystem mounted and this namespace shows where.
+ */
+int bx_usage_read(char *const *paths, int nr_paths, const char *sysfs_root,
+		  struct bx_usage_input *in);
+
 /* btrfs-progs' Overall section, computed the same way. */
 struct bx_usage_overall {
 	uint64_t device_size;

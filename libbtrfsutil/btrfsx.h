@@ -6,8 +6,10 @@
 #ifndef BTRFSX_H
 #define BTRFSX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +31,10 @@ enum btrfsx_error {
 	BTRFSX_ERROR_PERMISSION,
 	BTRFSX_ERROR_NOT_FOUND,
 	BTRFSX_ERROR_OTHER,
+	BTRFSX_ERROR_NOT_SUPPORTED,	/* the running kernel or this filesystem lacks it */
+	BTRFSX_ERROR_NOT_MOUNTED,	/* needs a mounted filesystem */
+	BTRFSX_ERROR_MOUNTED,		/* needs an unmounted filesystem */
+	BTRFSX_ERROR_CANCELLED,		/* stopped by the caller's cancel flag */
 };
 
 /**
@@ -40,11 +46,32 @@ enum btrfsx_error {
  */
 const char *btrfsx_strerror(enum btrfsx_error err);
 
+/*
+ * Conventions of every function below:
+ * - each call starts by clearing the calling thread's error message and
+ *   warnings;
+ * - the return value is BTRFSX_OK or an error; the calling thread's
+ *   btrfsx_last_error_message() then names the object and the reason;
+ * - warnings for the user (e.g. "the running kernel ignores hints") are kept
+ *   per thread until the next call: btrfsx_warnings_count()/btrfsx_warning();
+ * - @sysfs_root NULL means "/sys" (tests pass a fake tree), @config_dir NULL
+ *   means SYSCONFDIR "/btrfsx"; offline work is refused when the real /sys
+ *   shows the filesystem mounted, whatever @sysfs_root;
+ * - common errors: BTRFSX_ERROR_INVALID_ARGUMENT (a required argument is
+ *   NULL, unknown flags, a bad value), BTRFSX_ERROR_NOT_FOUND (no such path),
+ *   BTRFSX_ERROR_NOT_BTRFS (no btrfs superblock, or not on a mounted btrfs),
+ *   BTRFSX_ERROR_PERMISSION (also a read-only device or filesystem);
+ * - no global state: functions are thread-safe on different filesystems;
+ *   results are owned by the caller and freed with the matching _free() or
+ *   free() as documented.
+ */
+
 /**
  * btrfsx_last_error_message() - the detailed message of the calling thread's
  * last failure, naming the object and the reason.
  *
- * Return: a string valid until the thread's next libbtrfsx call.
+ * Return: a string valid until the thread's next libbtrfsx call ("Success"
+ * after a call that succeeded).
  * Since: 0.1
  */
 const char *btrfsx_last_error_message(void);
@@ -71,11 +98,503 @@ struct btrfsx_fs_info {
  * @info: filled on success.
  *
  * Opens the devices read-only, verifies the superblocks and the chunk tree.
- * Return: BTRFSX_OK or an error; see btrfsx_last_error_message().
+ * Return: BTRFSX_OK or an error; see btrfsx_last_error_message();
+ * BTRFSX_ERROR_MISSING_DEVICE when a member is not found,
+ * BTRFSX_ERROR_BUSY when one is held by another program,
+ * BTRFSX_ERROR_CORRUPTED when no superblock copy or the chunk tree is valid.
  * Since: 0.1
  */
 enum btrfsx_error btrfsx_fs_info_offline(const char *const *paths, size_t nr_paths,
 					 struct btrfsx_fs_info *info);
+
+/**
+ * btrfsx_warnings_count() - warnings recorded by the calling thread's last call.
+ *
+ * Warnings tell the user something the result alone does not: a hint the
+ * running kernel ignores, a read policy that changes nothing, a degraded
+ * filesystem. The call succeeded all the same.
+ * Since: 0.1
+ */
+size_t btrfsx_warnings_count(void);
+
+/**
+ * btrfsx_warning() - the @i-th warning of the calling thread's last call.
+ *
+ * Return: a string valid until the thread's next libbtrfsx call, or NULL
+ * when @i >= btrfsx_warnings_count().
+ * Since: 0.1
+ */
+const char *btrfsx_warning(size_t i);
+
+/* ---- Allocation hints: the low bits of each device item's type field ---- */
+
+enum btrfsx_hint {
+	BTRFSX_HINT_DATA_PREFERRED = 0,
+	BTRFSX_HINT_METADATA_PREFERRED = 1,
+	BTRFSX_HINT_METADATA_ONLY = 2,
+	BTRFSX_HINT_DATA_ONLY = 3,
+	BTRFSX_HINT_NONE = 4,
+};
+
+/**
+ * btrfsx_hint_name() - "data_preferred", "metadata_only", ... for @hint.
+ * @hint: a value of the hint field (enum btrfsx_hint or any other).
+ * Return: a static string, or NULL for a value without a name.
+ * Since: 0.1
+ */
+const char *btrfsx_hint_name(uint64_t hint);
+
+/**
+ * btrfsx_hint_parse() - parse a hint name (any case, short forms d, m,
+ * donly, monly) or, with @allow_number, a number.
+ * @str: the text to parse.
+ * @allow_number: also accept a number (any base) that fits the 3-bit field.
+ * @hint: the value, on success.
+ * Return: BTRFSX_OK or BTRFSX_ERROR_INVALID_ARGUMENT (the message lists the
+ * accepted names).
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_hint_parse(const char *str, bool allow_number, uint64_t *hint);
+
+/* Which kernel interface carries the hint of a mounted filesystem. */
+enum btrfsx_hint_iface {
+	BTRFSX_HINT_IFACE_NONE,		/* not mounted, or the kernel ignores hints */
+	BTRFSX_HINT_IFACE_NAME,		/* devinfo/<devid>/allocation_hint */
+	BTRFSX_HINT_IFACE_TYPE,		/* devinfo/<devid>/type */
+};
+
+struct btrfsx_hint_state {
+	uint64_t devid;
+	char path[4096];
+	uint64_t type;			/* the whole device type field */
+	uint64_t hint;			/* its hint bits */
+	bool mounted;
+	enum btrfsx_hint_iface iface;
+	bool effective;			/* the running kernel honours it */
+};
+
+/**
+ * btrfsx_hint_get() - the allocation hint of one member device.
+ * @sysfs_root: NULL for "/sys".
+ * @device: a block device or image file of the filesystem.
+ * @state: filled on success.
+ *
+ * Mounted: read from sysfs when the kernel exposes hints, otherwise the
+ * stored value with effective = false (and a warning). Unmounted: read from
+ * the device item. A value without a name, or in the device-roles encoding,
+ * is returned with a warning.
+ * Return: BTRFSX_OK or an error; BTRFSX_ERROR_CORRUPTED when sysfs shows
+ * something that is not a hint.
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_hint_get(const char *sysfs_root, const char *device,
+				  struct btrfsx_hint_state *state);
+
+/* Flags of btrfsx_hint_set(). */
+#define BTRFSX_HINT_SET_FORCE (1u << 0)	/* unknown values allowed; guard rails off */
+
+/**
+ * btrfsx_hint_set() - set the allocation hint of one member device.
+ * @sysfs_root: NULL for "/sys".
+ * @device: a block device or image file of the filesystem.
+ * @hint: the new value (enum btrfsx_hint unless BTRFSX_HINT_SET_FORCE).
+ * @flags: BTRFSX_HINT_SET_*.
+ * @before, @after: (may be NULL) the state before and after.
+ *
+ * Mounted: written through the kernel's sysfs file and read back
+ * (BTRFSX_ERROR_NOT_SUPPORTED when the kernel ignores hints or the device
+ * uses the device-roles encoding; BTRFSX_ERROR_IO when the kernel reports
+ * another value afterwards). Unmounted: the device items and every
+ * superblock copy are rewritten in a crash-safe order; every member must be
+ * there (BTRFSX_ERROR_MISSING_DEVICE) and not in use (BTRFSX_ERROR_BUSY,
+ * also for an image file attached to a loop device; BTRFSX_ERROR_MOUNTED
+ * when the kernel has it mounted but @sysfs_root does not show it).
+ * BTRFSX_ERROR_INVALID_ARGUMENT for a value beyond the 3-bit field, an
+ * unknown value without BTRFSX_HINT_SET_FORCE, and a value that leaves a
+ * profile in use without enough devices to allocate a chunk (the guard
+ * rail, off with BTRFSX_HINT_SET_FORCE).
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_hint_set(const char *sysfs_root, const char *device, uint64_t hint,
+				  unsigned int flags, struct btrfsx_hint_state *before,
+				  struct btrfsx_hint_state *after);
+
+/* ---- Filesystem usage with the preference breakdown ---- */
+
+/* Devices sharing one hint value. */
+struct btrfsx_usage_class {
+	uint64_t hint;
+	uint32_t devices;
+	uint64_t size;			/* bytes, sum of the devices' sizes */
+	uint64_t unallocated;
+	uint64_t data_allocatable;	/* device bytes a data-only fill would take */
+	uint64_t metadata_allocatable;	/* device bytes a metadata-only fill would take */
+};
+
+struct btrfsx_usage_device {
+	uint64_t devid;
+	char path[1024];		/* "" when missing */
+	uint64_t hint;
+	bool missing;
+	uint64_t size;
+	uint64_t slack;
+	uint64_t unallocated;
+	uint64_t data;			/* device bytes in data chunks */
+	uint64_t metadata;
+	uint64_t system;
+};
+
+/* One block group type and profile: a line of the usage's Data/Metadata/System list. */
+struct btrfsx_usage_space {
+	uint64_t flags;			/* BTRFS_BLOCK_GROUP_* type and profile bits */
+	uint64_t total_bytes;		/* logical */
+	uint64_t used_bytes;		/* logical */
+};
+
+/* btrfsx_usage.warnings */
+#define BTRFSX_USAGE_W_METADATA_LOW (1u << 0)		/* room < 50% of metadata used */
+#define BTRFSX_USAGE_W_DATA_ON_META_DEVS (1u << 1)	/* data may fill metadata_preferred devices */
+#define BTRFSX_USAGE_W_HINTS_IGNORED (1u << 2)		/* the mounted kernel ignores the hints */
+
+/* Every figure of `btrfsx filesystem usage`, in bytes. */
+struct btrfsx_usage {
+	uint8_t fsid[16];
+	bool mounted;
+	char path[4096];		/* the mount point, or the first device */
+	/* Overall, computed as btrfs-progs does */
+	uint64_t device_size;
+	uint64_t device_allocated;
+	int64_t device_unallocated;
+	uint64_t device_missing;
+	uint64_t device_slack;
+	uint64_t used;
+	uint64_t progs_free_estimated;	/* btrfs-progs' "Free (estimated)" */
+	uint64_t progs_free_min;
+	double data_ratio;
+	double metadata_ratio;
+	/* the allocator model */
+	bool hints_honoured;
+	bool mixed;			/* mixed data+metadata block groups */
+	uint64_t data_profile;		/* block group flags of the next data chunk */
+	uint64_t metadata_profile;	/* ... of the next metadata chunk */
+	uint64_t data_size;		/* logical bytes in data block groups */
+	uint64_t data_used;
+	uint64_t metadata_size;
+	uint64_t metadata_used;
+	uint64_t data_free_in_chunks;
+	uint64_t free_estimated;	/* data still writable, preferences as the kernel treats them */
+	uint64_t free_strict;		/* ... with every preference strict */
+	bool have_statfs;
+	uint64_t free_statfs;		/* what df shows (mounted only) */
+	uint64_t metadata_free_in_chunks;
+	uint64_t metadata_room;		/* metadata still writable */
+	uint64_t metadata_room_after_data;	/* ... once data filled its room */
+	uint64_t metadata_needed;	/* the warning threshold: 50% of metadata used */
+	uint64_t data_on_metadata_devices;
+	uint32_t warnings;		/* BTRFSX_USAGE_W_* */
+	size_t nr_classes;
+	struct btrfsx_usage_class *classes;	/* by hint value */
+	size_t nr_devices;
+	struct btrfsx_usage_device *devices;	/* by devid */
+	/* The rest of the overall section and the per-profile lines */
+	bool have_global_reserve;	/* mounted only */
+	uint64_t global_reserve;
+	uint64_t global_reserve_used;
+	char multiple_profiles[32];	/* "" or the types with several profiles, e.g. "data, metadata" */
+	bool strict;			/* the model ran with BTRFSX_USAGE_STRICT */
+	uint64_t data_new_chunks;	/* logical bytes of the data chunks the model allocated */
+	size_t nr_spaces;
+	struct btrfsx_usage_space *spaces;	/* data, metadata, system; by profile */
+};
+
+/* Flags of btrfsx_usage_get(). */
+#define BTRFSX_USAGE_IGNORE_HINTS (1u << 0)	/* model the allocator without hints */
+#define BTRFSX_USAGE_STRICT (1u << 1)		/* model every preference as strict */
+
+/**
+ * btrfsx_usage_get() - filesystem usage, mounted or not.
+ * @paths: a mount point (or any path on a mounted btrfs), or the member
+ *         devices / image files of an unmounted one (others found by fsid).
+ *         A device of a mounted filesystem is read through its mount point.
+ * @nr_paths: how many paths (1 for a mount point).
+ * @sysfs_root: NULL for "/sys".
+ * @flags: BTRFSX_USAGE_*.
+ * @out: the result; free with btrfsx_usage_free().
+ *
+ * The figures are those of `btrfsx filesystem usage`: btrfs-progs' overall
+ * section computed the same way, the block group lines, the hint classes,
+ * and the allocator model run forward until ENOSPC on each device's free
+ * space. Unmounted, the hints are assumed honoured by the next kernel;
+ * mounted, as the running kernel treats them (BTRFSX_USAGE_W_HINTS_IGNORED).
+ * Each BTRFSX_USAGE_W_* also comes as a warning. Missing members are
+ * allowed. Mounted filesystems need CAP_SYS_ADMIN (tree search ioctl):
+ * BTRFSX_ERROR_PERMISSION otherwise. BTRFSX_ERROR_INVALID_ARGUMENT for a
+ * mount point with further paths.
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_paths,
+				   const char *sysfs_root, unsigned int flags,
+				   struct btrfsx_usage **out);
+
+/**
+ * btrfsx_usage_free() - free a result of btrfsx_usage_get(); NULL is fine.
+ * Since: 0.1
+ */
+void btrfsx_usage_free(struct btrfsx_usage *usage);
+
+/* ---- Read policies of RAID1-family profiles (mounted filesystems) ---- */
+
+enum btrfsx_read_policy_iface {
+	BTRFSX_READ_POLICY_IFACE_NONE,		/* no file: the kernel always uses pid */
+	BTRFSX_READ_POLICY_IFACE_MAINLINE,	/* /sys/fs/btrfs/<FSID>/read_policy */
+	BTRFSX_READ_POLICY_IFACE_EARLIER,	/* .../read_policies/policy */
+};
+
+#define BTRFSX_READ_POLICY_MAX_OFFERED 16
+#define BTRFSX_READ_POLICY_MAX_MIRRORED 12
+
+struct btrfsx_read_policy {
+	char fsid[37];
+	enum btrfsx_read_policy_iface iface;
+	char active[64];		/* canonical: "pid", "round-robin:262144", "devid:2" */
+	size_t nr_offered;
+	char offered[BTRFSX_READ_POLICY_MAX_OFFERED][64];	/* as the kernel names them */
+	char raw[512];			/* the policy file as read */
+	char recorded[64];		/* the persistent record, "" if none */
+	bool mirrored_known;		/* false: the block groups could not be listed */
+	size_t nr_mirrored;		/* 0: the policy changes nothing on this filesystem */
+	char mirrored[BTRFSX_READ_POLICY_MAX_MIRRORED][32];	/* "data/raid1", ... */
+};
+
+/**
+ * btrfsx_read_policy_get() - the read policy of a mounted filesystem.
+ * @path: the mount point or any path on the filesystem.
+ * @sysfs_root, @config_dir: NULL for the defaults.
+ * @policy: filled on success: the kernel interface, the active policy, what
+ *          the kernel offers, the record in @config_dir/read-policy.conf and
+ *          the RAID1-family block groups the policy affects (none: a warning).
+ *
+ * BTRFSX_ERROR_NOT_MOUNTED when @sysfs_root has no fs/btrfs/<FSID>;
+ * BTRFSX_ERROR_CORRUPTED when the policy file cannot be parsed.
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_read_policy_get(const char *path, const char *sysfs_root,
+					 const char *config_dir,
+					 struct btrfsx_read_policy *policy);
+
+/* Flags of btrfsx_read_policy_set(). */
+#define BTRFSX_READ_POLICY_PERSIST (1u << 0)	/* also record it for later mounts */
+
+/**
+ * btrfsx_read_policy_set() - switch the read policy and read it back.
+ * @path: the mount point or any path on the filesystem.
+ * @policy: "pid", "round-robin", "round-robin:<bytes>" (K, M, G suffixes; a
+ *          multiple of the sector size), "devid", "devid:<devid>", or another
+ *          name the kernel offers.
+ * @flags: BTRFSX_READ_POLICY_PERSIST to record it in
+ *         @config_dir/read-policy.conf, applied again at every mount by
+ *         btrfsx_read_policy_apply(); without it, a warning when another
+ *         policy is recorded (it comes back at the next mount).
+ * @sysfs_root, @config_dir: NULL for the defaults.
+ * @after: (may be NULL) the state read back, with the record.
+ * @changed: (may be NULL) whether anything was written (nothing is when
+ *           exactly @policy is active).
+ *
+ * BTRFSX_ERROR_NOT_SUPPORTED when the kernel does not offer @policy;
+ * BTRFSX_ERROR_INVALID_ARGUMENT for a bad value (also one the kernel
+ * rejects); BTRFSX_ERROR_IO when the kernel shows another policy afterwards.
+ * Nothing is recorded when the switch fails.
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_read_policy_set(const char *path, const char *policy,
+					 unsigned int flags, const char *sysfs_root,
+					 const char *config_dir, struct btrfsx_read_policy *after,
+					 bool *changed);
+
+enum btrfsx_apply_status {
+	BTRFSX_APPLY_APPLIED,
+	BTRFSX_APPLY_UNCHANGED,
+	BTRFSX_APPLY_FAILED,
+	BTRFSX_APPLY_NO_RECORD,
+	BTRFSX_APPLY_NOT_MOUNTED,	/* recorded, not mounted now (only when @path is NULL) */
+};
+
+struct btrfsx_apply_result {
+	char fsid[37];
+	char path[4096];
+	char policy[64];		/* "" without a record */
+	enum btrfsx_apply_status status;
+	char error[512];		/* why, when FAILED */
+};
+
+/**
+ * btrfsx_read_policy_apply() - apply recorded policies to mounted filesystems.
+ * @path: one mounted filesystem, or NULL for every recorded filesystem
+ *        (found by FSID among the btrfs mounts of this mount namespace).
+ * @sysfs_root, @config_dir: NULL for the defaults.
+ * @results, @nr_results: with @path one entry (BTRFSX_APPLY_NO_RECORD when
+ *         nothing is recorded for it); without, one entry per record, those not
+ *         mounted now as BTRFSX_APPLY_NOT_MOUNTED; free(*results).
+ *
+ * Return: BTRFSX_OK when every recorded policy was applied; otherwise the
+ * first failure's error, with the results still filled.
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_read_policy_apply(const char *path, const char *sysfs_root,
+					   const char *config_dir,
+					   struct btrfsx_apply_result **results,
+					   size_t *nr_results);
+
+/* ---- Device read counters of a mounted filesystem ---- */
+
+struct btrfsx_io_stats {
+	uint64_t devid;
+	char path[1024];
+	bool present;			/* false: missing device or no block stat file */
+	uint64_t reads;			/* completed read requests */
+	uint64_t read_bytes;
+};
+
+/**
+ * btrfsx_io_stats_sample() - current read counters of every member device.
+ * @path: the mount point or any path on the filesystem.
+ * @sysfs_root: NULL for "/sys": the counters are its
+ *              dev/block/<major>:<minor>/stat files.
+ * @stats, @nr_stats: one entry per device, by devid; free(*stats).
+ *
+ * Two samples a second apart show which devices the read policy uses. A
+ * device without a stat file is not present (and a warning);
+ * BTRFSX_ERROR_CORRUPTED when a stat file cannot be parsed.
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_io_stats_sample(const char *path, const char *sysfs_root,
+					 struct btrfsx_io_stats **stats, size_t *nr_stats);
+
+/* ---- Offline scrub ---- */
+
+/* The kernel scrub's counters (same names and units), and two of btrfsx's. */
+struct btrfsx_scrub_counters {
+	uint64_t data_extents_scrubbed;
+	uint64_t tree_extents_scrubbed;
+	uint64_t data_bytes_scrubbed;
+	uint64_t tree_bytes_scrubbed;
+	uint64_t read_errors;
+	uint64_t csum_errors;
+	uint64_t verify_errors;
+	uint64_t no_csum;
+	uint64_t csum_discards;
+	uint64_t super_errors;
+	uint64_t malloc_errors;
+	uint64_t uncorrectable_errors;
+	uint64_t unverified_errors;
+	uint64_t corrected_errors;
+	uint64_t last_physical;
+	uint64_t parity_errors;		/* btrfsx: RAID5/6 P/Q that disagreed */
+	uint64_t super_corrected;	/* btrfsx: superblock copies rewritten */
+};
+
+struct btrfsx_scrub_device {
+	uint64_t devid;
+	char path[1024];		/* "" when missing */
+	bool missing;
+	uint64_t bytes_to_scrub;
+	struct btrfsx_scrub_counters counters;
+};
+
+/* One bad copy found. */
+struct btrfsx_scrub_error {
+	char what[16];			/* "data", "tree", "super", "parity" */
+	char fault[16];			/* "read", "csum", "verify", "super", "parity" */
+	char fix[16];			/* "corrected", "correctable", "uncorrectable" */
+	uint64_t logical;
+	uint32_t len;
+	uint64_t devid;
+	uint64_t physical;
+	int mirror;			/* 1-based; 0 for superblocks and parity */
+	char reason[64];
+};
+
+/* A file holding uncorrectable data. */
+struct btrfsx_scrub_file {
+	uint64_t logical;
+	uint64_t root;
+	uint64_t inode;
+	uint64_t offset;
+	char path[4096];		/* "" when it could not be resolved */
+};
+
+struct btrfsx_scrub_result {
+	uint8_t fsid[16];
+	bool readonly;
+	bool cancelled;
+	bool degraded;			/* a member is missing; its copies were not scrubbed */
+	time_t started;
+	double duration;		/* seconds */
+	uint64_t bytes_to_scrub;
+	struct btrfsx_scrub_counters total;
+	size_t nr_devices;
+	struct btrfsx_scrub_device *devices;
+	size_t nr_errors;
+	struct btrfsx_scrub_error *errors;	/* the first 4096 */
+	uint64_t errors_dropped;
+	size_t nr_files;
+	struct btrfsx_scrub_file *files;
+	bool uncorrectable;		/* something is left bad (the CLI's exit 3) */
+};
+
+struct btrfsx_scrub_progress {
+	uint64_t bytes_done;
+	uint64_t bytes_total;
+	double elapsed;			/* seconds */
+	struct btrfsx_scrub_counters total;	/* so far */
+};
+
+/*
+ * Called from the calling thread once the scrub has started, about every
+ * @progress_interval seconds and once at the end; returning non-zero cancels
+ * the scrub (the value of the last call is ignored).
+ */
+typedef int (*btrfsx_scrub_progress_fn)(void *arg, const struct btrfsx_scrub_progress *p);
+
+struct btrfsx_scrub_options {
+	bool readonly;			/* find, do not repair */
+	bool no_readahead;		/* tree walks without forward readahead */
+	btrfsx_scrub_progress_fn progress;	/* may be NULL */
+	void *progress_arg;
+	double progress_interval;	/* seconds; 0 for 0.5 */
+	const volatile int *cancel;	/* may be NULL; non-zero stops the scrub (with a
+					   progress callback, seen at its next call) */	uint64_t memory_bytes;		/* read buffers in all; 0 for 48 MiB, at least 1 MiB.
+					   More reads faster on deep storage. Since 0.1 */
+};
+
+/**
+ * btrfsx_scrub_offline() - verify (and unless readonly, repair) every copy of
+ * every block of an unmounted filesystem.
+ * @paths: member devices or image files; others are found by fsid, missing
+ *         ones allowed (result->degraded).
+ * @opts: NULL for a repairing scrub with readahead and no progress.
+ * @result: filled when the scrub ran, whatever it found (also when
+ *          cancelled: then BTRFSX_ERROR_CANCELLED and result->cancelled);
+ *          free with btrfsx_scrub_result_free().
+ *
+ * The filesystem is opened as `btrfsx scrub start --offline` opens it:
+ * every member exclusively, read-write unless @opts->readonly.
+ * BTRFSX_ERROR_MOUNTED when the kernel has it mounted, BTRFSX_ERROR_BUSY
+ * when another program holds a member or an image file is attached to a
+ * loop device, BTRFSX_ERROR_PERMISSION for a read-only device without
+ * @opts->readonly. Devices are read in parallel; the counters equal the
+ * kernel scrub's for the same filesystem. Missing members: a warning each.
+ * Since: 0.1
+ */
+enum btrfsx_error btrfsx_scrub_offline(const char *const *paths, size_t nr_paths,
+				       const struct btrfsx_scrub_options *opts,
+				       struct btrfsx_scrub_result **result);
+
+/**
+ * btrfsx_scrub_result_free() - free a scrub result; NULL is fine.
+ * Since: 0.1
+ */
+void btrfsx_scrub_result_free(struct btrfsx_scrub_result *result);
 
 #ifdef __cplusplus
 }

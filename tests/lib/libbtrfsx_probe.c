@@ -1,0 +1,731 @@
+/*
+ * libbtrfsx_probe: calls one libbtrfsx function with the arguments given and
+ * prints what it returned as one JSON object, for tests/test_libbtrfsx.py to
+ * compare with the command line's JSON output:
+ *
+ *   {"error": N, "error_name": "...", "message": "...", "warnings": [...],
+ *    "result": {...}}
+ *
+ * "-" stands for a NULL string argument. Only the public header is used.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btrfsx.h"
+
+/* ---- a tiny JSON writer: one comma state per nesting level ---- */
+
+static bool need_comma[32];
+static int depth;
+
+static void separator(const char *key)
+{
+	if (need_comma[depth])
+		putchar(',');
+	need_comma[depth] = true;
+	if (key)
+		printf("\"%s\":", key);
+}
+
+static void open_block(const char *key, char bracket)
+{
+	separator(key);
+	putchar(bracket);
+	need_comma[++depth] = false;
+}
+
+static void close_block(char bracket)
+{
+	depth--;
+	putchar(bracket);
+}
+
+static void j_str(const char *key, const char *s)
+{
+	separator(key);
+	if (!s) {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static void j_u64(const char *key, uint64_t v)
+{
+	separator(key);
+	printf("%" PRIu64, v);
+}
+
+static void j_s64(const char *key, int64_t v)
+{
+	separator(key);
+	printf("%" PRId64, v);
+}
+
+static void j_double(const char *key, double v)
+{
+	separator(key);
+	printf("%.6f", v);
+}
+
+static void j_bool(const char *key, bool v)
+{
+	separator(key);
+	fputs(v ? "true" : "false", stdout);
+}
+
+static void j_uuid(const char *key, const uint8_t u[16])
+{
+	char s[37];
+
+	snprintf(s, sizeof(s), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+		 u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	j_str(key, s);
+}
+
+static const char *arg_or_null(const char *s)
+{
+	return strcmp(s, "-") ? s : NULL;
+}
+
+/* Opens the top object with the call's outcome; "result" follows. */
+static void begin_report(enum btrfsx_error err)
+{
+	open_block(NULL, '{');
+	j_s64("error", err);
+	j_str("error_name", btrfsx_strerror(err));
+	j_str("message", err ? btrfsx_last_error_message() : NULL);
+	open_block("warnings", '[');
+	for (size_t i = 0; i < btrfsx_warnings_count(); i++)
+		j_str(NULL, btrfsx_warning(i));
+	close_block(']');
+}
+
+static int end_report(enum btrfsx_error err)
+{
+	close_block('}');
+	putchar('\n');
+	return err ? 1 : 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: libbtrfsx_probe <function> <args>...\n");
+	return 2;
+}
+
+/* ---- hints ---- */
+
+static const char *const hint_ifaces[] = { "none", "allocation_hint", "type" };
+
+static void print_hint_state(const char *key, const struct btrfsx_hint_state *st)
+{
+	open_block(key, '{');
+	j_u64("devid", st->devid);
+	j_str("path", st->path);
+	j_u64("type", st->type);
+	j_u64("hint", st->hint);
+	j_str("name", btrfsx_hint_name(st->hint));
+	j_bool("mounted", st->mounted);
+	j_str("iface", hint_ifaces[st->iface]);
+	j_bool("effective", st->effective);
+	close_block('}');
+}
+
+static int probe_hint_name(int argc, char **argv)
+{
+	if (argc != 1)
+		return usage();
+	begin_report(BTRFSX_OK);
+	j_str("result", btrfsx_hint_name(strtoull(argv[0], NULL, 0)));
+	return end_report(BTRFSX_OK);
+}
+
+static int probe_hint_parse(int argc, char **argv)
+{
+	uint64_t hint = 0;
+	enum btrfsx_error err;
+
+	if (argc != 2)
+		return usage();
+	err = btrfsx_hint_parse(arg_or_null(argv[0]), atoi(argv[1]), &hint);
+	begin_report(err);
+	j_u64("result", hint);
+	return end_report(err);
+}
+
+static int probe_hint_get(int argc, char **argv)
+{
+	struct btrfsx_hint_state st;
+	enum btrfsx_error err;
+
+	if (argc != 2)
+		return usage();
+	err = btrfsx_hint_get(arg_or_null(argv[0]), arg_or_null(argv[1]), &st);
+	begin_report(err);
+	if (!err)
+		print_hint_state("result", &st);
+	return end_report(err);
+}
+
+static int probe_hint_set(int argc, char **argv)
+{
+	struct btrfsx_hint_state before, after;
+	enum btrfsx_error err;
+
+	if (argc != 4)
+		return usage();
+	err = btrfsx_hint_set(arg_or_null(argv[0]), arg_or_null(argv[1]),
+			      strtoull(argv[2], NULL, 0), (unsigned int)strtoul(argv[3], NULL, 0),
+			      &before, &after);
+	begin_report(err);
+	if (!err) {
+		open_block("result", '{');
+		print_hint_state("before", &before);
+		print_hint_state("after", &after);
+		close_block('}');
+	}
+	return end_report(err);
+}
+
+/* ---- usage ---- */
+
+static void print_usage_overall(const struct btrfsx_usage *u)
+{
+	j_uuid("fsid", u->fsid);
+	j_bool("mounted", u->mounted);
+	j_str("path", u->path);
+	j_u64("device_size", u->device_size);
+	j_u64("device_allocated", u->device_allocated);
+	j_s64("device_unallocated", u->device_unallocated);
+	j_u64("device_missing", u->device_missing);
+	j_u64("device_slack", u->device_slack);
+	j_u64("used", u->used);
+	j_u64("progs_free_estimated", u->progs_free_estimated);
+	j_u64("progs_free_min", u->progs_free_min);
+	j_double("data_ratio", u->data_ratio);
+	j_double("metadata_ratio", u->metadata_ratio);
+	j_bool("have_global_reserve", u->have_global_reserve);
+	j_u64("global_reserve", u->global_reserve);
+	j_u64("global_reserve_used", u->global_reserve_used);
+	j_str("multiple_profiles", u->multiple_profiles);
+}
+
+static void print_usage_model(const struct btrfsx_usage *u)
+{
+	j_bool("hints_honoured", u->hints_honoured);
+	j_bool("strict", u->strict);
+	j_bool("mixed", u->mixed);
+	j_u64("data_profile", u->data_profile);
+	j_u64("metadata_profile", u->metadata_profile);
+	j_u64("data_size", u->data_size);
+	j_u64("data_used", u->data_used);
+	j_u64("metadata_size", u->metadata_size);
+	j_u64("metadata_used", u->metadata_used);
+	j_u64("data_free_in_chunks", u->data_free_in_chunks);
+	j_u64("data_new_chunks", u->data_new_chunks);
+	j_u64("free_estimated", u->free_estimated);
+	j_u64("free_strict", u->free_strict);
+	j_bool("have_statfs", u->have_statfs);
+	j_u64("free_statfs", u->free_statfs);
+	j_u64("metadata_free_in_chunks", u->metadata_free_in_chunks);
+	j_u64("metadata_room", u->metadata_room);
+	j_u64("metadata_room_after_data", u->metadata_room_after_data);
+	j_u64("metadata_needed", u->metadata_needed);
+	j_u64("data_on_metadata_devices", u->data_on_metadata_devices);
+	j_u64("warnings_mask", u->warnings);
+}
+
+static void print_usage_lists(const struct btrfsx_usage *u)
+{
+	open_block("spaces", '[');
+	for (size_t i = 0; i < u->nr_spaces; i++) {
+		open_block(NULL, '{');
+		j_u64("flags", u->spaces[i].flags);
+		j_u64("size", u->spaces[i].total_bytes);
+		j_u64("used", u->spaces[i].used_bytes);
+		close_block('}');
+	}
+	close_block(']');
+	open_block("classes", '[');
+	for (size_t i = 0; i < u->nr_classes; i++) {
+		const struct btrfsx_usage_class *c = &u->classes[i];
+
+		open_block(NULL, '{');
+		j_u64("hint_value", c->hint);
+		j_u64("devices", c->devices);
+		j_u64("size", c->size);
+		j_u64("unallocated", c->unallocated);
+		j_u64("data_allocatable", c->data_allocatable);
+		j_u64("metadata_allocatable", c->metadata_allocatable);
+		close_block('}');
+	}
+	close_block(']');
+	open_block("devices", '[');
+	for (size_t i = 0; i < u->nr_devices; i++) {
+		const struct btrfsx_usage_device *d = &u->devices[i];
+
+		open_block(NULL, '{');
+		j_u64("devid", d->devid);
+		j_str("path", d->missing ? NULL : d->path);
+		j_u64("hint", d->hint);
+		j_bool("missing", d->missing);
+		j_u64("size", d->size);
+		j_u64("slack", d->slack);
+		j_u64("unallocated", d->unallocated);
+		j_u64("data", d->data);
+		j_u64("metadata", d->metadata);
+		j_u64("system", d->system);
+		close_block('}');
+	}
+	close_block(']');
+}
+
+/* usage <sysfs_root> <flags> <path>... */
+static int probe_usage(int argc, char **argv)
+{
+	struct btrfsx_usage *u = NULL;
+	enum btrfsx_error err;
+
+	if (argc < 2)
+		return usage();
+	err = btrfsx_usage_get((const char *const *)argv + 2, (size_t)argc - 2,
+			       arg_or_null(argv[0]), (unsigned int)strtoul(argv[1], NULL, 0), &u);
+	begin_report(err);
+	if (!err) {
+		open_block("result", '{');
+		print_usage_overall(u);
+		print_usage_model(u);
+		print_usage_lists(u);
+		close_block('}');
+	}
+	btrfsx_usage_free(u);
+	return end_report(err);
+}
+
+/* ---- read policies ---- */
+
+static const char *const rp_ifaces[] = { "none", "read_policy", "read_policies" };
+static const char *const apply_statuses[] = {
+	"applied", "unchanged", "failed", "no-record", "not-mounted",
+};
+
+static void print_read_policy(const char *key, const struct btrfsx_read_policy *p)
+{
+	open_block(key, '{');
+	j_str("fsid", p->fsid);
+	j_str("interface", rp_ifaces[p->iface]);
+	j_str("policy", p->active);
+	open_block("available", '[');
+	for (size_t i = 0; i < p->nr_offered; i++)
+		j_str(NULL, p->offered[i]);
+	close_block(']');
+	j_str("kernel_shows", p->raw);
+	j_str("persistent", p->recorded[0] ? p->recorded : NULL);
+	j_bool("mirrored_known", p->mirrored_known);
+	open_block("mirrored", '[');
+	for (size_t i = 0; i < p->nr_mirrored; i++)
+		j_str(NULL, p->mirrored[i]);
+	close_block(']');
+	close_block('}');
+}
+
+/* rp-get <path> <sysfs_root> <config_dir> */
+static int probe_rp_get(int argc, char **argv)
+{
+	struct btrfsx_read_policy p;
+	enum btrfsx_error err;
+
+	if (argc != 3)
+		return usage();
+	err = btrfsx_read_policy_get(arg_or_null(argv[0]), arg_or_null(argv[1]),
+				     arg_or_null(argv[2]), &p);
+	begin_report(err);
+	if (!err)
+		print_read_policy("result", &p);
+	return end_report(err);
+}
+
+/* rp-set <path> <policy> <flags> <sysfs_root> <config_dir> */
+static int probe_rp_set(int argc, char **argv)
+{
+	struct btrfsx_read_policy after;
+	bool changed = false;
+	enum btrfsx_error err;
+
+	if (argc != 5)
+		return usage();
+	err = btrfsx_read_policy_set(arg_or_null(argv[0]), arg_or_null(argv[1]),
+				     (unsigned int)strtoul(argv[2], NULL, 0), arg_or_null(argv[3]),
+				     arg_or_null(argv[4]), &after, &changed);
+	begin_report(err);
+	if (!err) {
+		open_block("result", '{');
+		print_read_policy("after", &after);
+		j_bool("changed", changed);
+		close_block('}');
+	}
+	return end_report(err);
+}
+
+/* rp-apply <path> <sysfs_root> <config_dir> */
+static int probe_rp_apply(int argc, char **argv)
+{
+	struct btrfsx_apply_result *results = NULL;
+	size_t nr = 0;
+	enum btrfsx_error err;
+
+	if (argc != 3)
+		return usage();
+	err = btrfsx_read_policy_apply(arg_or_null(argv[0]), arg_or_null(argv[1]),
+				       arg_or_null(argv[2]), &results, &nr);
+	begin_report(err);
+	open_block("result", '[');
+	for (size_t i = 0; i < nr; i++) {
+		const struct btrfsx_apply_result *r = &results[i];
+
+		open_block(NULL, '{');
+		j_str("fsid", r->fsid[0] ? r->fsid : NULL);
+		j_str("path", r->path[0] ? r->path : NULL);
+		j_str("policy", r->policy[0] ? r->policy : NULL);
+		j_str("status", apply_statuses[r->status]);
+		if (r->error[0])
+			j_str("error", r->error);
+		close_block('}');
+	}
+	close_block(']');
+	free(results);
+	return end_report(err);
+}
+
+/* ---- io-stats ---- */
+
+/* io-stats <path> <sysfs_root> */
+static int probe_io_stats(int argc, char **argv)
+{
+	struct btrfsx_io_stats *stats = NULL;
+	enum btrfsx_error err;
+	size_t nr = 0;
+
+	if (argc != 2)
+		return usage();
+	err = btrfsx_io_stats_sample(arg_or_null(argv[0]), arg_or_null(argv[1]), &stats, &nr);
+	begin_report(err);
+	open_block("result", '[');
+	for (size_t i = 0; i < nr; i++) {
+		open_block(NULL, '{');
+		j_u64("devid", stats[i].devid);
+		j_str("path", stats[i].path);
+		j_bool("present", stats[i].present);
+		j_u64("reads", stats[i].reads);
+		j_u64("read_bytes", stats[i].read_bytes);
+		close_block('}');
+	}
+	close_block(']');
+	free(stats);
+	return end_report(err);
+}
+
+/* ---- offline scrub ---- */
+
+static void print_counters(const char *key, const struct btrfsx_scrub_counters *c)
+{
+	open_block(key, '{');
+	j_u64("data_extents_scrubbed", c->data_extents_scrubbed);
+	j_u64("tree_extents_scrubbed", c->tree_extents_scrubbed);
+	j_u64("data_bytes_scrubbed", c->data_bytes_scrubbed);
+	j_u64("tree_bytes_scrubbed", c->tree_bytes_scrubbed);
+	j_u64("read_errors", c->read_errors);
+	j_u64("csum_errors", c->csum_errors);
+	j_u64("verify_errors", c->verify_errors);
+	j_u64("no_csum", c->no_csum);
+	j_u64("csum_discards", c->csum_discards);
+	j_u64("super_errors", c->super_errors);
+	j_u64("malloc_errors", c->malloc_errors);
+	j_u64("uncorrectable_errors", c->uncorrectable_errors);
+	j_u64("unverified_errors", c->unverified_errors);
+	j_u64("corrected_errors", c->corrected_errors);
+	j_u64("last_physical", c->last_physical);
+	j_u64("parity_errors", c->parity_errors);
+	j_u64("super_corrected", c->super_corrected);
+	close_block('}');
+}
+
+static void print_scrub_result(const struct btrfsx_scrub_result *r)
+{
+	j_uuid("fsid", r->fsid);
+	j_bool("readonly", r->readonly);
+	j_bool("cancelled", r->cancelled);
+	j_bool("degraded", r->degraded);
+	j_bool("started_set", r->started > 0);
+	j_bool("duration_set", r->duration >= 0);
+	j_u64("bytes_to_scrub", r->bytes_to_scrub);
+	print_counters("total", &r->total);
+	open_block("devices", '[');
+	for (size_t i = 0; i < r->nr_devices; i++) {
+		const struct btrfsx_scrub_device *d = &r->devices[i];
+
+		open_block(NULL, '{');
+		j_u64("devid", d->devid);
+		j_str("path", d->missing ? NULL : d->path);
+		j_bool("missing", d->missing);
+		j_u64("bytes_to_scrub", d->bytes_to_scrub);
+		print_counters("counters", &d->counters);
+		close_block('}');
+	}
+	close_block(']');
+	open_block("errors", '[');
+	for (size_t i = 0; i < r->nr_errors; i++) {
+		const struct btrfsx_scrub_error *e = &r->errors[i];
+
+		open_block(NULL, '{');
+		j_str("what", e->what);
+		j_str("fault", e->fault);
+		j_str("fix", e->fix);
+		j_u64("logical", e->logical);
+		j_u64("len", e->len);
+		j_u64("devid", e->devid);
+		j_u64("physical", e->physical);
+		j_s64("mirror", e->mirror);
+		j_str("reason", e->reason);
+		close_block('}');
+	}
+	close_block(']');
+	j_u64("errors_dropped", r->errors_dropped);
+	open_block("files", '[');
+	for (size_t i = 0; i < r->nr_files; i++) {
+		const struct btrfsx_scrub_file *f = &r->files[i];
+
+		open_block(NULL, '{');
+		j_str("path", f->path[0] ? f->path : NULL);
+		j_u64("logical", f->logical);
+		j_u64("root", f->root);
+		j_u64("inode", f->inode);
+		j_u64("offset", f->offset);
+		close_block('}');
+	}
+	close_block(']');
+	j_bool("uncorrectable", r->uncorrectable);
+}
+
+struct progress_log {
+	unsigned int calls;
+	unsigned int cancel_at;		/* return non-zero at this call; 0: never */
+	uint64_t first_total, last_done, last_total;
+	bool monotonic;
+};
+
+static int on_progress(void *arg, const struct btrfsx_scrub_progress *p)
+{
+	struct progress_log *log = arg;
+
+	log->calls++;
+	if (log->calls == 1)
+		log->first_total = p->bytes_total;
+	else if (p->bytes_done < log->last_done)
+		log->monotonic = false;
+	log->last_done = p->bytes_done;
+	log->last_total = p->bytes_total;
+	return log->cancel_at && log->calls == log->cancel_at;
+}
+
+/*
+ * scrub [ro] [no-readahead] [progress] [cancel-at=N] [cancel-flag] [interval=S]
+ *       [no-opts] -- <device>...
+ */
+static int probe_scrub(int argc, char **argv)
+{
+	struct progress_log log = { .monotonic = true };
+	struct btrfsx_scrub_options opts = { 0 };
+	struct btrfsx_scrub_result *result = NULL;
+	volatile int cancel = 0;
+	bool use_opts = true;
+	enum btrfsx_error err;
+	int i;
+
+	for (i = 0; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "ro"))
+			opts.readonly = true;
+		else if (!strcmp(argv[i], "no-readahead"))
+			opts.no_readahead = true;
+		else if (!strcmp(argv[i], "progress"))
+			opts.progress = on_progress;
+		else if (!strncmp(argv[i], "cancel-at=", 10))
+			log.cancel_at = (unsigned int)atoi(argv[i] + 10);
+		else if (!strcmp(argv[i], "cancel-flag"))
+			cancel = 1;
+		else if (!strncmp(argv[i], "interval=", 9))
+			opts.progress_interval = atof(argv[i] + 9);
+		else if (!strcmp(argv[i], "no-opts"))
+			use_opts = false;
+		else
+			return usage();
+	}
+	if (i == argc)
+		return usage();
+	opts.progress_arg = &log;
+	opts.cancel = &cancel;
+	err = btrfsx_scrub_offline((const char *const *)argv + i + 1, (size_t)(argc - i - 1),
+				   use_opts ? &opts : NULL, &result);
+	begin_report(err);
+	if (result) {
+		open_block("result", '{');
+		print_scrub_result(result);
+		open_block("progress", '{');
+		j_u64("calls", log.calls);
+		j_u64("first_total", log.first_total);
+		j_u64("last_done", log.last_done);
+		j_u64("last_total", log.last_total);
+		j_bool("monotonic", log.monotonic);
+		close_block('}');
+		close_block('}');
+	}
+	btrfsx_scrub_result_free(result);
+	return end_report(err);
+}
+
+/* ---- conventions ---- */
+
+/* fs-info <device>... */
+static int probe_fs_info(int argc, char **argv)
+{
+	struct btrfsx_fs_info info;
+	enum btrfsx_error err;
+
+	err = btrfsx_fs_info_offline((const char *const *)argv, (size_t)argc, &info);
+	begin_report(err);
+	if (!err) {
+		open_block("result", '{');
+		j_uuid("fsid", info.fsid);
+		j_str("label", info.label);
+		j_u64("num_devices", info.num_devices);
+		j_u64("total_bytes", info.total_bytes);
+		j_u64("nodesize", info.nodesize);
+		j_u64("sectorsize", info.sectorsize);
+		j_str("csum", info.csum_name);
+		close_block('}');
+	}
+	return end_report(err);
+}
+
+/* strerror: every code's string, and one past the last. */
+static int probe_strerror(int argc, char **argv)
+{
+	(void)argv;
+	if (argc)
+		return usage();
+	begin_report(BTRFSX_OK);
+	open_block("result", '[');
+	for (int e = BTRFSX_OK; e <= BTRFSX_ERROR_CANCELLED + 1; e++)
+		j_str(NULL, btrfsx_strerror((enum btrfsx_error)e));
+	close_block(']');
+	return end_report(BTRFSX_OK);
+}
+
+/*
+ * One thread's work for probe_threads: usage of its own filesystem, and a
+ * failure whose message must stay its own whatever the other thread does.
+ */
+struct thread_work {
+	const char *path;
+	char bad_name[32];
+	uint64_t free_estimated;
+	unsigned int mismatches;
+};
+
+#define THREAD_ROUNDS 20
+
+static void *thread_main(void *arg)
+{
+	struct thread_work *w = arg;
+	const char *paths[] = { w->path };
+
+	for (int i = 0; i < THREAD_ROUNDS; i++) {
+		struct btrfsx_usage *u;
+		uint64_t hint;
+
+		if (btrfsx_usage_get(paths, 1, NULL, 0, &u) != BTRFSX_OK) {
+			w->mismatches++;
+			continue;
+		}
+		if (i == 0)
+			w->free_estimated = u->free_estimated;
+		else if (u->free_estimated != w->free_estimated)
+			w->mismatches++;
+		btrfsx_usage_free(u);
+		if (btrfsx_hint_parse(w->bad_name, false, &hint) != BTRFSX_ERROR_INVALID_ARGUMENT ||
+		    !strstr(btrfsx_last_error_message(), w->bad_name))
+			w->mismatches++;
+	}
+	return NULL;
+}
+
+/* threads <path1> <path2>: two threads, two filesystems, at the same time. */
+static int probe_threads(int argc, char **argv)
+{
+	struct thread_work work[2];
+	pthread_t tids[2];
+
+	if (argc != 2)
+		return usage();
+	for (int i = 0; i < 2; i++) {
+		work[i] = (struct thread_work){ .path = argv[i] };
+		snprintf(work[i].bad_name, sizeof(work[i].bad_name), "no-such-hint-%d", i);
+		if (pthread_create(&tids[i], NULL, thread_main, &work[i]))
+			return 1;
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(tids[i], NULL);
+	begin_report(BTRFSX_OK);
+	open_block("result", '[');
+	for (int i = 0; i < 2; i++) {
+		open_block(NULL, '{');
+		j_u64("free_estimated", work[i].free_estimated);
+		j_u64("mismatches", work[i].mismatches);
+		close_block('}');
+	}
+	close_block(']');
+	return end_report(BTRFSX_OK);
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} probes[] = {
+	{ "hint-name", probe_hint_name },
+	{ "hint-parse", probe_hint_parse },
+	{ "hint-get", probe_hint_get },
+	{ "hint-set", probe_hint_set },
+	{ "usage", probe_usage },
+	{ "rp-get", probe_rp_get },
+	{ "rp-set", probe_rp_set },
+	{ "rp-apply", probe_rp_apply },
+	{ "io-stats", probe_io_stats },
+	{ "scrub", probe_scrub },
+	{ "fs-info", probe_fs_info },
+	{ "strerror", probe_strerror },
+	{ "threads", probe_threads },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+		if (!strcmp(argv[1], probes[i].name))
+			return probes[i].fn(argc - 2, argv + 2);
+	return usage();
+}
