@@ -1,0 +1,821 @@
+"""btrfs allocation hints, usage, read policies and offline scrub for Python.
+
+The ``btrfsx`` module wraps libbtrfsx, the library behind the ``btrfsx``
+command: every call here is one library call with the same semantics.
+
+Results are frozen dataclasses. Sizes are in bytes, filesystem ids are
+canonical UUID strings. Every result a function returns carries the
+library's warnings for that call as ``warnings``, a tuple of strings (e.g.
+"the running kernel ignores allocation hints"); nested objects inside a
+result carry none. Warnings are never sent through Python's ``warnings``
+module, so nothing is printed behind a script's back.
+
+Failures raise a subclass of :class:`BtrfsxError`, whose ``code`` is the
+library's error code as :class:`ErrorCode` and whose ``message`` names the
+object and the reason. Several subclasses also derive from the matching
+built-in exception (``InvalidArgumentError`` is a ``ValueError``,
+``PermissionDeniedError`` a ``PermissionError``, ``NotFoundError`` a
+``FileNotFoundError``), so ordinary ``except`` clauses work.
+
+Paths may be ``str``, ``bytes`` or path-like objects. ``sysfs_root`` (default
+``/sys``) and ``config_dir`` (default ``<sysconfdir>/btrfsx``) exist for tests
+and for chroots. The calls release the GIL while the library works, so other
+Python threads keep running; the functions are thread-safe on different
+filesystems.
+
+Example::
+
+    import btrfsx
+    u = btrfsx.usage("/mnt")
+    print(f"metadata room {u.metadata_room} bytes, needed {u.metadata_needed}")
+    btrfsx.hint_set("/dev/sdc", btrfsx.Hint.METADATA_ONLY)   # unmounted filesystem
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import os
+import threading
+import uuid
+from typing import Callable, Optional, Sequence, Union
+
+from . import _btrfsx
+
+__version__ = f"{_btrfsx.VERSION_MAJOR}.{_btrfsx.VERSION_MINOR}.{_btrfsx.VERSION_PATCH}"
+
+Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+Paths = Union[Path, Sequence[Path]]
+
+__all__ = [
+    "ApplyReport", "ApplyResult", "ApplyStatus", "BtrfsxError", "BtrfsxIOError", "BusyError",
+    "CancelledError", "CorruptedError", "ErrorCode", "FsInfo", "Hint", "HintChange",
+    "HintInterface", "HintState", "InvalidArgumentError", "IoStats", "IoStatsSample",
+    "MissingDeviceError", "MountedError", "NoMemoryError", "NotBtrfsError", "NotFoundError",
+    "NotMountedError", "NotSupportedError", "PermissionDeniedError", "ReadPolicy",
+    "ReadPolicyChange", "ReadPolicyInterface", "ScrubCounters", "ScrubDevice", "ScrubError",
+    "ScrubFile", "ScrubProgress", "ScrubResult", "Usage", "UsageClass", "UsageDevice",
+    "UsageSpace", "UsageWarning", "fs_info_offline", "hint_get", "hint_name", "hint_parse",
+    "hint_set", "io_stats_sample", "profile_name", "read_policy_apply", "read_policy_get",
+    "read_policy_set", "scrub_offline", "strerror", "type_name", "usage",
+]
+
+
+# --------------------------------------------------------------------------- enums
+
+class ErrorCode(enum.IntEnum):
+    """``enum btrfsx_error``: what went wrong, as the library reports it."""
+    OK = _btrfsx.OK
+    NO_MEMORY = _btrfsx.ERROR_NO_MEMORY
+    INVALID_ARGUMENT = _btrfsx.ERROR_INVALID_ARGUMENT
+    NOT_BTRFS = _btrfsx.ERROR_NOT_BTRFS
+    CORRUPTED = _btrfsx.ERROR_CORRUPTED
+    IO = _btrfsx.ERROR_IO
+    MISSING_DEVICE = _btrfsx.ERROR_MISSING_DEVICE
+    BUSY = _btrfsx.ERROR_BUSY
+    PERMISSION = _btrfsx.ERROR_PERMISSION
+    NOT_FOUND = _btrfsx.ERROR_NOT_FOUND
+    OTHER = _btrfsx.ERROR_OTHER
+    NOT_SUPPORTED = _btrfsx.ERROR_NOT_SUPPORTED
+    NOT_MOUNTED = _btrfsx.ERROR_NOT_MOUNTED
+    MOUNTED = _btrfsx.ERROR_MOUNTED
+    CANCELLED = _btrfsx.ERROR_CANCELLED
+
+
+class Hint(enum.IntEnum):
+    """``enum btrfsx_hint``: the allocation hint values btrfsx knows.
+
+    Values 0-3 are the V12 kernel patch set's, 4 (``none``) is kakra's fork's.
+    Functions return a plain ``int`` for a stored value outside this set."""
+    DATA_PREFERRED = _btrfsx.HINT_DATA_PREFERRED
+    METADATA_PREFERRED = _btrfsx.HINT_METADATA_PREFERRED
+    METADATA_ONLY = _btrfsx.HINT_METADATA_ONLY
+    DATA_ONLY = _btrfsx.HINT_DATA_ONLY
+    NONE = _btrfsx.HINT_NONE
+
+    def __str__(self) -> str:
+        return hint_name(self)
+
+
+class HintInterface(enum.IntEnum):
+    """Which kernel file carries the hint of a mounted filesystem."""
+    NONE = _btrfsx.HINT_IFACE_NONE          #: not mounted, or the kernel ignores hints
+    NAME = _btrfsx.HINT_IFACE_NAME          #: devinfo/<devid>/allocation_hint (V12)
+    TYPE = _btrfsx.HINT_IFACE_TYPE          #: devinfo/<devid>/type (kakra's fork)
+
+
+class UsageWarning(enum.IntFlag):
+    """Conditions :func:`usage` flags in :attr:`Usage.warning_flags`."""
+    METADATA_LOW = _btrfsx.USAGE_W_METADATA_LOW            #: room < 50% of metadata used
+    DATA_ON_META_DEVS = _btrfsx.USAGE_W_DATA_ON_META_DEVS  #: data may fill metadata devices
+    HINTS_IGNORED = _btrfsx.USAGE_W_HINTS_IGNORED          #: the mounted kernel ignores hints
+
+
+class ReadPolicyInterface(enum.IntEnum):
+    """Which kernel file carries the read policy."""
+    NONE = _btrfsx.READ_POLICY_IFACE_NONE          #: no file: the kernel always uses pid
+    MAINLINE = _btrfsx.READ_POLICY_IFACE_MAINLINE  #: /sys/fs/btrfs/<FSID>/read_policy
+    EARLIER = _btrfsx.READ_POLICY_IFACE_EARLIER    #: .../read_policies/policy
+
+
+class ApplyStatus(enum.IntEnum):
+    """What :func:`read_policy_apply` did for one filesystem."""
+    APPLIED = _btrfsx.APPLY_APPLIED
+    UNCHANGED = _btrfsx.APPLY_UNCHANGED
+    FAILED = _btrfsx.APPLY_FAILED
+    NO_RECORD = _btrfsx.APPLY_NO_RECORD
+    NOT_MOUNTED = _btrfsx.APPLY_NOT_MOUNTED   #: recorded, not mounted now
+
+
+# --------------------------------------------------------------------------- exceptions
+
+class BtrfsxError(Exception):
+    """A libbtrfsx call failed.
+
+    Attributes:
+        code: the library's error code (:class:`ErrorCode`; a plain int for a
+            code this module does not know).
+        message: the library's message naming the object and the reason.
+        warnings: warnings the failing call recorded.
+        result: what the library filled despite the error, or None: the
+            :class:`ScrubResult` of a cancelled scrub, the
+            :class:`ApplyReport` of a partly failed :func:`read_policy_apply`.
+    """
+
+    def __init__(self, code: int, message: str = "", warnings: Sequence[str] = ()):
+        try:
+            self.code: Union[ErrorCode, int] = ErrorCode(code)
+        except ValueError:
+            self.code = code
+        self.message: str = message or strerror(code)
+        self.warnings: tuple[str, ...] = tuple(warnings)
+        self.result = None
+        self.partial = None     # the raw form of result, set by the C module
+        super().__init__(self.message)
+
+
+class NoMemoryError(BtrfsxError, MemoryError):
+    """The library ran out of memory."""
+
+
+class InvalidArgumentError(BtrfsxError, ValueError):
+    """An argument was rejected: an unknown hint or policy, a guard rail, no path."""
+
+
+class NotBtrfsError(BtrfsxError):
+    """The device or file holds no btrfs filesystem."""
+
+
+class CorruptedError(BtrfsxError):
+    """A filesystem structure failed its checks."""
+
+
+class BtrfsxIOError(BtrfsxError, OSError):
+    """Reading or writing a device failed."""
+
+
+class MissingDeviceError(BtrfsxError):
+    """A member device the operation needs is missing."""
+
+
+class BusyError(BtrfsxError):
+    """A device is held by another program (or the kernel)."""
+
+
+class PermissionDeniedError(BtrfsxError, PermissionError):
+    """The operation needs more privileges (usually root)."""
+
+
+class NotFoundError(BtrfsxError, FileNotFoundError):
+    """A path, device or filesystem does not exist."""
+
+
+class NotSupportedError(BtrfsxError):
+    """The running kernel or this filesystem lacks the feature."""
+
+
+class NotMountedError(BtrfsxError):
+    """The operation needs a mounted filesystem."""
+
+
+class MountedError(BtrfsxError):
+    """The operation needs an unmounted filesystem."""
+
+
+class CancelledError(BtrfsxError):
+    """The caller cancelled the operation; ``result`` holds what was done."""
+
+
+_ERROR_CLASSES = {
+    ErrorCode.NO_MEMORY: NoMemoryError,
+    ErrorCode.INVALID_ARGUMENT: InvalidArgumentError,
+    ErrorCode.NOT_BTRFS: NotBtrfsError,
+    ErrorCode.CORRUPTED: CorruptedError,
+    ErrorCode.IO: BtrfsxIOError,
+    ErrorCode.MISSING_DEVICE: MissingDeviceError,
+    ErrorCode.BUSY: BusyError,
+    ErrorCode.PERMISSION: PermissionDeniedError,
+    ErrorCode.NOT_FOUND: NotFoundError,
+    ErrorCode.NOT_SUPPORTED: NotSupportedError,
+    ErrorCode.NOT_MOUNTED: NotMountedError,
+    ErrorCode.MOUNTED: MountedError,
+    ErrorCode.CANCELLED: CancelledError,
+}
+
+
+def _make_error(code: int, message: str, warnings: tuple[str, ...]) -> BtrfsxError:
+    return _ERROR_CLASSES.get(code, BtrfsxError)(code, message, warnings)
+
+
+_btrfsx._set_error_factory(_make_error)
+
+
+_U64_LIMIT = 1 << 64
+
+
+def _invalid(message: str) -> InvalidArgumentError:
+    return InvalidArgumentError(ErrorCode.INVALID_ARGUMENT, message)
+
+
+# --------------------------------------------------------------------------- conversions
+
+_DATA, _SYSTEM, _METADATA = 1 << 0, 1 << 1, 1 << 2
+_PROFILES = [(1 << 3, "raid0"), (1 << 4, "raid1"), (1 << 5, "dup"), (1 << 6, "raid10"),
+             (1 << 7, "raid5"), (1 << 8, "raid6"), (1 << 9, "raid1c3"), (1 << 10, "raid1c4")]
+
+
+def profile_name(flags: int) -> str:
+    """The profile of block group @flags: "single", "dup", "raid1", ..."""
+    for bit, name in _PROFILES:
+        if flags & bit:
+            return name
+    return "single"
+
+
+def type_name(flags: int) -> str:
+    """The block group type of @flags: "data", "metadata", "system" or
+    "data+metadata" (mixed)."""
+    data, metadata = flags & _DATA, flags & _METADATA
+    if data and metadata:
+        return "data+metadata"
+    if data or metadata:
+        return "data" if data else "metadata"
+    return "system" if flags & _SYSTEM else "unknown"
+
+
+def _fsid(raw: bytes) -> str:
+    return str(uuid.UUID(bytes=raw))
+
+
+def _hint(value: int) -> Union[Hint, int]:
+    try:
+        return Hint(value)
+    except ValueError:
+        return value
+
+
+def _text_or_none(text: str) -> Optional[str]:
+    return text or None
+
+
+def _path_list(paths: Paths) -> list:
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        return [paths]
+    return list(paths)
+
+
+# --------------------------------------------------------------------------- results
+
+@dataclasses.dataclass(frozen=True)
+class FsInfo:
+    """What the superblocks of an unmounted filesystem say."""
+    fsid: str
+    metadata_uuid: str
+    label: str
+    generation: int
+    num_devices: int
+    total_bytes: int
+    bytes_used: int
+    nodesize: int
+    sectorsize: int
+    csum_type: int
+    csum_name: str           #: "crc32c", "xxhash64", "sha256" or "blake2b"
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def _from(cls, raw: dict, warnings=()) -> "FsInfo":
+        return cls(**dict(raw, fsid=_fsid(raw["fsid"]),
+                          metadata_uuid=_fsid(raw["metadata_uuid"])), warnings=warnings)
+
+
+@dataclasses.dataclass(frozen=True)
+class HintState:
+    """The allocation hint of one member device."""
+    devid: int
+    path: str
+    type: int                #: the whole device type field
+    hint: Union[Hint, int]   #: its hint bits (an int when outside :class:`Hint`)
+    mounted: bool
+    interface: HintInterface
+    effective: bool          #: the running kernel honours it
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> Optional[str]:
+        """The hint's name, or None for a value without one."""
+        return hint_name(self.hint)
+
+    @classmethod
+    def _from(cls, raw: dict, warnings=()) -> "HintState":
+        return cls(**dict(raw, hint=_hint(raw["hint"]),
+                          interface=HintInterface(raw["interface"])), warnings=warnings)
+
+
+@dataclasses.dataclass(frozen=True)
+class HintChange:
+    """What :func:`hint_set` changed: the device before and after."""
+    before: HintState
+    after: HintState
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether the type field differs afterwards."""
+        return self.before.type != self.after.type
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageClass:
+    """The devices sharing one hint value (device bytes)."""
+    hint: Union[Hint, int]
+    devices: int
+    size: int
+    unallocated: int
+    data_allocatable: int        #: what a data-only fill would take
+    metadata_allocatable: int    #: what a metadata-only fill would take
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageDevice:
+    """One member device's space (device bytes)."""
+    devid: int
+    path: str                    #: "" when missing
+    hint: Union[Hint, int]
+    missing: bool
+    size: int
+    slack: int
+    unallocated: int
+    data: int
+    metadata: int
+    system: int
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageSpace:
+    """One block group type and profile: a line of the Data/Metadata/System
+    list (logical bytes)."""
+    flags: int                   #: block group type and profile bits
+    total_bytes: int
+    used_bytes: int
+
+    @property
+    def type(self) -> str:
+        """"data", "metadata", "system" or "data+metadata"."""
+        return type_name(self.flags)
+
+    @property
+    def profile(self) -> str:
+        """"single", "dup", "raid1", ..."""
+        return profile_name(self.flags)
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """Every figure of ``btrfsx filesystem usage`` (bytes).
+
+    The first group is btrfs-progs' overall section; the second the allocator
+    model: ``free_estimated`` is the data still writable with the hints as the
+    kernel treats them, ``free_strict`` the same with every preference strict,
+    ``metadata_room`` the metadata still writable (``metadata_room_after_data``
+    once data filled its room) and ``metadata_needed`` the warning threshold,
+    50% of the metadata used."""
+    fsid: str
+    mounted: bool
+    path: str                    #: the mount point, or the first device
+    device_size: int
+    device_allocated: int
+    device_unallocated: int      #: negative when over-allocated
+    device_missing: int
+    device_slack: int
+    used: int
+    progs_free_estimated: int    #: btrfs-progs' "Free (estimated)"
+    progs_free_min: int
+    data_ratio: float
+    metadata_ratio: float
+    hints_honoured: bool
+    mixed: bool                  #: mixed data+metadata block groups
+    data_profile: int            #: block group flags of the next data chunk
+    metadata_profile: int
+    data_size: int
+    data_used: int
+    metadata_size: int
+    metadata_used: int
+    data_free_in_chunks: int
+    free_estimated: int
+    free_strict: int
+    free_statfs: Optional[int]   #: what df shows; None when not mounted
+    metadata_free_in_chunks: int
+    metadata_room: int
+    metadata_room_after_data: int
+    metadata_needed: int
+    data_on_metadata_devices: int
+    warning_flags: UsageWarning
+    global_reserve: Optional[int]        #: None when not mounted
+    global_reserve_used: Optional[int]
+    multiple_profiles: list[str]  #: the types with several profiles, e.g. ["data"]
+    strict: bool                 #: the model ran with every preference strict
+    data_new_chunks: int         #: logical bytes of the data chunks the model allocated
+    classes: list[UsageClass]    #: by hint value
+    devices: list[UsageDevice]   #: by devid
+    spaces: list[UsageSpace]     #: data, metadata, system; by profile
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def data_profile_name(self) -> str:
+        """``data_profile`` as a name ("single", "raid1", ...)."""
+        return profile_name(self.data_profile)
+
+    @property
+    def metadata_profile_name(self) -> str:
+        """``metadata_profile`` as a name."""
+        return profile_name(self.metadata_profile)
+
+    @classmethod
+    def _from(cls, raw: dict, warnings=()) -> "Usage":
+        fields = dict(raw)
+        have_statfs = fields.pop("have_statfs")
+        have_reserve = fields.pop("have_global_reserve")
+        fields.update(
+            fsid=_fsid(raw["fsid"]),
+            free_statfs=raw["free_statfs"] if have_statfs else None,
+            global_reserve=raw["global_reserve"] if have_reserve else None,
+            global_reserve_used=raw["global_reserve_used"] if have_reserve else None,
+            multiple_profiles=[t for t in raw["multiple_profiles"].split(", ") if t],
+            warning_flags=UsageWarning(raw["warning_flags"]),
+            classes=[UsageClass(**dict(c, hint=_hint(c["hint"]))) for c in raw["classes"]],
+            devices=[UsageDevice(**dict(d, hint=_hint(d["hint"]))) for d in raw["devices"]],
+            spaces=[UsageSpace(**s) for s in raw["spaces"]])
+        return cls(**fields, warnings=warnings)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadPolicy:
+    """The read policy of a mounted filesystem (RAID1-family reads only)."""
+    fsid: str
+    interface: ReadPolicyInterface
+    active: str                  #: canonical: "pid", "round-robin:262144", "devid:2"
+    offered: list[str]           #: as the kernel names them
+    raw: str                     #: the policy file as read
+    recorded: Optional[str]      #: the persistent record, None if there is none
+    #: the mirrored block groups the policy acts on ("data/raid1", ...; empty:
+    #: it changes nothing here), None when they could not be listed
+    mirrored: Optional[list[str]]
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def _from(cls, raw: dict, warnings=()) -> "ReadPolicy":
+        fields = dict(raw)
+        known = fields.pop("mirrored_known")
+        fields.update(interface=ReadPolicyInterface(raw["interface"]),
+                      recorded=_text_or_none(raw["recorded"]),
+                      mirrored=raw["mirrored"] if known else None)
+        return cls(**fields, warnings=warnings)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadPolicyChange:
+    """What :func:`read_policy_set` did."""
+    policy: ReadPolicy           #: the state read back afterwards
+    changed: bool                #: whether anything was written
+    warnings: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplyResult:
+    """The outcome of :func:`read_policy_apply` for one filesystem."""
+    fsid: str
+    path: str
+    policy: Optional[str]        #: None without a record
+    status: ApplyStatus
+    error: Optional[str]         #: why, when FAILED
+
+    @classmethod
+    def _from(cls, raw: dict) -> "ApplyResult":
+        return cls(**dict(raw, policy=_text_or_none(raw["policy"]),
+                          status=ApplyStatus(raw["status"]),
+                          error=_text_or_none(raw["error"])))
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplyReport:
+    """Every filesystem :func:`read_policy_apply` looked at."""
+    results: list[ApplyResult]
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def _from(cls, raw: list, warnings=()) -> "ApplyReport":
+        return cls([ApplyResult._from(r) for r in raw], warnings=warnings)
+
+
+@dataclasses.dataclass(frozen=True)
+class IoStats:
+    """One member device's read counters."""
+    devid: int
+    path: str
+    present: bool                #: False: missing device or no block stat file
+    reads: int                   #: completed read requests
+    read_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class IoStatsSample:
+    """The read counters of every member device at one moment, by devid."""
+    devices: list[IoStats]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ScrubCounters:
+    """The kernel scrub's counters (same names and units) and two of btrfsx's."""
+    data_extents_scrubbed: int
+    tree_extents_scrubbed: int
+    data_bytes_scrubbed: int
+    tree_bytes_scrubbed: int
+    read_errors: int
+    csum_errors: int
+    verify_errors: int
+    no_csum: int
+    csum_discards: int
+    super_errors: int
+    malloc_errors: int
+    uncorrectable_errors: int
+    unverified_errors: int
+    corrected_errors: int
+    last_physical: int
+    parity_errors: int           #: RAID5/6 P/Q that disagreed
+    super_corrected: int         #: superblock copies rewritten
+
+
+@dataclasses.dataclass(frozen=True)
+class ScrubDevice:
+    """One member device's part of a scrub."""
+    devid: int
+    path: str                    #: "" when missing
+    missing: bool
+    bytes_to_scrub: int
+    counters: ScrubCounters
+
+    @classmethod
+    def _from(cls, raw: dict) -> "ScrubDevice":
+        return cls(**dict(raw, counters=ScrubCounters(**raw["counters"])))
+
+
+@dataclasses.dataclass(frozen=True)
+class ScrubError:
+    """One bad copy the scrub found."""
+    what: str                    #: "data", "tree", "super", "parity"
+    fault: str                   #: "read", "csum", "verify", "super", "parity"
+    fix: str                     #: "corrected", "correctable", "uncorrectable"
+    logical: int
+    len: int
+    devid: int
+    physical: int
+    mirror: int                  #: 1-based; 0 for superblocks and parity
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ScrubFile:
+    """A file holding uncorrectable data."""
+    logical: int
+    root: int
+    inode: int
+    offset: int
+    path: str                    #: "" when it could not be resolved
+
+
+@dataclasses.dataclass(frozen=True)
+class ScrubProgress:
+    """Handed to the progress callback of :func:`scrub_offline`."""
+    bytes_done: int
+    bytes_total: int
+    elapsed: float               #: seconds
+    total: ScrubCounters         #: so far
+
+    @classmethod
+    def _from(cls, raw: dict) -> "ScrubProgress":
+        return cls(**dict(raw, total=ScrubCounters(**raw["total"])))
+
+
+@dataclasses.dataclass(frozen=True)
+class ScrubResult:
+    """The outcome of :func:`scrub_offline`."""
+    fsid: str
+    readonly: bool
+    cancelled: bool
+    degraded: bool               #: a member is missing; its copies were not scrubbed
+    started: datetime.datetime
+    duration: float              #: seconds
+    bytes_to_scrub: int
+    total: ScrubCounters
+    devices: list[ScrubDevice]
+    errors: list[ScrubError]     #: the first 4096
+    errors_dropped: int
+    files: list[ScrubFile]
+    uncorrectable: bool          #: something is left bad (the command's exit 3)
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def _from(cls, raw: dict, warnings=()) -> "ScrubResult":
+        return cls(**dict(
+            raw, fsid=_fsid(raw["fsid"]),
+            started=datetime.datetime.fromtimestamp(raw["started"], datetime.timezone.utc),
+            total=ScrubCounters(**raw["total"]),
+            devices=[ScrubDevice._from(d) for d in raw["devices"]],
+            errors=[ScrubError(**e) for e in raw["errors"]],
+            files=[ScrubFile(**f) for f in raw["files"]]), warnings=warnings)
+
+
+# --------------------------------------------------------------------------- functions
+
+def strerror(code: int) -> str:
+    """The library's short description of error @code."""
+    return _btrfsx.strerror(int(code))
+
+
+def hint_name(hint: int) -> Optional[str]:
+    """"data_preferred", "metadata_only", ... for @hint; None for a value
+    without a name."""
+    if not 0 <= hint < _U64_LIMIT:
+        return None
+    return _btrfsx.hint_name(int(hint))
+
+
+def hint_parse(text: str, allow_number: bool = False) -> Union[Hint, int]:
+    """Parse a hint name: any case, the kernel's spelling (METADATA_ONLY), the
+    short forms d, m, donly, monly; with @allow_number also a number.
+
+    Raises InvalidArgumentError for anything else."""
+    return _hint(_btrfsx.hint_parse(text, allow_number))
+
+
+def fs_info_offline(paths: Paths) -> FsInfo:
+    """The identity of an unmounted filesystem from its superblocks.
+
+    @paths: one or more member devices or image files; the other members are
+    found by fsid."""
+    return FsInfo._from(*_btrfsx.fs_info_offline(_path_list(paths)))
+
+
+def hint_get(device: Path, *, sysfs_root: Optional[Path] = None) -> HintState:
+    """The allocation hint of one member device (a block device or image).
+
+    Mounted: read from sysfs when the kernel exposes hints, otherwise the
+    stored value with ``effective`` False (and a warning). Unmounted: read
+    from the device item."""
+    return HintState._from(*_btrfsx.hint_get(sysfs_root, device))
+
+
+def hint_set(device: Path, hint: Union[Hint, int, str], *, force: bool = False,
+             sysfs_root: Optional[Path] = None) -> HintChange:
+    """Set the allocation hint of one member device.
+
+    @hint: a :class:`Hint`, its value, or a name :func:`hint_parse` takes
+    (with @force also a number). @force allows values outside :class:`Hint`
+    and turns the guard rails off.
+
+    Mounted: written through the kernel's sysfs file and read back;
+    NotSupportedError when the kernel ignores hints. Unmounted: the device
+    items and every superblock copy are rewritten in a crash-safe order;
+    BusyError when the filesystem is in use. InvalidArgumentError for a value
+    that leaves a profile in use without enough devices to allocate a chunk
+    (unless @force)."""
+    if isinstance(hint, str):
+        hint = hint_parse(hint, allow_number=force)
+    elif not isinstance(hint, int) or isinstance(hint, bool):
+        raise TypeError(f"hint must be a Hint, an int or a name, not {type(hint).__name__}")
+    elif not 0 <= hint < _U64_LIMIT:
+        raise _invalid(f"allocation hint {hint} is not a 64-bit unsigned value")
+    flags = _btrfsx.HINT_SET_FORCE if force else 0
+    (before, after), warnings = _btrfsx.hint_set(sysfs_root, device, int(hint), flags)
+    return HintChange(HintState._from(before), HintState._from(after), warnings)
+
+
+def usage(paths: Paths, *, ignore_hints: bool = False, strict: bool = False,
+          sysfs_root: Optional[Path] = None) -> Usage:
+    """Filesystem usage with the hint breakdown, mounted or not.
+
+    @paths: a mount point (or any path on a mounted btrfs; needs root), or the
+    member devices / image files of an unmounted filesystem (others are found
+    by fsid). A device of a mounted filesystem is read through its mount
+    point. @ignore_hints models the allocator as if no hints were set,
+    @strict as if every preference were strict (``btrfsx filesystem usage
+    --strict``)."""
+    flags = (_btrfsx.USAGE_IGNORE_HINTS if ignore_hints else 0) | \
+        (_btrfsx.USAGE_STRICT if strict else 0)
+    return Usage._from(*_btrfsx.usage_get(_path_list(paths), sysfs_root, flags))
+
+
+def read_policy_get(path: Path, *, sysfs_root: Optional[Path] = None,
+                    config_dir: Optional[Path] = None) -> ReadPolicy:
+    """The read policy of the mounted filesystem holding @path."""
+    return ReadPolicy._from(*_btrfsx.read_policy_get(path, sysfs_root, config_dir))
+
+
+def read_policy_set(path: Path, policy: str, *, persist: bool = False,
+                    sysfs_root: Optional[Path] = None,
+                    config_dir: Optional[Path] = None) -> ReadPolicyChange:
+    """Switch the read policy of the mounted filesystem holding @path and read
+    it back.
+
+    @policy: "pid", "round-robin", "round-robin:<bytes>", "devid:<devid>" or
+    another name the kernel offers (NotSupportedError when it does not offer
+    it). @persist also records it, to be applied again at every mount."""
+    flags = _btrfsx.READ_POLICY_PERSIST if persist else 0
+    (after, changed), warnings = _btrfsx.read_policy_set(path, policy, flags, sysfs_root,
+                                                         config_dir)
+    return ReadPolicyChange(ReadPolicy._from(after), changed, warnings)
+
+
+def read_policy_apply(path: Optional[Path] = None, *, sysfs_root: Optional[Path] = None,
+                      config_dir: Optional[Path] = None) -> ApplyReport:
+    """Apply the recorded read policy to the filesystem holding @path, or
+    with None every recorded one (those not mounted now are reported as
+    ``NOT_MOUNTED``).
+
+    When one fails, the first failure's error is raised with the full
+    :class:`ApplyReport` as its ``result``."""
+    try:
+        raw, warnings = _btrfsx.read_policy_apply(path, sysfs_root, config_dir)
+    except BtrfsxError as e:
+        if e.partial is not None:
+            e.result = ApplyReport._from(e.partial, e.warnings)
+        raise
+    return ApplyReport._from(raw, warnings)
+
+
+def io_stats_sample(path: Path, *, sysfs_root: Optional[Path] = None) -> IoStatsSample:
+    """The current read counters of every member device of the mounted
+    filesystem holding @path. Two samples a second apart show which devices
+    the read policy uses."""
+    raw, warnings = _btrfsx.io_stats_sample(path, sysfs_root)
+    return IoStatsSample([IoStats(**d) for d in raw], warnings)
+
+
+def _progress_adapter(progress: Optional[Callable[[ScrubProgress], object]]):
+    if progress is None:
+        return None
+    return lambda raw: progress(ScrubProgress._from(raw))
+
+
+def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = True,
+                  progress: Optional[Callable[[ScrubProgress], object]] = None,
+                  progress_interval: float = 0.5,
+                  cancel: Optional[threading.Event] = None,
+                  memory: int = 0) -> ScrubResult:
+    """Verify (and unless @readonly, repair) every copy of every block of an
+    unmounted filesystem.
+
+    @paths: member devices or image files; the others are found by fsid,
+    missing ones are allowed (``degraded``). @readahead: walk trees with
+    forward readahead. @progress is called about every @progress_interval
+    seconds (and once at the end) with a :class:`ScrubProgress`; a true
+    return value cancels the scrub. Setting @cancel (a threading.Event, e.g.
+    from another thread) cancels it at the next progress tick; one set before
+    the call stops the scrub before it reads a block. @memory: bytes of read
+    buffers in all (0: 48 MiB, at least 1 MiB); more reads faster on deep
+    storage. A cancelled
+    scrub raises CancelledError whose ``result`` is the partial
+    :class:`ScrubResult`; an exception raised by @progress, and
+    KeyboardInterrupt, stop the scrub and propagate. Do not call btrfsx from
+    @progress: it runs inside the library call.
+
+    Finding uncorrectable errors is not an exception: see
+    ``result.uncorrectable``. MountedError when the kernel has the filesystem
+    mounted, BusyError when another program holds a member."""
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be callable")
+    if progress_interval <= 0:
+        raise _invalid(f"progress_interval must be positive, not {progress_interval}")
+    if not 0 <= memory < 1 << 64:
+        raise _invalid(f"memory must be a byte count, not {memory}")
+    try:
+        raw, warnings = _btrfsx.scrub_offline(_path_list(paths), readonly, not readahead,
+                                              _progress_adapter(progress), cancel,
+                                              float(progress_interval), int(memory))
+    except BtrfsxError as e:
+        if e.partial is not None:
+            e.result = ScrubResult._from(e.partial, e.warnings)
+        raise
+    return ScrubResult._from(raw, warnings)

@@ -1,0 +1,1053 @@
+/*
+ * btrfsx._btrfsx: libbtrfsx for CPython. Each function converts its
+ * arguments, calls the library with the GIL released, and returns plain
+ * dicts, lists and a tuple of warnings; btrfsx/__init__.py turns those into
+ * dataclasses and enums. On failure the exception comes from the factory
+ * btrfsx/__init__.py registers, so the code-to-class mapping lives in one
+ * place.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stddef.h>
+#include <string.h>
+
+#include <btrfsx.h>
+
+struct module_state {
+	PyObject *error_factory;	/* (code, message, warnings) -> exception */
+};
+
+static struct module_state *state_of(PyObject *module)
+{
+	return PyModule_GetState(module);
+}
+
+/* ---- C structures to dicts, one table per structure ---- */
+
+enum field_kind { K_UNSIGNED, K_SIGNED, K_BOOL, K_DOUBLE, K_STR, K_BYTES };
+
+struct field {
+	const char *name;
+	enum field_kind kind;
+	size_t offset;
+	size_t size;
+};
+
+/*
+ * The kind follows from the member's C type and the width from its size, so
+ * a table cannot misread a member. Enums are unsigned int to C compilers.
+ */
+#define KIND_OF(type, member)                                                    \
+	_Generic(((type *)0)->member,                                            \
+		 unsigned short: K_UNSIGNED, unsigned int: K_UNSIGNED,           \
+		 unsigned long: K_UNSIGNED, unsigned long long: K_UNSIGNED,      \
+		 short: K_SIGNED, int: K_SIGNED, long: K_SIGNED, long long: K_SIGNED, \
+		 _Bool: K_BOOL, double: K_DOUBLE, char *: K_STR, unsigned char *: K_BYTES)
+#define FIELD_AS(type, member, name)                                             \
+	{ name, KIND_OF(type, member), offsetof(type, member), sizeof(((type *)0)->member) }
+#define FIELD(type, member) FIELD_AS(type, member, #member)
+#define END_FIELDS { NULL, K_UNSIGNED, 0, 0 }
+
+static PyObject *decode_chars(const char *chars, size_t size)
+{
+	return PyUnicode_DecodeFSDefaultAndSize(chars, (Py_ssize_t)strnlen(chars, size));
+}
+
+static unsigned long long read_unsigned(const void *p, size_t size)
+{
+	switch (size) {
+	case sizeof(uint16_t):
+		return *(const uint16_t *)p;
+	case sizeof(uint32_t):
+		return *(const uint32_t *)p;
+	default:
+		return *(const uint64_t *)p;
+	}
+}
+
+static long long read_signed(const void *p, size_t size)
+{
+	switch (size) {
+	case sizeof(int16_t):
+		return *(const int16_t *)p;
+	case sizeof(int32_t):
+		return *(const int32_t *)p;
+	default:
+		return *(const int64_t *)p;
+	}
+}
+
+static PyObject *field_value(const char *base, const struct field *f)
+{
+	const void *p = base + f->offset;
+
+	switch (f->kind) {
+	case K_UNSIGNED:
+		return PyLong_FromUnsignedLongLong(read_unsigned(p, f->size));
+	case K_SIGNED:
+		return PyLong_FromLongLong(read_signed(p, f->size));
+	case K_BOOL:
+		return PyBool_FromLong(*(const bool *)p);
+	case K_DOUBLE:
+		return PyFloat_FromDouble(*(const double *)p);
+	case K_STR:
+		return decode_chars(p, f->size);
+	case K_BYTES:
+		return PyBytes_FromStringAndSize(p, (Py_ssize_t)f->size);
+	}
+	PyErr_SetString(PyExc_SystemError, "unknown field kind");
+	return NULL;
+}
+
+static int put_fields(PyObject *dict, const void *base, const struct field *fields)
+{
+	for (const struct field *f = fields; f->name; f++) {
+		PyObject *value = field_value(base, f);
+		int ret;
+
+		if (!value)
+			return -1;
+		ret = PyDict_SetItemString(dict, f->name, value);
+		Py_DECREF(value);
+		if (ret)
+			return -1;
+	}
+	return 0;
+}
+
+static PyObject *to_dict(const void *base, const struct field *fields)
+{
+	PyObject *dict = PyDict_New();
+
+	if (dict && put_fields(dict, base, fields)) {
+		Py_CLEAR(dict);
+	}
+	return dict;
+}
+
+/* A list of dicts from an array of @count structures of @size bytes. */
+static PyObject *to_list(const void *array, size_t count, size_t size,
+			 const struct field *fields)
+{
+	PyObject *list = PyList_New((Py_ssize_t)count);
+
+	for (size_t i = 0; list && i < count; i++) {
+		PyObject *item = to_dict((const char *)array + i * size, fields);
+
+		if (!item) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+	}
+	return list;
+}
+
+/* Sets dict[key] = value and drops the reference to value; -1 on failure. */
+static int put_new(PyObject *dict, const char *key, PyObject *value)
+{
+	int ret;
+
+	if (!value)
+		return -1;
+	ret = PyDict_SetItemString(dict, key, value);
+	Py_DECREF(value);
+	return ret;
+}
+
+static const struct field fs_info_fields[] = {
+	FIELD(struct btrfsx_fs_info, fsid),
+	FIELD(struct btrfsx_fs_info, metadata_uuid),
+	FIELD(struct btrfsx_fs_info, label),
+	FIELD(struct btrfsx_fs_info, generation),
+	FIELD(struct btrfsx_fs_info, num_devices),
+	FIELD(struct btrfsx_fs_info, total_bytes),
+	FIELD(struct btrfsx_fs_info, bytes_used),
+	FIELD(struct btrfsx_fs_info, nodesize),
+	FIELD(struct btrfsx_fs_info, sectorsize),
+	FIELD(struct btrfsx_fs_info, csum_type),
+	FIELD(struct btrfsx_fs_info, csum_name),
+	END_FIELDS
+};
+
+static const struct field hint_state_fields[] = {
+	FIELD(struct btrfsx_hint_state, devid),
+	FIELD(struct btrfsx_hint_state, path),
+	FIELD(struct btrfsx_hint_state, type),
+	FIELD(struct btrfsx_hint_state, hint),
+	FIELD(struct btrfsx_hint_state, mounted),
+	FIELD_AS(struct btrfsx_hint_state, iface, "interface"),
+	FIELD(struct btrfsx_hint_state, effective),
+	END_FIELDS
+};
+
+static const struct field usage_fields[] = {
+	FIELD(struct btrfsx_usage, fsid),
+	FIELD(struct btrfsx_usage, mounted),
+	FIELD(struct btrfsx_usage, path),
+	FIELD(struct btrfsx_usage, device_size),
+	FIELD(struct btrfsx_usage, device_allocated),
+	FIELD(struct btrfsx_usage, device_unallocated),
+	FIELD(struct btrfsx_usage, device_missing),
+	FIELD(struct btrfsx_usage, device_slack),
+	FIELD(struct btrfsx_usage, used),
+	FIELD(struct btrfsx_usage, progs_free_estimated),
+	FIELD(struct btrfsx_usage, progs_free_min),
+	FIELD(struct btrfsx_usage, data_ratio),
+	FIELD(struct btrfsx_usage, metadata_ratio),
+	FIELD(struct btrfsx_usage, hints_honoured),
+	FIELD(struct btrfsx_usage, mixed),
+	FIELD(struct btrfsx_usage, data_profile),
+	FIELD(struct btrfsx_usage, metadata_profile),
+	FIELD(struct btrfsx_usage, data_size),
+	FIELD(struct btrfsx_usage, data_used),
+	FIELD(struct btrfsx_usage, metadata_size),
+	FIELD(struct btrfsx_usage, metadata_used),
+	FIELD(struct btrfsx_usage, data_free_in_chunks),
+	FIELD(struct btrfsx_usage, free_estimated),
+	FIELD(struct btrfsx_usage, free_strict),
+	FIELD(struct btrfsx_usage, have_statfs),
+	FIELD(struct btrfsx_usage, free_statfs),
+	FIELD(struct btrfsx_usage, metadata_free_in_chunks),
+	FIELD(struct btrfsx_usage, metadata_room),
+	FIELD(struct btrfsx_usage, metadata_room_after_data),
+	FIELD(struct btrfsx_usage, metadata_needed),
+	FIELD(struct btrfsx_usage, data_on_metadata_devices),
+	/* "warnings" in Python is the list of messages every result carries */
+	FIELD_AS(struct btrfsx_usage, warnings, "warning_flags"),
+	FIELD(struct btrfsx_usage, have_global_reserve),
+	FIELD(struct btrfsx_usage, global_reserve),
+	FIELD(struct btrfsx_usage, global_reserve_used),
+	FIELD(struct btrfsx_usage, multiple_profiles),
+	FIELD(struct btrfsx_usage, strict),
+	FIELD(struct btrfsx_usage, data_new_chunks),
+	END_FIELDS
+};
+
+static const struct field usage_space_fields[] = {
+	FIELD(struct btrfsx_usage_space, flags),
+	FIELD(struct btrfsx_usage_space, total_bytes),
+	FIELD(struct btrfsx_usage_space, used_bytes),
+	END_FIELDS
+};
+
+static const struct field usage_class_fields[] = {
+	FIELD(struct btrfsx_usage_class, hint),
+	FIELD(struct btrfsx_usage_class, devices),
+	FIELD(struct btrfsx_usage_class, size),
+	FIELD(struct btrfsx_usage_class, unallocated),
+	FIELD(struct btrfsx_usage_class, data_allocatable),
+	FIELD(struct btrfsx_usage_class, metadata_allocatable),
+	END_FIELDS
+};
+
+static const struct field usage_device_fields[] = {
+	FIELD(struct btrfsx_usage_device, devid),
+	FIELD(struct btrfsx_usage_device, path),
+	FIELD(struct btrfsx_usage_device, hint),
+	FIELD(struct btrfsx_usage_device, missing),
+	FIELD(struct btrfsx_usage_device, size),
+	FIELD(struct btrfsx_usage_device, slack),
+	FIELD(struct btrfsx_usage_device, unallocated),
+	FIELD(struct btrfsx_usage_device, data),
+	FIELD(struct btrfsx_usage_device, metadata),
+	FIELD(struct btrfsx_usage_device, system),
+	END_FIELDS
+};
+
+static const struct field read_policy_fields[] = {
+	FIELD(struct btrfsx_read_policy, fsid),
+	FIELD_AS(struct btrfsx_read_policy, iface, "interface"),
+	FIELD(struct btrfsx_read_policy, active),
+	FIELD(struct btrfsx_read_policy, raw),
+	FIELD(struct btrfsx_read_policy, recorded),
+	FIELD(struct btrfsx_read_policy, mirrored_known),
+	END_FIELDS
+};
+
+static const struct field apply_result_fields[] = {
+	FIELD(struct btrfsx_apply_result, fsid),
+	FIELD(struct btrfsx_apply_result, path),
+	FIELD(struct btrfsx_apply_result, policy),
+	FIELD(struct btrfsx_apply_result, status),
+	FIELD(struct btrfsx_apply_result, error),
+	END_FIELDS
+};
+
+static const struct field io_stats_fields[] = {
+	FIELD(struct btrfsx_io_stats, devid),
+	FIELD(struct btrfsx_io_stats, path),
+	FIELD(struct btrfsx_io_stats, present),
+	FIELD(struct btrfsx_io_stats, reads),
+	FIELD(struct btrfsx_io_stats, read_bytes),
+	END_FIELDS
+};
+
+static const struct field scrub_counter_fields[] = {
+	FIELD(struct btrfsx_scrub_counters, data_extents_scrubbed),
+	FIELD(struct btrfsx_scrub_counters, tree_extents_scrubbed),
+	FIELD(struct btrfsx_scrub_counters, data_bytes_scrubbed),
+	FIELD(struct btrfsx_scrub_counters, tree_bytes_scrubbed),
+	FIELD(struct btrfsx_scrub_counters, read_errors),
+	FIELD(struct btrfsx_scrub_counters, csum_errors),
+	FIELD(struct btrfsx_scrub_counters, verify_errors),
+	FIELD(struct btrfsx_scrub_counters, no_csum),
+	FIELD(struct btrfsx_scrub_counters, csum_discards),
+	FIELD(struct btrfsx_scrub_counters, super_errors),
+	FIELD(struct btrfsx_scrub_counters, malloc_errors),
+	FIELD(struct btrfsx_scrub_counters, uncorrectable_errors),
+	FIELD(struct btrfsx_scrub_counters, unverified_errors),
+	FIELD(struct btrfsx_scrub_counters, corrected_errors),
+	FIELD(struct btrfsx_scrub_counters, last_physical),
+	FIELD(struct btrfsx_scrub_counters, parity_errors),
+	FIELD(struct btrfsx_scrub_counters, super_corrected),
+	END_FIELDS
+};
+
+static const struct field scrub_device_fields[] = {
+	FIELD(struct btrfsx_scrub_device, devid),
+	FIELD(struct btrfsx_scrub_device, path),
+	FIELD(struct btrfsx_scrub_device, missing),
+	FIELD(struct btrfsx_scrub_device, bytes_to_scrub),
+	END_FIELDS
+};
+
+static const struct field scrub_error_fields[] = {
+	FIELD(struct btrfsx_scrub_error, what),
+	FIELD(struct btrfsx_scrub_error, fault),
+	FIELD(struct btrfsx_scrub_error, fix),
+	FIELD(struct btrfsx_scrub_error, logical),
+	FIELD(struct btrfsx_scrub_error, len),
+	FIELD(struct btrfsx_scrub_error, devid),
+	FIELD(struct btrfsx_scrub_error, physical),
+	FIELD(struct btrfsx_scrub_error, mirror),
+	FIELD(struct btrfsx_scrub_error, reason),
+	END_FIELDS
+};
+
+static const struct field scrub_file_fields[] = {
+	FIELD(struct btrfsx_scrub_file, logical),
+	FIELD(struct btrfsx_scrub_file, root),
+	FIELD(struct btrfsx_scrub_file, inode),
+	FIELD(struct btrfsx_scrub_file, offset),
+	FIELD(struct btrfsx_scrub_file, path),
+	END_FIELDS
+};
+
+static const struct field scrub_result_fields[] = {
+	FIELD(struct btrfsx_scrub_result, fsid),
+	FIELD(struct btrfsx_scrub_result, readonly),
+	FIELD(struct btrfsx_scrub_result, cancelled),
+	FIELD(struct btrfsx_scrub_result, degraded),
+	FIELD(struct btrfsx_scrub_result, started),
+	FIELD(struct btrfsx_scrub_result, duration),
+	FIELD(struct btrfsx_scrub_result, bytes_to_scrub),
+	FIELD(struct btrfsx_scrub_result, errors_dropped),
+	FIELD(struct btrfsx_scrub_result, uncorrectable),
+	END_FIELDS
+};
+
+static const struct field scrub_progress_fields[] = {
+	FIELD(struct btrfsx_scrub_progress, bytes_done),
+	FIELD(struct btrfsx_scrub_progress, bytes_total),
+	FIELD(struct btrfsx_scrub_progress, elapsed),
+	END_FIELDS
+};
+
+static PyObject *usage_to_dict(const struct btrfsx_usage *usage)
+{
+	PyObject *dict = to_dict(usage, usage_fields);
+
+	if (dict &&
+	    (put_new(dict, "classes", to_list(usage->classes, usage->nr_classes,
+					      sizeof(*usage->classes), usage_class_fields)) ||
+	     put_new(dict, "devices", to_list(usage->devices, usage->nr_devices,
+					      sizeof(*usage->devices), usage_device_fields)) ||
+	     put_new(dict, "spaces", to_list(usage->spaces, usage->nr_spaces,
+					     sizeof(*usage->spaces), usage_space_fields))))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+/* A list of the first @count of the @max NUL-padded names of @size bytes. */
+static PyObject *name_list(const char *names, size_t count, size_t max, size_t size)
+{
+	PyObject *list;
+
+	if (count > max)
+		count = max;
+	list = PyList_New((Py_ssize_t)count);
+	for (size_t i = 0; list && i < count; i++) {
+		PyObject *name = decode_chars(names + i * size, size);
+
+		if (!name) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, name);
+	}
+	return list;
+}
+
+static PyObject *read_policy_to_dict(const struct btrfsx_read_policy *policy)
+{
+	PyObject *dict = to_dict(policy, read_policy_fields);
+
+	if (dict &&
+	    (put_new(dict, "offered", name_list(policy->offered[0], policy->nr_offered,
+						BTRFSX_READ_POLICY_MAX_OFFERED,
+						sizeof(policy->offered[0]))) ||
+	     put_new(dict, "mirrored", name_list(policy->mirrored[0], policy->nr_mirrored,
+						 BTRFSX_READ_POLICY_MAX_MIRRORED,
+						 sizeof(policy->mirrored[0])))))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+/* A dict of @fields of @base with its "counters" entry. */
+static PyObject *with_counters(const void *base, const struct field *fields, const char *key,
+			       const struct btrfsx_scrub_counters *counters)
+{
+	PyObject *dict = to_dict(base, fields);
+
+	if (dict && put_new(dict, key, to_dict(counters, scrub_counter_fields)))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+static PyObject *scrub_result_to_dict(const struct btrfsx_scrub_result *result)
+{
+	PyObject *dict = with_counters(result, scrub_result_fields, "total", &result->total);
+	PyObject *devices;
+
+	if (!dict)
+		return NULL;
+	devices = PyList_New((Py_ssize_t)result->nr_devices);
+	for (size_t i = 0; devices && i < result->nr_devices; i++) {
+		const struct btrfsx_scrub_device *dev = &result->devices[i];
+		PyObject *item = with_counters(dev, scrub_device_fields, "counters", &dev->counters);
+
+		if (!item) {
+			Py_CLEAR(devices);
+			break;
+		}
+		PyList_SET_ITEM(devices, (Py_ssize_t)i, item);
+	}
+	if (put_new(dict, "devices", devices) ||
+	    put_new(dict, "errors", to_list(result->errors, result->nr_errors,
+					    sizeof(*result->errors), scrub_error_fields)) ||
+	    put_new(dict, "files", to_list(result->files, result->nr_files,
+					   sizeof(*result->files), scrub_file_fields)))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+/* ---- warnings and errors ---- */
+
+static PyObject *decode_message(const char *message)
+{
+	return PyUnicode_DecodeFSDefault(message ? message : "");
+}
+
+/* The calling thread's warnings from its last library call, as a tuple. */
+static PyObject *take_warnings(void)
+{
+	size_t count = btrfsx_warnings_count();
+	PyObject *tuple = PyTuple_New((Py_ssize_t)count);
+
+	for (size_t i = 0; tuple && i < count; i++) {
+		PyObject *text = decode_message(btrfsx_warning(i));
+
+		if (!text) {
+			Py_CLEAR(tuple);
+			break;
+		}
+		PyTuple_SET_ITEM(tuple, (Py_ssize_t)i, text);
+	}
+	return tuple;
+}
+
+/*
+ * Raises the exception the registered factory makes for @err, with @partial
+ * (what the library filled despite the error, or NULL) as its "partial"
+ * attribute. Steals @partial. Always returns NULL.
+ */
+static PyObject *raise_error(PyObject *module, enum btrfsx_error err, PyObject *partial)
+{
+	PyObject *factory = state_of(module)->error_factory;
+	PyObject *message = decode_message(btrfsx_last_error_message());
+	PyObject *warnings = take_warnings();
+	PyObject *exc = NULL;
+
+	if (!message || !warnings)
+		goto out;
+	if (!factory) {
+		PyErr_Format(PyExc_RuntimeError, "libbtrfsx error %d: %U", (int)err, message);
+		goto out;
+	}
+	exc = PyObject_CallFunction(factory, "iOO", (int)err, message, warnings);
+	if (exc && partial && PyObject_SetAttrString(exc, "partial", partial))
+		Py_CLEAR(exc);
+	if (exc)
+		PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+out:
+	Py_XDECREF(exc);
+	Py_XDECREF(message);
+	Py_XDECREF(warnings);
+	Py_XDECREF(partial);
+	return NULL;
+}
+
+/* (value, warnings), stealing @value; NULL if @value is. */
+static PyObject *with_warnings(PyObject *value)
+{
+	PyObject *warnings;
+
+	if (!value)
+		return NULL;
+	warnings = take_warnings();
+	if (!warnings) {
+		Py_DECREF(value);
+		return NULL;
+	}
+	return Py_BuildValue("(NN)", value, warnings);
+}
+
+/* ---- arguments ---- */
+
+/* "O&" converter: None -> NULL, a str, bytes or path-like -> bytes. */
+static int optional_path(PyObject *arg, void *out)
+{
+	PyObject **bytes = out;
+
+	if (arg == NULL) {	/* cleanup call after a later failure */
+		Py_CLEAR(*bytes);
+		return 1;
+	}
+	if (arg == Py_None) {
+		*bytes = NULL;
+		return 1;
+	}
+	return PyUnicode_FSConverter(arg, bytes) ? Py_CLEANUP_SUPPORTED : 0;
+}
+
+/* Drops the converted path arguments of a call (NULL ones are fine). */
+static void release_paths(PyObject *a, PyObject *b, PyObject *c)
+{
+	Py_XDECREF(a);
+	Py_XDECREF(b);
+	Py_XDECREF(c);
+}
+
+static const char *path_or_null(PyObject *bytes)
+{
+	return bytes ? PyBytes_AS_STRING(bytes) : NULL;
+}
+
+/* A sequence of paths as the array the library takes. */
+struct path_list {
+	PyObject *owners;	/* the bytes objects the pointers point into */
+	const char **paths;
+	size_t count;
+};
+
+static void path_list_free(struct path_list *list)
+{
+	Py_CLEAR(list->owners);
+	PyMem_Free(list->paths);
+	list->paths = NULL;
+}
+
+static int path_list_converter(PyObject *arg, void *out)
+{
+	struct path_list *list = out;
+	PyObject *seq;
+	Py_ssize_t count;
+
+	if (arg == NULL) {
+		path_list_free(list);
+		return 1;
+	}
+	seq = PySequence_Fast(arg, "paths must be a sequence of paths");
+	if (!seq)
+		return 0;
+	count = PySequence_Fast_GET_SIZE(seq);
+	list->owners = PyTuple_New(count);
+	list->paths = PyMem_Calloc((size_t)count + 1, sizeof(*list->paths));
+	list->count = (size_t)count;
+	if (!list->owners || !list->paths) {
+		Py_DECREF(seq);
+		path_list_free(list);
+		PyErr_NoMemory();
+		return 0;
+	}
+	for (Py_ssize_t i = 0; i < count; i++) {
+		PyObject *bytes;
+
+		if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &bytes)) {
+			Py_DECREF(seq);
+			path_list_free(list);
+			return 0;
+		}
+		PyTuple_SET_ITEM(list->owners, i, bytes);
+		list->paths[i] = PyBytes_AS_STRING(bytes);
+	}
+	Py_DECREF(seq);
+	return Py_CLEANUP_SUPPORTED;
+}
+
+/* ---- the functions ---- */
+
+static PyObject *py_strerror(PyObject *module, PyObject *args)
+{
+	int err;
+
+	if (!PyArg_ParseTuple(args, "i:strerror", &err))
+		return NULL;
+	return PyUnicode_FromString(btrfsx_strerror((enum btrfsx_error)err));
+}
+
+static PyObject *py_hint_name(PyObject *module, PyObject *args)
+{
+	unsigned long long hint;
+	const char *name;
+
+	if (!PyArg_ParseTuple(args, "K:hint_name", &hint))
+		return NULL;
+	name = btrfsx_hint_name(hint);
+	if (!name)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(name);
+}
+
+static PyObject *py_hint_parse(PyObject *module, PyObject *args)
+{
+	const char *text;
+	int allow_number;
+	uint64_t hint;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "sp:hint_parse", &text, &allow_number))
+		return NULL;
+	err = btrfsx_hint_parse(text, allow_number, &hint);
+	if (err)
+		return raise_error(module, err, NULL);
+	return PyLong_FromUnsignedLongLong(hint);
+}
+
+static PyObject *py_fs_info_offline(PyObject *module, PyObject *args)
+{
+	struct path_list list = { 0 };
+	struct btrfsx_fs_info info;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&:fs_info_offline", path_list_converter, &list))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_fs_info_offline(list.paths, list.count, &info);
+	Py_END_ALLOW_THREADS
+	path_list_free(&list);
+	if (err)
+		return raise_error(module, err, NULL);
+	return with_warnings(to_dict(&info, fs_info_fields));
+}
+
+static PyObject *py_hint_get(PyObject *module, PyObject *args)
+{
+	PyObject *sysfs_root = NULL, *device = NULL, *ret = NULL;
+	struct btrfsx_hint_state state;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&:hint_get", optional_path, &sysfs_root,
+			      PyUnicode_FSConverter, &device))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_hint_get(path_or_null(sysfs_root), PyBytes_AS_STRING(device), &state);
+	Py_END_ALLOW_THREADS
+	ret = err ? raise_error(module, err, NULL) : with_warnings(to_dict(&state, hint_state_fields));
+	release_paths(sysfs_root, device, NULL);
+	return ret;
+}
+
+static PyObject *py_hint_set(PyObject *module, PyObject *args)
+{
+	PyObject *sysfs_root = NULL, *device = NULL, *ret = NULL;
+	struct btrfsx_hint_state before, after;
+	unsigned long long hint;
+	unsigned int flags;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&KI:hint_set", optional_path, &sysfs_root,
+			      PyUnicode_FSConverter, &device, &hint, &flags))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_hint_set(path_or_null(sysfs_root), PyBytes_AS_STRING(device), hint, flags,
+			      &before, &after);
+	Py_END_ALLOW_THREADS
+	if (err)
+		ret = raise_error(module, err, NULL);
+	else
+		ret = with_warnings(Py_BuildValue("(NN)", to_dict(&before, hint_state_fields),
+						  to_dict(&after, hint_state_fields)));
+	release_paths(sysfs_root, device, NULL);
+	return ret;
+}
+
+static PyObject *py_usage_get(PyObject *module, PyObject *args)
+{
+	struct path_list list = { 0 };
+	PyObject *sysfs_root = NULL, *ret;
+	struct btrfsx_usage *usage = NULL;
+	unsigned int flags;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&I:usage_get", path_list_converter, &list,
+			      optional_path, &sysfs_root, &flags))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_usage_get(list.paths, list.count, path_or_null(sysfs_root), flags, &usage);
+	Py_END_ALLOW_THREADS
+	path_list_free(&list);
+	Py_XDECREF(sysfs_root);
+	ret = err ? raise_error(module, err, NULL) : with_warnings(usage_to_dict(usage));
+	btrfsx_usage_free(usage);
+	return ret;
+}
+
+static PyObject *py_read_policy_get(PyObject *module, PyObject *args)
+{
+	PyObject *path = NULL, *sysfs_root = NULL, *config_dir = NULL, *ret;
+	struct btrfsx_read_policy policy;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&O&:read_policy_get", PyUnicode_FSConverter, &path,
+			      optional_path, &sysfs_root, optional_path, &config_dir))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_read_policy_get(PyBytes_AS_STRING(path), path_or_null(sysfs_root),
+				     path_or_null(config_dir), &policy);
+	Py_END_ALLOW_THREADS
+	ret = err ? raise_error(module, err, NULL) : with_warnings(read_policy_to_dict(&policy));
+	release_paths(path, sysfs_root, config_dir);
+	return ret;
+}
+
+static PyObject *py_read_policy_set(PyObject *module, PyObject *args)
+{
+	PyObject *path = NULL, *sysfs_root = NULL, *config_dir = NULL, *ret;
+	struct btrfsx_read_policy after;
+	const char *policy;
+	unsigned int flags;
+	bool changed = false;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&sIO&O&:read_policy_set", PyUnicode_FSConverter, &path,
+			      &policy, &flags, optional_path, &sysfs_root, optional_path,
+			      &config_dir))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_read_policy_set(PyBytes_AS_STRING(path), policy, flags,
+				     path_or_null(sysfs_root), path_or_null(config_dir), &after,
+				     &changed);
+	Py_END_ALLOW_THREADS
+	if (err)
+		ret = raise_error(module, err, NULL);
+	else
+		ret = with_warnings(Py_BuildValue("(NN)", read_policy_to_dict(&after),
+						  PyBool_FromLong(changed)));
+	release_paths(path, sysfs_root, config_dir);
+	return ret;
+}
+
+static PyObject *py_read_policy_apply(PyObject *module, PyObject *args)
+{
+	PyObject *path = NULL, *sysfs_root = NULL, *config_dir = NULL, *list;
+	struct btrfsx_apply_result *results = NULL;
+	size_t nr_results = 0;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&O&:read_policy_apply", optional_path, &path,
+			      optional_path, &sysfs_root, optional_path, &config_dir))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_read_policy_apply(path_or_null(path), path_or_null(sysfs_root),
+				       path_or_null(config_dir), &results, &nr_results);
+	Py_END_ALLOW_THREADS
+	release_paths(path, sysfs_root, config_dir);
+	list = to_list(results, nr_results, sizeof(*results), apply_result_fields);
+	free(results);
+	if (err && list)
+		return raise_error(module, err, list);
+	return with_warnings(list);
+}
+
+static PyObject *py_io_stats_sample(PyObject *module, PyObject *args)
+{
+	PyObject *path = NULL, *sysfs_root = NULL, *ret;
+	struct btrfsx_io_stats *stats = NULL;
+	size_t nr_stats = 0;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&:io_stats_sample", PyUnicode_FSConverter, &path,
+			      optional_path, &sysfs_root))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_io_stats_sample(PyBytes_AS_STRING(path), path_or_null(sysfs_root), &stats,
+				     &nr_stats);
+	Py_END_ALLOW_THREADS
+	release_paths(path, sysfs_root, NULL);
+	if (err)
+		ret = raise_error(module, err, NULL);
+	else
+		ret = with_warnings(to_list(stats, nr_stats, sizeof(*stats), io_stats_fields));
+	free(stats);
+	return ret;
+}
+
+/* ---- offline scrub with a progress callback and a cancel event ---- */
+
+struct progress_context {
+	PyObject *callback;	/* None or a callable taking the progress dict */
+	PyObject *cancel;	/* None or an object with is_set(), e.g. threading.Event */
+	volatile int stop;	/* the library's cancel flag */
+	/* what the callback raised (or a signal did): re-raised after the scrub */
+	PyObject *raised[3];
+};
+
+static void keep_raised(struct progress_context *ctx)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+	ctx->raised[0] = PyErr_GetRaisedException();
+#else
+	PyErr_Fetch(&ctx->raised[0], &ctx->raised[1], &ctx->raised[2]);
+#endif
+}
+
+static void restore_raised(struct progress_context *ctx)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+	PyErr_SetRaisedException(ctx->raised[0]);
+#else
+	PyErr_Restore(ctx->raised[0], ctx->raised[1], ctx->raised[2]);
+#endif
+}
+
+static PyObject *progress_to_dict(const struct btrfsx_scrub_progress *p)
+{
+	PyObject *dict = to_dict(p, scrub_progress_fields);
+
+	if (dict && put_new(dict, "total", to_dict(&p->total, scrub_counter_fields)))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+/* 1 when the cancel event is set, 0 when not (or there is none), -1 if it raised. */
+static int cancel_requested(struct progress_context *ctx)
+{
+	PyObject *set;
+	int ret;
+
+	if (ctx->cancel == Py_None)
+		return 0;
+	set = PyObject_CallMethod(ctx->cancel, "is_set", NULL);
+	if (!set)
+		return -1;
+	ret = PyObject_IsTrue(set);
+	Py_DECREF(set);
+	return ret;
+}
+
+/* 1 to stop: the callback said so, the event is set; -1: something raised. */
+static int call_progress(struct progress_context *ctx, const struct btrfsx_scrub_progress *p)
+{
+	PyObject *dict, *answer;
+	int stop;
+
+	if (PyErr_CheckSignals())
+		return -1;
+	if (ctx->callback == Py_None)
+		return cancel_requested(ctx);
+	dict = progress_to_dict(p);
+	if (!dict)
+		return -1;
+	answer = PyObject_CallOneArg(ctx->callback, dict);
+	Py_DECREF(dict);
+	if (!answer)
+		return -1;
+	stop = PyObject_IsTrue(answer);
+	Py_DECREF(answer);
+	/* the callback may have set the event (or had another thread set it) */
+	return stop ? stop : cancel_requested(ctx);
+}
+
+/*
+ * The library calls this from the thread that released the GIL; take it back
+ * for the Python side. Once something raised, keep asking to stop.
+ */
+static int scrub_progress(void *arg, const struct btrfsx_scrub_progress *p)
+{
+	struct progress_context *ctx = arg;
+	PyGILState_STATE gil;
+	int stop;
+
+	if (!ctx->raised[0]) {
+		gil = PyGILState_Ensure();
+		stop = call_progress(ctx, p);
+		if (stop < 0)
+			keep_raised(ctx);
+		PyGILState_Release(gil);
+		if (stop)
+			ctx->stop = 1;
+	}
+	return ctx->stop;
+}
+
+static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
+{
+	struct path_list list = { 0 };
+	struct progress_context ctx = { 0 };
+	struct btrfsx_scrub_options opts = { 0 };
+	struct btrfsx_scrub_result *result = NULL;
+	int readonly, no_readahead, stop;
+	enum btrfsx_error err;
+	PyObject *ret;
+
+	if (!PyArg_ParseTuple(args, "O&ppOOdK:scrub_offline", path_list_converter, &list,
+			      &readonly, &no_readahead, &ctx.callback, &ctx.cancel,
+			      &opts.progress_interval, &opts.memory_bytes))
+		return NULL;
+	stop = ctx.callback == Py_None || PyCallable_Check(ctx.callback) ?
+	       cancel_requested(&ctx) : -1;
+	if (stop < 0) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
+		path_list_free(&list);
+		return NULL;
+	}
+	/* Already cancelled: the library stops before the first block. */
+	ctx.stop = stop;
+	opts.readonly = readonly;
+	opts.no_readahead = no_readahead;
+	opts.progress = scrub_progress;
+	opts.progress_arg = &ctx;
+	opts.cancel = &ctx.stop;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_scrub_offline(list.paths, list.count, &opts, &result);
+	Py_END_ALLOW_THREADS
+	path_list_free(&list);
+	if (ctx.raised[0]) {
+		btrfsx_scrub_result_free(result);
+		restore_raised(&ctx);
+		return NULL;
+	}
+	if (err)
+		ret = raise_error(module, err, result ? scrub_result_to_dict(result) : NULL);
+	else
+		ret = with_warnings(scrub_result_to_dict(result));
+	btrfsx_scrub_result_free(result);
+	return ret;
+}
+
+static PyObject *py_set_error_factory(PyObject *module, PyObject *factory)
+{
+	struct module_state *state = state_of(module);
+
+	if (!PyCallable_Check(factory)) {
+		PyErr_SetString(PyExc_TypeError, "the error factory must be callable");
+		return NULL;
+	}
+	Py_INCREF(factory);
+	Py_XSETREF(state->error_factory, factory);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+	{ "strerror", py_strerror, METH_VARARGS, "strerror(code) -> str" },
+	{ "hint_name", py_hint_name, METH_VARARGS, "hint_name(hint) -> str or None" },
+	{ "hint_parse", py_hint_parse, METH_VARARGS, "hint_parse(text, allow_number) -> int" },
+	{ "fs_info_offline", py_fs_info_offline, METH_VARARGS,
+	  "fs_info_offline(paths) -> (dict, warnings)" },
+	{ "hint_get", py_hint_get, METH_VARARGS,
+	  "hint_get(sysfs_root, device) -> (dict, warnings)" },
+	{ "hint_set", py_hint_set, METH_VARARGS,
+	  "hint_set(sysfs_root, device, hint, flags) -> ((before, after), warnings)" },
+	{ "usage_get", py_usage_get, METH_VARARGS,
+	  "usage_get(paths, sysfs_root, flags) -> (dict, warnings)" },
+	{ "read_policy_get", py_read_policy_get, METH_VARARGS,
+	  "read_policy_get(path, sysfs_root, config_dir) -> (dict, warnings)" },
+	{ "read_policy_set", py_read_policy_set, METH_VARARGS,
+	  "read_policy_set(path, policy, flags, sysfs_root, config_dir) -> "
+	  "((dict, changed), warnings)" },
+	{ "read_policy_apply", py_read_policy_apply, METH_VARARGS,
+	  "read_policy_apply(path, sysfs_root, config_dir) -> (list, warnings)" },
+	{ "io_stats_sample", py_io_stats_sample, METH_VARARGS,
+	  "io_stats_sample(path, sysfs_root) -> (list, warnings)" },
+	{ "scrub_offline", py_scrub_offline, METH_VARARGS,
+	  "scrub_offline(paths, readonly, no_readahead, progress, cancel, interval, memory) -> "
+	  "(dict, warnings)" },
+	{ "_set_error_factory", py_set_error_factory, METH_O,
+	  "_set_error_factory(callable): how errors become exceptions" },
+	{ NULL, NULL, 0, NULL }
+};
+
+static int module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+	Py_VISIT(state_of(module)->error_factory);
+	return 0;
+}
+
+static int module_clear(PyObject *module)
+{
+	Py_CLEAR(state_of(module)->error_factory);
+	return 0;
+}
+
+static struct PyModuleDef module_def = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "btrfsx._btrfsx",
+	.m_doc = "The C part of the btrfsx package; use the btrfsx module instead.",
+	.m_size = sizeof(struct module_state),
+	.m_methods = methods,
+	.m_traverse = module_traverse,
+	.m_clear = module_clear,
+};
+
+struct constant {
+	const char *name;
+	long value;
+};
+
+#define CONSTANT(name) { #name, (long)(BTRFSX_##name) }
+
+/* The header's enums and flags, so the Python enums mirror them exactly. */
+static const struct constant constants[] = {
+	CONSTANT(VERSION_MAJOR), CONSTANT(VERSION_MINOR), CONSTANT(VERSION_PATCH),
+	CONSTANT(OK), CONSTANT(ERROR_NO_MEMORY), CONSTANT(ERROR_INVALID_ARGUMENT),
+	CONSTANT(ERROR_NOT_BTRFS), CONSTANT(ERROR_CORRUPTED), CONSTANT(ERROR_IO),
+	CONSTANT(ERROR_MISSING_DEVICE), CONSTANT(ERROR_BUSY), CONSTANT(ERROR_PERMISSION),
+	CONSTANT(ERROR_NOT_FOUND), CONSTANT(ERROR_OTHER), CONSTANT(ERROR_NOT_SUPPORTED),
+	CONSTANT(ERROR_NOT_MOUNTED), CONSTANT(ERROR_MOUNTED), CONSTANT(ERROR_CANCELLED),
+	CONSTANT(HINT_DATA_PREFERRED), CONSTANT(HINT_METADATA_PREFERRED),
+	CONSTANT(HINT_METADATA_ONLY), CONSTANT(HINT_DATA_ONLY), CONSTANT(HINT_NONE),
+	CONSTANT(HINT_IFACE_NONE), CONSTANT(HINT_IFACE_NAME), CONSTANT(HINT_IFACE_TYPE),
+	CONSTANT(HINT_SET_FORCE),
+	CONSTANT(USAGE_W_METADATA_LOW), CONSTANT(USAGE_W_DATA_ON_META_DEVS),
+	CONSTANT(USAGE_W_HINTS_IGNORED), CONSTANT(USAGE_IGNORE_HINTS), CONSTANT(USAGE_STRICT),
+	CONSTANT(READ_POLICY_IFACE_NONE), CONSTANT(READ_POLICY_IFACE_MAINLINE),
+	CONSTANT(READ_POLICY_IFACE_EARLIER), CONSTANT(READ_POLICY_PERSIST),
+	CONSTANT(APPLY_APPLIED), CONSTANT(APPLY_UNCHANGED), CONSTANT(APPLY_FAILED),
+	CONSTANT(APPLY_NO_RECORD), CONSTANT(APPLY_NOT_MOUNTED),
+	{ NULL, 0 }
+};
+
+PyMODINIT_FUNC PyInit__btrfsx(void)
+{
+	PyObject *module = PyModule_Create(&module_def);
+
+	for (const struct constant *c = constants; module && c->name; c++) {
+		if (PyModule_AddIntConstant(module, c->name, c->value))
+			Py_CLEAR(module);
+	}
+	return module;
+}
