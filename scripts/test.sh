@@ -1,6 +1,8 @@
 #!/bin/bash
 # The whole test suite: dependencies, a sanitizer build (clang, ASan+UBSan),
-# the C unit tests, then the pytest suite against real loop devices (root).
+# the C unit tests, the pytest suite against real loop devices (root), then
+# the release tarball (scripts/distcheck.sh). Arguments go to pytest and run
+# only those tests, without the tarball check.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh"
@@ -12,4 +14,10 @@ export BTRFSX_BUILD_DIR="$build"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 cd "$top"
-exec python3 -m pytest -q -p no:cacheprovider tests "$@"
+if [ $# -gt 0 ]; then
+	exec python3 -m pytest -q -p no:cacheprovider tests "$@"
+fi
+status=0
+python3 -m pytest -q -p no:cacheprovider tests || status=$?
+"$top/scripts/distcheck.sh" || status=1
+exit $status

@@ -1,0 +1,208 @@
+"""`make install` into a DESTDIR, and everything used from there: the
+binary, a C program built with `pkg-config btrfsx` against the library, the
+man pages, the bash completion, the systemd unit and the Python module; and
+`make uninstall` leaving nothing behind.
+
+The build installed is the suite's (BTRFSX_BUILD_DIR, an ASan+UBSan build):
+what is tested is what was built, and the C program is compiled with the
+same compiler and sanitizer flags."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import fsutil
+from bashcomp import complete
+
+DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir",
+        "bashcompletiondir", "systemdsystemunitdir", "CC", "SANITIZER_CFLAGS")
+
+
+def build_dir() -> Path:
+    build = Path(os.environ.get("BTRFSX_BUILD_DIR") or Path(fsutil.btrfsx_path()).parent)
+    if not (build / "Makefile").exists():
+        pytest.skip(f"no configured build tree at {build} (set BTRFSX_BUILD_DIR)")
+    return build
+
+
+def make_vars(build: Path, names) -> dict[str, str]:
+    """Variables as make expands them (${prefix}/lib -> /usr/local/lib)."""
+    rule = "btrfsx-print-vars:\n" + "".join(f"\t@echo '{n}=$({n})'\n" for n in names)
+    out = subprocess.run(["make", "-s", "-C", str(build), "-f", "Makefile", "-f", "-",
+                          "btrfsx-print-vars"], input=rule, capture_output=True, text=True,
+                         check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def make_install(build: Path, destdir: Path, target: str = "install") -> None:
+    subprocess.run(["make", "-s", "-C", str(build), target, f"DESTDIR={destdir}"],
+                   capture_output=True, text=True, check=True)
+
+
+class Installed:
+    def __init__(self, build: Path, destdir: Path):
+        self.build = build
+        self.destdir = destdir
+        self.vars = make_vars(build, DIRS)
+
+    def path(self, var: str, *parts: str) -> Path:
+        """DESTDIR + the configured directory + parts."""
+        return Path(str(self.destdir) + self.vars[var], *parts)
+
+    def env(self, **extra) -> dict[str, str]:
+        env = dict(os.environ, LD_LIBRARY_PATH=str(self.path("libdir")))
+        env.update(extra)
+        return env
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Installed:
+    build = build_dir()
+    destdir = tmp_path_factory.mktemp("destdir")
+    make_install(build, destdir)
+    return Installed(build, destdir)
+
+
+def test_directories_follow_the_prefix(installed):
+    prefix = installed.vars["prefix"]
+    for var in ("bindir", "libdir", "includedir", "mandir", "bashcompletiondir",
+                "systemdsystemunitdir"):
+        assert installed.vars[var].startswith(prefix + "/"), (var, installed.vars[var])
+
+
+def test_binary_runs_from_destdir(installed):
+    exe = installed.path("bindir", "btrfsx")
+    out = subprocess.run([str(exe), "--help"], env=installed.env(), capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.startswith("usage: btrfsx ")
+    out = subprocess.run([str(exe), "--version"], env=installed.env(), capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.startswith("btrfsx ")
+
+
+def test_library_soname_and_exports(installed):
+    lib = installed.path("libdir", "libbtrfsx.so")
+    assert lib.is_symlink()
+    dynamic = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "Library soname: [libbtrfsx.so.0]" in dynamic
+    assert installed.path("libdir", "libbtrfsx.so.0").exists()
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
+                              text=True, check=True).stdout.split("\n")
+    names = [line.split()[-1] for line in exported if line.strip()]
+    ours = [n for n in names if not n.startswith("LIBBTRFSX_")]
+    assert ours and all(n.startswith("btrfsx_") for n in ours), ours
+
+
+PROBE = r'''
+#include <btrfsx.h>
+#include <stdio.h>
+
+int main(void)
+{
+	printf("%s\n", btrfsx_strerror(BTRFSX_ERROR_NOT_BTRFS));
+	printf("%s\n", btrfsx_hint_name(2));
+	return 0;
+}
+'''
+
+
+def test_pkg_config_compiles_and_links_a_client(installed, tmp_path):
+    env = installed.env(PKG_CONFIG_PATH=str(installed.path("libdir", "pkgconfig")),
+                        PKG_CONFIG_SYSROOT_DIR=str(installed.destdir))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "btrfsx"], env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert str(installed.destdir) in flags
+    src = tmp_path / "probe.c"
+    src.write_text(PROBE)
+    exe = tmp_path / "probe"
+    cc = shlex.split(installed.vars["CC"]) + shlex.split(installed.vars["SANITIZER_CFLAGS"])
+    subprocess.run(cc + ["-Wall", "-Werror", "-o", str(exe), str(src)] + shlex.split(flags),
+                   env=env, check=True)
+    out = subprocess.run([str(exe)], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    strerror, hint = out.stdout.splitlines()
+    assert "btrfs" in strerror.lower()
+    assert hint == "metadata_only"
+
+
+def test_man_pages(installed):
+    """Documentation/<page>.adoc is <page>(8), <page>.3.adoc is <page>(3)."""
+    pages = sorted(p.name.removesuffix(".adoc") for p in
+                   (fsutil.REPO / "Documentation").glob("*.adoc"))
+    assert "btrfsx" in pages
+    for page in pages:
+        name, dot, section = page.rpartition(".")
+        if not dot:
+            name, section = page, "8"
+        man = installed.path("mandir", f"man{section}", f"{name}.{section}")
+        assert man.exists(), man
+        title = name.upper().replace("-", "\\-")
+        assert f'\n.TH "{title}" "{section}"' in man.read_text(), man
+
+
+def test_systemd_unit(installed):
+    unit = installed.path("systemdsystemunitdir", "btrfsx-read-policy.service")
+    text = unit.read_text()
+    assert f"ExecStart={installed.vars['bindir']}/btrfsx read-policy apply --watch" in text
+    assert not re.search(r"@\w+@", text), "unsubstituted"
+
+
+def test_completion_from_destdir(installed, tmp_path):
+    script = installed.path("bashcompletiondir", "btrfsx")
+    assert complete("btrfsx ", script) == \
+        "filesystem inspect read-policy property device scrub mkfs".split()
+    assert complete("btrfsx dev prop set /dev/sdb allocation_hint m", script) == \
+        ["metadata_preferred", "metadata_only"]
+    assert complete("btrfsx read-policy set /mnt ", script) == ["pid", "round-robin", "devid"]
+    assert complete("btrfsx scrub start --off", script) == ["--offline"]
+    (tmp_path / "disk.img").write_bytes(b"")
+    assert "disk.img" in complete("btrfsx inspect dump-super ", script, cwd=tmp_path)
+
+
+def python_module_dirs(root: Path) -> list[Path]:
+    """Directories under root from which `import btrfsx` finds the module."""
+    found = {p.parent for p in root.rglob("btrfsx*.so") if "-packages" in str(p)}
+    found |= {p.parent.parent for p in root.rglob("btrfsx/__init__.py")}
+    return sorted(found)
+
+
+def sanitizer_preload(installed) -> dict[str, str]:
+    """An uninstrumented python3 loading an ASan-built module needs the
+    runtime first."""
+    if "address" not in installed.vars["SANITIZER_CFLAGS"]:
+        return {}
+    cc = shlex.split(installed.vars["CC"])
+    runtime = subprocess.run(cc + ["-print-file-name=libclang_rt.asan-x86_64.so"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    return {"LD_PRELOAD": runtime, "ASAN_OPTIONS": "detect_leaks=0"}
+
+
+def test_python_module_imports_from_destdir(installed):
+    if not (fsutil.REPO / "libbtrfsutil" / "python").is_dir():
+        pytest.skip("the Python bindings (libbtrfsutil/python) are not in this tree yet")
+    dirs = python_module_dirs(installed.destdir)
+    assert len(dirs) == 1, f"module installed in {dirs}"
+    env = installed.env(PYTHONPATH=str(dirs[0]), **sanitizer_preload(installed))
+    out = subprocess.run(["python3", "-c", "import btrfsx; print(btrfsx.__file__); "
+                          "print(btrfsx.__doc__ is not None)"],
+                         env=env, capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0, out.stderr
+    path, documented = out.stdout.splitlines()
+    assert path.startswith(str(installed.destdir)), path
+    assert documented == "True"
+
+
+def test_uninstall_leaves_nothing(tmp_path):
+    build = build_dir()
+    destdir = tmp_path / "destdir"
+    make_install(build, destdir)
+    assert any(p.is_file() for p in destdir.rglob("*"))
+    make_install(build, destdir, "uninstall")
+    left = [str(p.relative_to(destdir)) for p in destdir.rglob("*") if not p.is_dir()]
+    assert left == []
