@@ -675,10 +675,11 @@ def start_scrub(btrfsx, devs, *opts, env):
 
 
 def interrupt_after_progress(proc):
-    """SIGINT once the scrub has shown progress (it is past opening and
-    reading); returns (exit code, JSON, stderr)."""
+    """SIGINT once the scrub has shown progress with bytes read (it is past
+    opening and reading; on a loaded machine the first line may still show
+    none); returns (exit code, JSON, stderr)."""
     seen = b""
-    while b"scrubbed" not in seen:
+    while not re.search(rb"scrubbed [^ ]*[1-9]", seen):
         chunk = proc.stderr.read1(4096)
         assert chunk, f"scrub ended before showing progress: {seen!r}"
         seen += chunk
