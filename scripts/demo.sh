@@ -1,6 +1,7 @@
 #!/bin/bash
 # The demo: builds btrfsx, makes a three-device filesystem from image files,
-# writes files through the kernel and looks at it with btrfsx. Needs root and
+# writes files through the kernel, looks at it with btrfsx, scrubs a damaged
+# copy back to health and runs a Python example. Needs root and
 # no existing disks; cleans up after itself.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +33,9 @@ mount "${loops[0]}" "$work/mnt"
 head -c 64M /dev/urandom >"$work/mnt/big"
 mkdir "$work/mnt/etc" && cp /etc/os-release /etc/hostname "$work/mnt/etc/"
 sha256sum "$work/mnt/big" | cut -d' ' -f1 >"$work/big.sha256"
+sync
+# The file's first block: its btrfs logical address (FIEMAP gives logical addresses).
+big_logical=$(( $(filefrag -v "$work/mnt/big" | awk '$1 == "0:" { sub(/\.\./, "", $4); print $4 }') * 4096 ))
 umount "$work/mnt"
 
 step "allocation hints, set offline: metadata on the small device, data on the others"
@@ -70,5 +74,26 @@ for mirror in 1 2; do
 	[ "$sum" = "$want" ] && verdict="same as what the kernel wrote"
 	echo "mirror $mirror: $sum ($verdict)"
 done
+
+step "btrfsx filesystem usage: space by allocation preference, free space that honours the hints"
+"$btrfsx" filesystem usage "${loops[0]}"
+
+step "offline scrub: one copy of a block of 'big' damaged; -r finds it, a second run repairs it"
+read -r copy_dev copy_physical < <(btrfs-map-logical -l "$big_logical" -b 4096 "${loops[0]}" |
+	awk '/^mirror 2 / { print $NF, $6 }')
+dd if=/dev/urandom of="$copy_dev" bs=4096 count=1 seek=$((copy_physical / 4096)) \
+	oflag=direct conv=notrunc status=none
+echo "damaged mirror 2 of logical $big_logical: $copy_dev at $copy_physical"
+"$btrfsx" scrub start --offline -B -r --no-progress "${loops[@]}" || echo "(exit $?)"
+"$btrfsx" scrub start --offline -B --no-progress "${loops[@]}"
+mount "${loops[0]}" "$work/mnt"
+echo "-- the kernel's scrub agrees:"
+btrfs scrub start -B "$work/mnt" | grep -E "Error summary|Total to scrub"
+umount "$work/mnt"
+
+step "for scripts: the Python module (examples/metadata-room-alert, a cron check)"
+python=$(sed -n 's/^PYTHON = //p' "$top/build/Makefile")
+PYTHONPATH="$top/build/libbtrfsutil/python" "${python:-python3}" "$top/examples/metadata-room-alert" \
+	"${loops[@]}" || true
 
 step "done; cleaning up"
