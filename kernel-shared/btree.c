@@ -327,6 +327,12 @@ void bx_path_init(struct bx_path *path, bool reada)
 	path->reada = reada;
 }
 
+void bx_path_bound_readahead(struct bx_path *path, const struct btrfs_key *end)
+{
+	path->reada_bounded = true;
+	path->reada_end = *end;
+}
+
 void bx_path_release(struct bx_path *path)
 {
 	for (int i = 0; i < BTRFS_MAX_LEVEL; i++) {
@@ -337,10 +343,12 @@ void bx_path_release(struct bx_path *path)
 
 /*
  * Starts reads of the children of @node that follow @slot, up to a window
- * ahead, merging physically adjacent blocks into one request. @next keeps
+ * ahead and before the first child whose keys start at @end (NULL: no
+ * bound), merging physically adjacent blocks into one request. @next keeps
  * how far earlier calls got, so each block is asked for once.
  */
-static void reada_children(struct bx_fs *fs, const struct bx_eb *node, int slot, int *next)
+static void reada_children(struct bx_fs *fs, const struct bx_eb *node, int slot, int *next,
+			   const struct btrfs_key *end)
 {
 	uint32_t nritems = bx_eb_nritems(node);
 	int window = READA_WINDOW_BYTES / fs->nodesize;
@@ -353,6 +361,15 @@ static void reada_children(struct bx_fs *fs, const struct bx_eb *node, int slot,
 		return;
 	for (int i = first; i < last; i++) {
 		uint64_t bytenr = le64toh(bx_node_ptr(node, i)->blockptr);
+		struct btrfs_key child_first;
+
+		if (end) {
+			bx_item_key(node, i, &child_first);
+			if (btrfs_key_cmp(&child_first, end) >= 0) {
+				last = i;
+				break;
+			}
+		}
 
 		if (run_len && bytenr == run_start + run_len) {
 			run_len += fs->nodesize;
@@ -379,7 +396,8 @@ static int read_child(struct bx_fs *fs, struct bx_path *path, int level)
 	int ret;
 
 	if (path->reada)
-		reada_children(fs, parent, slot, &path->reada_next[level]);
+		reada_children(fs, parent, slot, &path->reada_next[level],
+			       path->reada_bounded ? &path->reada_end : NULL);
 	ret = bx_read_tree_block(fs, le64toh(ptr->blockptr), &expect, &child);
 	if (ret)
 		return ret;
@@ -509,7 +527,7 @@ static int walk_block(struct walk_state *ws, struct bx_eb *eb)
 		struct bx_eb *child;
 
 		if (ws->fs->readahead)
-			reada_children(ws->fs, eb, slot - 1, &reada_next);
+			reada_children(ws->fs, eb, slot - 1, &reada_next, NULL);
 		ret = bx_read_tree_block(ws->fs, bytenr, &expect, &child);
 		if (ret) {
 			if (!ws->ops->error || (ret = ws->ops->error(ws->arg, bytenr, ret)))

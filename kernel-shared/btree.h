@@ -123,9 +123,16 @@ struct bx_path {
 	int slots[BTRFS_MAX_LEVEL];
 	int reada_next[BTRFS_MAX_LEVEL]; /* first child slot not yet read ahead */
 	bool reada;                      /* forward readahead (READA_FORWARD_ALWAYS) */
+	bool reada_bounded;              /* no readahead of blocks from reada_end on */
+	struct btrfs_key reada_end;
 };
 
 void bx_path_init(struct bx_path *path, bool reada);
+/*
+ * Limits the path's readahead to blocks holding keys before @end: a walk
+ * that stops at @end then reads nothing it will not use.
+ */
+void bx_path_bound_readahead(struct bx_path *path, const struct btrfs_key *end);
 void bx_path_release(struct bx_path *path);
 
 /*

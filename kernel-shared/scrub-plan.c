@@ -129,6 +129,11 @@ int scrub_planner_begin(struct scrub_planner *p, const struct bx_chunk *chunk)
 	p->csum_end = true;
 	bx_path_init(&p->ext_path, p->reada);
 	bx_path_init(&p->csum_path, p->reada);
+	/* Each chunk is planned on its own: what lies past it is another plan's. */
+	bx_path_bound_readahead(&p->ext_path, &(struct btrfs_key){ p->chunk_end, 0, 0 });
+	bx_path_bound_readahead(&p->csum_path, &(struct btrfs_key){ BTRFS_EXTENT_CSUM_OBJECTID,
+								    BTRFS_EXTENT_CSUM_KEY,
+								    p->chunk_end });
 	ret = bx_search(p->fs, &p->extent_root, &key, &p->ext_path);
 	if (ret < 0)
 		return bx_error_wrap(ret, "searching the extent tree");
