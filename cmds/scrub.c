@@ -324,7 +324,6 @@ static int cmd_start(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_open_offline_scrub(&fs, argv + optind, argc - optind, a.readonly);
 	if (ret)
 		return ret;
-	fs->readahead = a.readahead;
 	fs->fault = ctx->fault;
 	scrub_status_path(ctx->state_dir, fs->fsid, status_path, sizeof(status_path));
 	if (a.foreground)

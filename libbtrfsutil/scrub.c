@@ -168,7 +168,6 @@ static int scrub(struct bx_fs *fs, const struct btrfsx_scrub_options *opts,
 		engine.progress_arg = &relay;
 		engine.cancel = &relay.stop;
 	}
-	fs->readahead = engine.readahead;
 	ret = bx_scrub_run(fs, &engine, &res);
 	if (ret)
 		return ret;
