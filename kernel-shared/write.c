@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "kernel-shared/csum.h"
+#include "kernel-shared/io.h"
 #include "kernel-shared/write.h"
 
 /* ---- crash simulation (kernel-shared/fault.h) ---- */
@@ -78,27 +79,6 @@ int bx_fault_plan_parse(struct bx_fault_plan *plan, const char *after_writes,
 	return parse_drop_list(drop_unflushed, plan);
 }
 
-static int read_fully(int fd, uint8_t *buf, size_t len, uint64_t physical)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, buf + done, len - done, (off_t)(physical + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0) {
-			/* Past the end of an image file: it reads as zeroes. */
-			memset(buf + done, 0, len - done);
-			break;
-		}
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 static int write_fully(int fd, const uint8_t *buf, size_t len, uint64_t physical)
 {
 	size_t done = 0;
@@ -132,12 +112,11 @@ static int remember_unflushed(struct bx_fs *fs, struct bx_device *dev, size_t le
 	*rec = (struct bx_unflushed){ dev, physical, len, malloc(len ? len : 1) };
 	if (!rec->old)
 		return bx_error(-ENOMEM, "out of memory");
-	ret = read_fully(dev->fd, rec->old, len, physical);
+	ret = bx_read_physical(dev, rec->old, len, physical);
 	if (ret) {
 		free(rec->old);
-		errno = -ret;
-		return bx_error(ret, "%s: reading %llu before writing it failed: %m", dev->path,
-				(unsigned long long)physical);
+		return bx_error_wrap(ret, "keeping what the write at %llu overwrites",
+				     (unsigned long long)physical);
 	}
 	if (!fs->nr_unflushed++)
 		fs->first_unflushed_write = fs->nr_writes + 1;
