@@ -22,6 +22,7 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
+#include "common/mounted-fs.h"
 #include "common/offline.h"
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/csum.h"
@@ -347,6 +348,7 @@ static int open_one(struct mkfs *mk, size_t index)
 	struct btrfs_super_block old;
 	char mnt[4096];
 	int oflags = O_RDWR | O_CLOEXEC;
+	int ret;
 
 	d->dev = calloc(1, sizeof(*d->dev));
 	if (!d->dev)
@@ -369,10 +371,9 @@ static int open_one(struct mkfs *mk, size_t index)
 		if (fstat(d->dev->fd, &d->st) < 0)
 			return bx_error(-errno, "%s: %m", path);
 	}
-	if (S_ISDIR(d->st.st_mode))
-		return bx_error(-EISDIR, "%s: is a directory, not a device or image file", path);
-	if (!S_ISBLK(d->st.st_mode) && !S_ISREG(d->st.st_mode))
-		return bx_error(-ENOTBLK, "%s: not a block device or image file", path);
+	ret = bx_check_member_type(&d->st, path);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < index; i++)
 		if (same_file(&mk->devs[i].st, &d->st))
 			return bx_error(-EINVAL, "%s: named twice (also as %s)", path,
@@ -382,8 +383,7 @@ static int open_one(struct mkfs *mk, size_t index)
 			return bx_error(-EBUSY, "%s: is mounted at %s", path, mnt);
 		oflags |= O_EXCL;
 	} else {
-		int ret = bx_check_not_loop_backed(path);
-
+		ret = bx_check_not_loop_backed(path);
 		if (ret)
 			return ret;
 		d->is_file = true;
@@ -395,8 +395,7 @@ static int open_one(struct mkfs *mk, size_t index)
 			       bx_error(-errno, "%s: cannot open for writing: %m", path);
 	}
 	if (d->is_file) {
-		int ret = bx_claim_image_file(d->dev->fd, path);
-
+		ret = bx_claim_image_file(d->dev->fd, path);
 		if (ret)
 			return ret;
 	}

@@ -38,8 +38,7 @@ static void device_free(struct bx_device *dev)
 	free(dev);
 }
 
-/* Before opening: a FIFO would block the open, a character device is no member. */
-static int check_device_type(const struct stat *st, const char *path)
+int bx_check_member_type(const struct stat *st, const char *path)
 {
 	if (S_ISREG(st->st_mode) || S_ISBLK(st->st_mode))
 		return 0;
@@ -116,7 +115,7 @@ static int device_open(const char *path, unsigned int flags, struct bx_device **
 		ret = bx_error(-errno, "%s: %m", path);
 		goto fail;
 	}
-	ret = check_device_type(&st, path);
+	ret = bx_check_member_type(&st, path);
 	if (ret)
 		goto fail;
 	if (S_ISBLK(st.st_mode) && (flags & BX_OPEN_EXCL))

@@ -118,6 +118,15 @@ struct bx_fs {
 	uint64_t first_unflushed_write; /* the write the oldest of them belongs to */
 };
 
+struct stat;
+
+/*
+ * 0 when @st (from stat) is something a member can be: a block device or an
+ * image file; else the error naming @path. Checked before opening, because
+ * opening a FIFO blocks.
+ */
+int bx_check_member_type(const struct stat *st, const char *path);
+
 /*
  * Opens the filesystem that the devices or image files at @paths belong to.
  * Other members are found by fsid through libblkid unless BX_OPEN_NO_SCAN.
