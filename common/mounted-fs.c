@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
@@ -170,10 +171,20 @@ static void unescape(char *s)
 	*out = '\0';
 }
 
-/* Splits one mountinfo line; fills @e and returns 1 for a btrfs mount, 0 otherwise. */
-static int parse_mountinfo_line(char *line, struct bx_mount_entry *e)
+/* One mountinfo line's fields, pointing into the line; the paths unescaped. */
+struct mountinfo_line {
+	int mount_id;
+	dev_t dev;
+	const char *mountpoint;
+	const char *fstype;
+	const char *source;
+};
+
+/* Splits one mountinfo line (modifying it); 0 when it is malformed. */
+static int split_mountinfo_line(char *line, struct mountinfo_line *m)
 {
 	char *fields[16], *save = NULL, *tok;
+	unsigned int maj, min;
 	int nr = 0, sep = -1;
 
 	for (tok = strtok_r(line, " \n", &save); tok && nr < 16; tok = strtok_r(NULL, " \n", &save)) {
@@ -182,14 +193,48 @@ static int parse_mountinfo_line(char *line, struct bx_mount_entry *e)
 		fields[nr++] = tok;
 	}
 	/* id parent maj:min root mountpoint options [optional...] - fstype source superopts */
-	if (sep < 6 || sep + 2 >= nr || strcmp(fields[sep + 1], "btrfs"))
+	if (sep < 6 || sep + 2 >= nr || sscanf(fields[2], "%u:%u", &maj, &min) != 2)
 		return 0;
-	e->mount_id = atoi(fields[0]);
 	unescape(fields[4]);
 	unescape(fields[sep + 2]);
-	snprintf(e->mountpoint, sizeof(e->mountpoint), "%s", fields[4]);
-	snprintf(e->source, sizeof(e->source), "%s", fields[sep + 2]);
+	*m = (struct mountinfo_line){ atoi(fields[0]), makedev(maj, min), fields[4],
+				      fields[sep + 1], fields[sep + 2] };
 	return 1;
+}
+
+/* Fills @e and returns 1 for a btrfs mount, 0 otherwise. */
+static int parse_mountinfo_line(char *line, struct bx_mount_entry *e)
+{
+	struct mountinfo_line m;
+
+	if (!split_mountinfo_line(line, &m) || strcmp(m.fstype, "btrfs"))
+		return 0;
+	e->mount_id = m.mount_id;
+	snprintf(e->mountpoint, sizeof(e->mountpoint), "%s", m.mountpoint);
+	snprintf(e->source, sizeof(e->source), "%s", m.source);
+	return 1;
+}
+
+bool bx_block_dev_mounted_at(dev_t rdev, char *mnt, size_t len)
+{
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	if (!fp)
+		return false;
+	while (!found && getline(&line, &cap, fp) > 0) {
+		struct mountinfo_line m;
+
+		if (split_mountinfo_line(line, &m) && m.dev == rdev) {
+			snprintf(mnt, len, "%s", m.mountpoint);
+			found = true;
+		}
+	}
+	free(line);
+	fclose(fp);
+	return found;
 }
 
 int bx_list_btrfs_mounts(const char *mountinfo, struct bx_mount_entry **entries, size_t *nr)

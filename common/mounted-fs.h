@@ -8,8 +8,10 @@
 #ifndef BTRFSX_MOUNTED_FS_H
 #define BTRFSX_MOUNTED_FS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define BX_FSID_STR_LEN 37   /* 36 characters and the NUL */
 
@@ -62,6 +64,9 @@ struct bx_mount_entry {
  * ("/proc/self/mountinfo" normally). *@entries is malloc'ed; free() it.
  */
 int bx_list_btrfs_mounts(const char *mountinfo, struct bx_mount_entry **entries, size_t *nr);
+
+/* Where /proc/self/mountinfo says block device @rdev is mounted (any filesystem), if anywhere. */
+bool bx_block_dev_mounted_at(dev_t rdev, char *mnt, size_t len);
 
 /* Formats a 16-byte FSID as the lowercase 36-character UUID string. */
 void bx_fsid_unparse(const uint8_t fsid[16], char out[BX_FSID_STR_LEN]);

@@ -55,28 +55,6 @@ bool bx_fs_is_mounted(const char *sysfs_root, const uint8_t fsid[16], char *mnt,
 	return true;
 }
 
-bool bx_block_dev_mounted_at(dev_t rdev, char *mnt, size_t len)
-{
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	char line[8192];
-	bool found = false;
-
-	if (!fp)
-		return false;
-	while (!found && fgets(line, sizeof(line), fp)) {
-		unsigned int maj, min;
-		char point[4096];
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, point) == 3 &&
-		    makedev(maj, min) == rdev) {
-			snprintf(mnt, len, "%s", point);
-			found = true;
-		}
-	}
-	fclose(fp);
-	return found;
-}
-
 /* "pid 1234 (btrfsx)" */
 static void name_process(pid_t pid, char *buf, size_t len)
 {

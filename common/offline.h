@@ -20,9 +20,6 @@
  */
 bool bx_fs_is_mounted(const char *sysfs_root, const uint8_t fsid[16], char *mnt, size_t len);
 
-/* Where /proc/self/mountinfo says block device @rdev is mounted, if anywhere. */
-bool bx_block_dev_mounted_at(dev_t rdev, char *mnt, size_t len);
-
 /*
  * Who holds a member for writing: offline writers and the offline scrub
  * claim every member they open. A block device is claimed by opening it
