@@ -898,6 +898,11 @@ def test_bad_arguments(run_btrfsx, tmp_path, state_env):
     assert "not a btrfs filesystem" in err
     rc, out, err = run_btrfsx("scrub", "status", str(zero), check=2)
     assert "--offline" in err
+    for memory in ("512K", "0", "abc", "-1M", "16E"):
+        rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--memory", memory,
+                                  str(zero), check=2, env=state_env)
+        assert f"--memory: '{memory}' is not a size of at least 1MiB" in err, err
+    assert zero.read_bytes() == bytes(1 << 20)
 
 
 def test_status_of_a_vanished_scrub(tmp_path, fs_cache, btrfsx_json, scrub, state_env):
