@@ -171,7 +171,7 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev);
 /* RAID5/6: scrubs every full stripe of @chunk that holds extents. */
 int scrub_raid56_chunk(struct scrub_worker *w, const struct bx_chunk *chunk);
 
-/* Aligned buffers for O_DIRECT. */
+/* Aligned buffers for O_DIRECT; huge pages from 2 MiB on (scrub.c says why). */
 void *scrub_alloc_aligned(size_t len);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "common/error.h"
 #include "kernel-shared/csum.h"
@@ -104,12 +105,25 @@ const char *bx_scrub_fix_str(enum bx_scrub_fix fix)
 	return "unknown";
 }
 
+/*
+ * A read buffer of 2 MiB or more is aligned to 2 MiB and asks for huge
+ * pages: O_DIRECT requests are cut at the device's segment limits, and a
+ * buffer of scattered 4 KiB pages needs a segment per page (a loop device's
+ * 128 segments: 512 KiB requests, which the disk below no longer merges).
+ * With huge pages the same reads go down in half as many requests. Without
+ * transparent huge pages the advice is ignored and nothing else changes.
+ */
+#define HUGE_BUFFER (2u * 1024 * 1024)
+
 void *scrub_alloc_aligned(size_t len)
 {
+	size_t align = len >= HUGE_BUFFER ? HUGE_BUFFER : 4096;
 	void *p = NULL;
 
-	if (posix_memalign(&p, 4096, len ? len : 4096))
+	if (posix_memalign(&p, align, len ? len : 4096))
 		return NULL;
+	if (align == HUGE_BUFFER)
+		madvise(p, len, MADV_HUGEPAGE);
 	return p;
 }
 
