@@ -45,7 +45,8 @@ struct r56_batch {
 	uint64_t row0;
 	uint32_t nrows;
 	unsigned int pending;     /* reads not yet completed */
-	uint8_t **buf;            /* per chunk stripe: nrows * 64 KiB */
+	uint8_t *mem;             /* every stripe's buffer, in one piece */
+	uint8_t **buf;            /* per chunk stripe: nrows * 64 KiB, in @mem */
 	int *res;
 	uint8_t **st;             /* per chunk stripe: per sector state */
 	struct scrub_window *win; /* [row][data stripe] */
@@ -138,10 +139,14 @@ static int batch_alloc(struct r56 *r, struct r56_batch *b)
 	b->win = calloc((size_t)r->rows_per_batch * (size_t)r->nd, sizeof(*b->win));
 	if (!b->buf || !b->st || !b->res || !b->win)
 		return bx_error(-ENOMEM, "out of memory");
+	/* One allocation: large enough for huge pages, so reads go down whole. */
+	b->mem = scrub_alloc_aligned(bytes * (size_t)r->n);
+	if (!b->mem)
+		return bx_error(-ENOMEM, "out of memory");
 	for (int i = 0; i < r->n; i++) {
-		b->buf[i] = scrub_alloc_aligned(bytes);
+		b->buf[i] = b->mem + bytes * (size_t)i;
 		b->st[i] = calloc((size_t)r->rows_per_batch * r->spp, 1);
-		if (!b->buf[i] || !b->st[i])
+		if (!b->st[i])
 			return bx_error(-ENOMEM, "out of memory");
 	}
 	return 0;
@@ -149,10 +154,9 @@ static int batch_alloc(struct r56 *r, struct r56_batch *b)
 
 static void batch_free(struct r56 *r, struct r56_batch *b)
 {
-	for (int i = 0; b->buf && i < r->n; i++) {
-		free(b->buf[i]);
+	for (int i = 0; b->st && i < r->n; i++)
 		free(b->st[i]);
-	}
+	free(b->mem);
 	free(b->buf);
 	free(b->st);
 	free(b->res);
