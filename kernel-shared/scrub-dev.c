@@ -496,7 +496,7 @@ static int slot_buffer(struct dev_reader *r, unsigned int i)
 {
 	struct slot *s = &r->slots[i];
 
-	s->buf = scrub_alloc_aligned(r->req_bytes);
+	s->buf = scrub_alloc_read_buffer(r->req_bytes);
 	if (!s->buf)
 		return bx_error(-ENOMEM, "out of memory");
 	if (r->sparse_bufs) {
@@ -657,7 +657,7 @@ static void free_buffers(struct dev_reader *r)
 		r->ring_ok = false;
 	}
 	for (unsigned int i = 0; r->slots && i < r->nr_slots; i++) {
-		free(r->slots[i].buf);
+		scrub_free_read_buffer(r->slots[i].buf, r->req_bytes);
 		r->slots[i].buf = NULL;
 	}
 }

@@ -171,7 +171,11 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev);
 /* RAID5/6: scrubs every full stripe of @chunk that holds extents. */
 int scrub_raid56_chunk(struct scrub_worker *w, const struct bx_chunk *chunk);
 
-/* Aligned buffers for O_DIRECT; huge pages from 2 MiB on (scrub.c says why). */
+/* Aligned buffers for O_DIRECT. */
 void *scrub_alloc_aligned(size_t len);
+
+/* Read buffers: huge pages from 2 MiB on (scrub.c says why); freed with their length. */
+void *scrub_alloc_read_buffer(size_t len);
+void scrub_free_read_buffer(void *buf, size_t len);
 
 #endif

@@ -129,9 +129,15 @@ static void compute_pq(struct r56 *r, uint8_t **data, size_t off, uint32_t len, 
 
 /* ---- reading ---- */
 
+/* One member's stripes in a batch. */
+static size_t batch_stripe_bytes(const struct r56 *r)
+{
+	return (size_t)r->rows_per_batch * SCRUB_WINDOW;
+}
+
 static int batch_alloc(struct r56 *r, struct r56_batch *b)
 {
-	size_t bytes = (size_t)r->rows_per_batch * SCRUB_WINDOW;
+	size_t bytes = batch_stripe_bytes(r);
 
 	b->buf = calloc((size_t)r->n, sizeof(*b->buf));
 	b->st = calloc((size_t)r->n, sizeof(*b->st));
@@ -140,7 +146,7 @@ static int batch_alloc(struct r56 *r, struct r56_batch *b)
 	if (!b->buf || !b->st || !b->res || !b->win)
 		return bx_error(-ENOMEM, "out of memory");
 	/* One allocation: large enough for huge pages, so reads go down whole. */
-	b->mem = scrub_alloc_aligned(bytes * (size_t)r->n);
+	b->mem = scrub_alloc_read_buffer(bytes * (size_t)r->n);
 	if (!b->mem)
 		return bx_error(-ENOMEM, "out of memory");
 	for (int i = 0; i < r->n; i++) {
@@ -156,7 +162,7 @@ static void batch_free(struct r56 *r, struct r56_batch *b)
 {
 	for (int i = 0; b->st && i < r->n; i++)
 		free(b->st[i]);
-	free(b->mem);
+	scrub_free_read_buffer(b->mem, batch_stripe_bytes(r) * (size_t)r->n);
 	free(b->buf);
 	free(b->st);
 	free(b->res);

@@ -105,26 +105,57 @@ const char *bx_scrub_fix_str(enum bx_scrub_fix fix)
 	return "unknown";
 }
 
+void *scrub_alloc_aligned(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, len ? len : 4096))
+		return NULL;
+	return p;
+}
+
 /*
- * A read buffer of 2 MiB or more is aligned to 2 MiB and asks for huge
- * pages: O_DIRECT requests are cut at the device's segment limits, and a
- * buffer of scattered 4 KiB pages needs a segment per page (a loop device's
- * 128 segments: 512 KiB requests, which the disk below no longer merges).
- * With huge pages the same reads go down in half as many requests. Without
+ * Read buffers of 2 MiB and more are mapped on their own, aligned to 2 MiB,
+ * and ask for huge pages: O_DIRECT requests are cut at the device's segment
+ * limits, and a buffer of scattered 4 KiB pages needs a segment per page (a
+ * loop device's 128 segments: 512 KiB requests, which the disk below no
+ * longer merges). With huge pages the same reads go down in half as many
+ * requests. A fresh mapping has no page touched before the advice (an
+ * allocator may write its own bytes into what it hands out), and without
  * transparent huge pages the advice is ignored and nothing else changes.
  */
 #define HUGE_BUFFER (2u * 1024 * 1024)
+#define PAGE_ROUND(len) (((len) + 4095) & ~(size_t)4095)
 
-void *scrub_alloc_aligned(size_t len)
+void *scrub_alloc_read_buffer(size_t len)
 {
-	size_t align = len >= HUGE_BUFFER ? HUGE_BUFFER : 4096;
-	void *p = NULL;
+	size_t map_len, head, tail;
+	uint8_t *map, *buf;
 
-	if (posix_memalign(&p, align, len ? len : 4096))
+	if (len < HUGE_BUFFER)
+		return scrub_alloc_aligned(len);
+	len = PAGE_ROUND(len);
+	map_len = len + HUGE_BUFFER;
+	map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
 		return NULL;
-	if (align == HUGE_BUFFER)
-		madvise(p, len, MADV_HUGEPAGE);
-	return p;
+	head = (HUGE_BUFFER - (uintptr_t)map % HUGE_BUFFER) % HUGE_BUFFER;
+	buf = map + head;
+	tail = map_len - head - len;
+	if (head)
+		munmap(map, head);
+	if (tail)
+		munmap(buf + len, tail);
+	madvise(buf, len, MADV_HUGEPAGE);
+	return buf;
+}
+
+void scrub_free_read_buffer(void *buf, size_t len)
+{
+	if (len < HUGE_BUFFER)
+		free(buf);
+	else if (buf)
+		munmap(buf, PAGE_ROUND(len));
 }
 
 bool scrub_cancelled(const struct scrub_ctx *ctx)
