@@ -125,7 +125,13 @@ void *scrub_alloc_aligned(size_t len)
  * transparent huge pages the advice is ignored and nothing else changes.
  */
 #define HUGE_BUFFER (2u * 1024 * 1024)
-#define PAGE_ROUND(len) (((len) + 4095) & ~(size_t)4095)
+
+static size_t page_round(size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (len + page - 1) / page * page;
+}
 
 void *scrub_alloc_read_buffer(size_t len)
 {
@@ -134,7 +140,7 @@ void *scrub_alloc_read_buffer(size_t len)
 
 	if (len < HUGE_BUFFER)
 		return scrub_alloc_aligned(len);
-	len = PAGE_ROUND(len);
+	len = page_round(len);
 	map_len = len + HUGE_BUFFER;
 	map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (map == MAP_FAILED)
@@ -155,7 +161,7 @@ void scrub_free_read_buffer(void *buf, size_t len)
 	if (len < HUGE_BUFFER)
 		free(buf);
 	else if (buf)
-		munmap(buf, PAGE_ROUND(len));
+		munmap(buf, page_round(len));
 }
 
 bool scrub_cancelled(const struct scrub_ctx *ctx)
