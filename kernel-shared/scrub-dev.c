@@ -28,12 +28,15 @@
 /*
  * Reads are 4 MiB when the budget allows: through loop devices and virtio
  * disks, large requests stream far better than many small ones (about 1.7x
- * at the same bytes in flight). The read buffers of the devices still
- * reading share the budget (ctx->io_budget): each gets between 2 and 16
- * reads in flight, and when a device is done (devices rarely hold the same
- * amount), its share goes to the others. On a shared virtual disk the bytes
- * in flight, not the request count, set the pace (measured: 4 x 1 MiB is
- * slower than 1 x 4 MiB, 3 x 8 MiB as fast as 6 x 4 MiB).
+ * at the same bytes in flight, measured when every buffer was scattered
+ * pages), and buffers of 2 MiB and more get huge pages, which halve the
+ * requests the device sees (scrub_alloc_read_buffer). The read buffers of
+ * the devices still reading share the budget (ctx->io_budget): each gets
+ * between 2 and 16 reads in flight, and when a device is done (devices
+ * rarely hold the same amount), its share goes to the others. On a shared
+ * virtual disk the bytes in flight, not the request count, set the pace
+ * (measured: 4 x 1 MiB is slower than 1 x 4 MiB, 3 x 8 MiB as fast as
+ * 6 x 4 MiB).
  */
 #define MAX_REQUEST (4u * 1024 * 1024)
 #define MIN_DEPTH 2u
