@@ -14,7 +14,7 @@
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/hints.h"
-#include "kernel-shared/mkfs.h"
+#include "mkfs/mkfs.h"
 #include "kernel-shared/volumes.h"
 
 const char *const mkfs_usage[] = {

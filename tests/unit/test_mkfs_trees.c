@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernel-shared/csum.h"
-#include "kernel-shared/mkfs-trees.h"
+#include "mkfs/mkfs-trees.h"
 #include "tests/unit/unit.h"
 
 #define NODESIZE 4096U

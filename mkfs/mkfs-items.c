@@ -16,7 +16,7 @@
 
 #include "common/error.h"
 #include "kernel-shared/csum.h"
-#include "kernel-shared/mkfs-private.h"
+#include "mkfs/mkfs-private.h"
 
 static const uint64_t tree_ids[BX_MKFS_NR_TREES] = {
 	[BX_MKFS_T_ROOT] = BTRFS_ROOT_TREE_OBJECTID,

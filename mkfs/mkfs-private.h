@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "kernel-shared/mkfs.h"
-#include "kernel-shared/mkfs-trees.h"
+#include "mkfs/mkfs.h"
+#include "mkfs/mkfs-trees.h"
 #include "kernel-shared/volumes.h"
 
 /* Every tree block, root item and inode of the new filesystem carries this generation. */

@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "kernel-shared/csum.h"
-#include "kernel-shared/mkfs-trees.h"
+#include "mkfs/mkfs-trees.h"
 
 void bx_tb_init(struct bx_tree_build *tb, uint64_t owner)
 {

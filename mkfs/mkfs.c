@@ -27,7 +27,7 @@
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/hints.h"
-#include "kernel-shared/mkfs-private.h"
+#include "mkfs/mkfs-private.h"
 #include "kernel-shared/write.h"
 
 static const struct {
