@@ -1,6 +1,6 @@
 /*
  * btrfsx scrub: offline scrub of an unmounted filesystem (start) and the
- * last run's result (status). The work is in kernel-shared/scrub.c; this
+ * last run's result (status). The work is in scrub/scrub.c; this
  * file opens the filesystem safely, shows progress, runs in the background
  * unless -B, keeps the status file and picks the exit code.
  */
@@ -21,7 +21,7 @@
 #include "common/error.h"
 #include "common/offline.h"
 #include "common/units.h"
-#include "kernel-shared/scrub.h"
+#include "scrub/scrub.h"
 
 /* How often a running scrub rewrites its status file, in seconds. */
 #define STATUS_SAVE_INTERVAL 2.0

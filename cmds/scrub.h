@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "common/format-output.h"
-#include "kernel-shared/scrub.h"
+#include "scrub/scrub.h"
 
 struct scrub_print_opts {
 	bool per_device;            /* -d */

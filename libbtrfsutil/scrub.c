@@ -1,4 +1,4 @@
-/* Offline scrub: the public face of kernel-shared/scrub.c, opened as the CLI opens it. */
+/* Offline scrub: the public face of scrub/scrub.c, opened as the CLI opens it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "common/offline.h"
-#include "kernel-shared/scrub.h"
+#include "scrub/scrub.h"
 #include "libbtrfsutil/libbtrfsx-private.h"
 
 static void public_counters(const struct bx_scrub_counters *c, struct btrfsx_scrub_counters *out)

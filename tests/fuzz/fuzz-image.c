@@ -19,7 +19,7 @@
 #include "cmds/scrub.h"
 #include "common/error.h"
 #include "kernel-shared/csum.h"
-#include "kernel-shared/scrub.h"
+#include "scrub/scrub.h"
 #include "tests/fuzz/fuzz-common.h"
 #include "tests/fuzz/fuzz-image.h"
 

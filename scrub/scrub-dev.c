@@ -20,7 +20,7 @@
 
 #include "common/error.h"
 #include "kernel-shared/io.h"
-#include "kernel-shared/scrub-internal.h"
+#include "scrub/scrub-internal.h"
 
 /* Unallocated bytes read through rather than splitting a request. */
 #define GAP_MAX (64 * 1024)

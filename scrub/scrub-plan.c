@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "kernel-shared/scrub-internal.h"
+#include "scrub/scrub-internal.h"
 
 static bool is_extent_key(uint8_t type)
 {

@@ -22,7 +22,7 @@
 
 #include "common/error.h"
 #include "kernel-shared/io.h"
-#include "kernel-shared/scrub-internal.h"
+#include "scrub/scrub-internal.h"
 
 #define SEC_PER_STRIPE_MAX SCRUB_MAX_WIN_SECTORS
 #define R56_MAX_READ (1024u * 1024)

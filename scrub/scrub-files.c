@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "kernel-shared/scrub.h"
+#include "scrub/scrub.h"
 #include "kernel-shared/btree.h"
 
 #define PATH_MAX_LEN 4096

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "kernel-shared/btree.h"
-#include "kernel-shared/scrub.h"
+#include "scrub/scrub.h"
 #include "kernel-shared/volumes.h"
 
 /* The kernel scrubs (and counts extents) in 64 KiB stripes; so do we. */

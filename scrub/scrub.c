@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/io.h"
-#include "kernel-shared/scrub-internal.h"
+#include "scrub/scrub-internal.h"
 #include "kernel-shared/write.h"
 
 /* Each thread's own block cache: a path and the readahead window fit easily. */
