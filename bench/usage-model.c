@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "common/error.h"
-#include "common/usage.h"
+#include "fsops/usage.h"
 #include "kernel-shared/ctree.h"
 #include "kernel-shared/hints.h"
 

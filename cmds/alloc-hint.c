@@ -5,7 +5,7 @@
 
 #include "cmds/commands.h"
 #include "cmds/property.h"
-#include "common/alloc-hint.h"
+#include "fsops/alloc-hint.h"
 #include "common/error.h"
 #include "kernel-shared/hints.h"
 

@@ -8,9 +8,9 @@
 
 #include "cmds/commands.h"
 #include "common/error.h"
-#include "common/io-stats.h"
-#include "common/mounted-fs.h"
-#include "common/read-policy.h"
+#include "fsops/io-stats.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/read-policy.h"
 #include "common/units.h"
 
 /* ---- io-stats ---- */

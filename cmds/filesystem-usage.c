@@ -1,7 +1,7 @@
 /*
  * btrfsx filesystem usage: btrfs-progs' overall figures, the preference
  * breakdown per hint class, and the allocator model's free space. The
- * numbers come from common/usage.c; this file only reads options and prints.
+ * numbers come from fsops/usage.c; this file only reads options and prints.
  */
 #include <ctype.h>
 #include <getopt.h>
@@ -12,7 +12,7 @@
 #include "cmds/filesystem-usage.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "common/usage.h"
+#include "fsops/usage.h"
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/ctree.h"
 #include "kernel-shared/hints.h"

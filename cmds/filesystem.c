@@ -10,10 +10,10 @@
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-usage.h"
-#include "common/alloc-hint.h"
+#include "fsops/alloc-hint.h"
 #include "common/error.h"
-#include "common/mounted-fs.h"
-#include "common/offline.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/offline.h"
 #include "common/units.h"
 #include "kernel-shared/dev-item.h"
 #include "kernel-shared/hints.h"

@@ -8,7 +8,7 @@
 #include "cmds/commands.h"
 #include "cmds/property.h"
 #include "common/error.h"
-#include "common/mounted-fs.h"
+#include "fsops/mounted-fs.h"
 #include "kernel-shared/volumes.h"
 
 /* Add a property here: name, objects, description, get, set. */

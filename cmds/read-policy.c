@@ -1,7 +1,7 @@
 /*
  * btrfsx read-policy: show, switch, persist and apply the RAID1-family read
  * policy; the tunables of the earlier read_policies/ interface; and the
- * read_policy filesystem property. The work is in common/read-policy.c.
+ * read_policy filesystem property. The work is in fsops/read-policy.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,8 @@
 #include "cmds/commands.h"
 #include "cmds/property.h"
 #include "common/error.h"
-#include "common/mounted-fs.h"
-#include "common/read-policy.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/read-policy.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
 #define CMDLINE "/proc/cmdline"

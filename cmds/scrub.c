@@ -19,7 +19,7 @@
 #include "cmds/commands.h"
 #include "cmds/scrub.h"
 #include "common/error.h"
-#include "common/offline.h"
+#include "fsops/offline.h"
 #include "common/units.h"
 #include "scrub/scrub.h"
 

@@ -90,7 +90,7 @@ enum bx_open_flags {
 	BX_OPEN_NO_SCAN = 1 << 1,     /* use only the named devices */
 	BX_OPEN_DEGRADED = 1 << 2,    /* allow missing devices */
 	BX_OPEN_SB_ONLY = 1 << 3,     /* stop after the superblocks */
-	BX_OPEN_EXCL = 1 << 4,        /* claim every member: O_EXCL, flock (common/offline.h) */
+	BX_OPEN_EXCL = 1 << 4,        /* claim every member: O_EXCL, flock (fsops/offline.h) */
 };
 
 struct bx_fs {

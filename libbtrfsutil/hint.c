@@ -1,8 +1,8 @@
-/* Allocation hints: the public face of common/alloc-hint.c and kernel-shared/hints.c. */
+/* Allocation hints: the public face of fsops/alloc-hint.c and kernel-shared/hints.c. */
 #include <stdio.h>
 #include <string.h>
 
-#include "common/alloc-hint.h"
+#include "fsops/alloc-hint.h"
 #include "common/error.h"
 #include "kernel-shared/hints.h"
 #include "libbtrfsutil/libbtrfsx-private.h"

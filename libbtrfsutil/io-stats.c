@@ -1,12 +1,12 @@
-/* Device read counters: the public face of common/io-stats.c. */
+/* Device read counters: the public face of fsops/io-stats.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
-#include "common/io-stats.h"
-#include "common/mounted-fs.h"
+#include "fsops/io-stats.h"
+#include "fsops/mounted-fs.h"
 #include "libbtrfsutil/libbtrfsx-private.h"
 
 static int sample(const char *sysfs_root, const struct bx_mounted_fs *fs,

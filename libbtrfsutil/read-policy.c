@@ -1,12 +1,12 @@
-/* Read policies: the public face of common/read-policy-ops.c. */
+/* Read policies: the public face of fsops/read-policy-ops.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
-#include "common/mounted-fs.h"
-#include "common/read-policy.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/read-policy.h"
 #include "libbtrfsutil/libbtrfsx-private.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"

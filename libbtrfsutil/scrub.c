@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "common/offline.h"
+#include "fsops/offline.h"
 #include "scrub/scrub.h"
 #include "libbtrfsutil/libbtrfsx-private.h"
 

@@ -1,11 +1,11 @@
-/* Filesystem usage: common/usage-read.c collects, common/usage.c computes. */
+/* Filesystem usage: fsops/usage-read.c collects, fsops/usage.c computes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
-#include "common/usage.h"
+#include "fsops/usage.h"
 #include "libbtrfsutil/libbtrfsx-private.h"
 
 static uint32_t public_warnings(uint32_t warnings)

@@ -22,8 +22,8 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
-#include "common/mounted-fs.h"
-#include "common/offline.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/offline.h"
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/hints.h"

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "common/usage.h"
+#include "fsops/usage.h"
 #include "kernel-shared/allocator.h"
 
 static int dump(char **paths, int nr)

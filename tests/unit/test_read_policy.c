@@ -1,4 +1,4 @@
-/* common/read-policy.c without a mounted filesystem: parsing, validation, config files. */
+/* fsops/read-policy.c without a mounted filesystem: parsing, validation, config files. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "common/read-policy.h"
+#include "fsops/read-policy.h"
 #include "unit.h"
 
 #define FSID "3f7b59c9-cee2-429c-a9e2-9e3ac21096a0"

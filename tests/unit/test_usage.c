@@ -1,5 +1,5 @@
 /*
- * Unit tests for the usage computation (common/usage.c) on inputs built by
+ * Unit tests for the usage computation (fsops/usage.c) on inputs built by
  * hand. Every expected value is worked out in the comment above its check.
  * MiB = 2^20, GiB = 2^30. A device's "hole" is its free range above the
  * reserved first MiB.
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "common/usage.h"
+#include "fsops/usage.h"
 #include "kernel-shared/ctree.h"
 #include "kernel-shared/hints.h"
 #include "tests/unit/unit.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "common/io-stats.h"
+#include "fsops/io-stats.h"
 
 /* The stat file of a block device: by device number, else by its name. */
 static bool find_stat(const char *sysfs_root, const char *dev_path, char *out, size_t len)

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "common/units.h"
-#include "common/usage.h"
+#include "fsops/usage.h"
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/ctree.h"
 #include "kernel-shared/hints.h"

@@ -11,7 +11,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "common/mounted-fs.h"
+#include "fsops/mounted-fs.h"
 
 struct bx_dev_reads {
 	uint64_t devid;

@@ -13,7 +13,7 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
-#include "common/mounted-fs.h"
+#include "fsops/mounted-fs.h"
 
 void bx_fsid_unparse(const uint8_t fsid[16], char out[BX_FSID_STR_LEN])
 {

@@ -13,7 +13,7 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
-#include "common/read-policy.h"
+#include "fsops/read-policy.h"
 #include "common/units.h"
 
 #define NEW_POLICIES_KERNEL "Linux 6.14 or later built with CONFIG_BTRFS_EXPERIMENTAL=y"

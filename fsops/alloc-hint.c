@@ -8,10 +8,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "common/alloc-hint.h"
+#include "fsops/alloc-hint.h"
 #include "common/error.h"
-#include "common/mounted-fs.h"
-#include "common/offline.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/offline.h"
 #include "common/units.h"
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/dev-item.h"

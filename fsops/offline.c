@@ -13,8 +13,8 @@
 #include <linux/fs.h>
 
 #include "common/error.h"
-#include "common/mounted-fs.h"
-#include "common/offline.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/offline.h"
 
 /* Mount point of the filesystem with @fsid, from this namespace's mounts. */
 static void find_mountpoint(const uint8_t fsid[16], char *mnt, size_t len)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "common/read-policy.h"
+#include "fsops/read-policy.h"
 
 #define NO_EFFECT_WARNING "%s: no RAID1, RAID1C3, RAID1C4 or RAID10 block group: the read " \
 	"policy changes nothing on this filesystem"

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/mounted-fs.h"
+#include "fsops/mounted-fs.h"
 
 enum bx_rp_iface {
 	BX_RP_IFACE_NONE,      /* no read policy file: the kernel always uses pid */
@@ -190,7 +190,7 @@ void bx_rp_config_free(struct bx_rp_config *config);
 
 /*
  * ---- the operations of `read-policy get/set/apply`, one implementation for
- * the command line and libbtrfsx (common/read-policy-ops.c) ----
+ * the command line and libbtrfsx (fsops/read-policy-ops.c) ----
  */
 
 /*

@@ -14,11 +14,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "common/alloc-hint.h"
+#include "fsops/alloc-hint.h"
 #include "common/error.h"
-#include "common/mounted-fs.h"
-#include "common/offline.h"
-#include "common/usage.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/offline.h"
+#include "fsops/usage.h"
 #include "kernel-shared/btree.h"
 #include "kernel-shared/dev-item.h"
 #include "kernel-shared/hints.h"
