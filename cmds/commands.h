@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/format-output.h"
+#include "cmds/format-output.h"
 #include "kernel-shared/fault.h"
 
 #define BX_EXIT_OK 0

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "common/format-output.h"
+#include "cmds/format-output.h"
 #include "kernel-shared/btree.h"
 
 /* "INODE_ITEM", ... or NULL for an unknown type. */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "common/format-output.h"
+#include "cmds/format-output.h"
 #include "scrub/scrub.h"
 
 struct scrub_print_opts {

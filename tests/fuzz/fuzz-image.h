@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/format-output.h"
+#include "cmds/format-output.h"
 #include "kernel-shared/btree.h"
 
 #define FUZZ_MAX_DEVS 8

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "cmds/inspect-items.h"
-#include "common/format-output.h"
+#include "cmds/format-output.h"
 #include "kernel-shared/btree.h"
 #include "kernel-shared/csum.h"
 #include "tests/fuzz/fuzz-common.h"

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <uuid/uuid.h>
 
-#include "common/format-output.h"
+#include "cmds/format-output.h"
 #include "common/units.h"
 
 #define MAX_DEPTH 32
