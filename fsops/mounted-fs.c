@@ -1,4 +1,4 @@
-/* A mounted btrfs through its ioctls, and the btrfs mounts of this namespace. */
+/* A mounted btrfs through its ioctls. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/btrfs.h>
@@ -14,11 +14,7 @@
 
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
-
-void bx_fsid_unparse(const uint8_t fsid[16], char out[BX_FSID_STR_LEN])
-{
-	uuid_unparse_lower(fsid, out);
-}
+#include "kernel-shared/device-claim.h"
 
 static int cmp_devid(const void *a, const void *b)
 {
@@ -151,127 +147,5 @@ int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size
 	for (uint64_t i = 0; i < args->total_spaces && *nr < max; i++)
 		flags[(*nr)++] = args->spaces[i].flags;
 	free(args);
-	return 0;
-}
-
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape(char *s)
-{
-	char *out = s;
-
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 4;
-		} else {
-			*out++ = *s++;
-		}
-	}
-	*out = '\0';
-}
-
-/* One mountinfo line's fields, pointing into the line; the paths unescaped. */
-struct mountinfo_line {
-	int mount_id;
-	dev_t dev;
-	const char *mountpoint;
-	const char *fstype;
-	const char *source;
-};
-
-/* Splits one mountinfo line (modifying it); 0 when it is malformed. */
-static int split_mountinfo_line(char *line, struct mountinfo_line *m)
-{
-	char *fields[16], *save = NULL, *tok;
-	unsigned int maj, min;
-	int nr = 0, sep = -1;
-
-	for (tok = strtok_r(line, " \n", &save); tok && nr < 16; tok = strtok_r(NULL, " \n", &save)) {
-		if (sep < 0 && !strcmp(tok, "-"))
-			sep = nr;
-		fields[nr++] = tok;
-	}
-	/* id parent maj:min root mountpoint options [optional...] - fstype source superopts */
-	if (sep < 6 || sep + 2 >= nr || sscanf(fields[2], "%u:%u", &maj, &min) != 2)
-		return 0;
-	unescape(fields[4]);
-	unescape(fields[sep + 2]);
-	*m = (struct mountinfo_line){ atoi(fields[0]), makedev(maj, min), fields[4],
-				      fields[sep + 1], fields[sep + 2] };
-	return 1;
-}
-
-/* Fills @e and returns 1 for a btrfs mount, 0 otherwise. */
-static int parse_mountinfo_line(char *line, struct bx_mount_entry *e)
-{
-	struct mountinfo_line m;
-
-	if (!split_mountinfo_line(line, &m) || strcmp(m.fstype, "btrfs"))
-		return 0;
-	e->mount_id = m.mount_id;
-	snprintf(e->mountpoint, sizeof(e->mountpoint), "%s", m.mountpoint);
-	snprintf(e->source, sizeof(e->source), "%s", m.source);
-	return 1;
-}
-
-bool bx_block_dev_mounted_at(dev_t rdev, char *mnt, size_t len)
-{
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	bool found = false;
-
-	if (!fp)
-		return false;
-	while (!found && getline(&line, &cap, fp) > 0) {
-		struct mountinfo_line m;
-
-		if (split_mountinfo_line(line, &m) && m.dev == rdev) {
-			snprintf(mnt, len, "%s", m.mountpoint);
-			found = true;
-		}
-	}
-	free(line);
-	fclose(fp);
-	return found;
-}
-
-int bx_list_btrfs_mounts(const char *mountinfo, struct bx_mount_entry **entries, size_t *nr)
-{
-	struct bx_mount_entry *list = NULL;
-	size_t alloc = 0, count = 0, cap = 0;
-	char *line = NULL;
-	FILE *fp;
-
-	*entries = NULL;
-	*nr = 0;
-	fp = fopen(mountinfo, "re");
-	if (!fp)
-		return bx_error(-errno, "%s: %m", mountinfo);
-	while (getline(&line, &cap, fp) > 0) {
-		struct bx_mount_entry e;
-
-		if (!parse_mountinfo_line(line, &e))
-			continue;
-		if (count == alloc) {
-			struct bx_mount_entry *grown;
-
-			alloc = alloc ? alloc * 2 : 8;
-			grown = realloc(list, alloc * sizeof(*grown));
-			if (!grown) {
-				free(list);
-				free(line);
-				fclose(fp);
-				return bx_error(-ENOMEM, "out of memory");
-			}
-			list = grown;
-		}
-		list[count++] = e;
-	}
-	free(line);
-	fclose(fp);
-	*entries = list;
-	*nr = count;
 	return 0;
 }

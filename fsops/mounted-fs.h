@@ -1,8 +1,7 @@
 /*
  * A mounted btrfs seen through its ioctls: FSID, sector size and member
- * devices (BTRFS_IOC_FS_INFO, BTRFS_IOC_DEV_INFO), the block group profiles
- * in use (BTRFS_IOC_SPACE_INFO), and the list of btrfs mounts of this mount
- * namespace (/proc/self/mountinfo). Library style: no printing; functions
+ * devices (BTRFS_IOC_FS_INFO, BTRFS_IOC_DEV_INFO) and the block group profiles
+ * in use (BTRFS_IOC_SPACE_INFO). Library style: no printing; functions
  * return 0 or a negative errno with a message recorded by bx_error().
  */
 #ifndef BTRFSX_MOUNTED_FS_H
@@ -13,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define BX_FSID_STR_LEN 37   /* 36 characters and the NUL */
+#include "kernel-shared/device-claim.h"
 
 struct bx_mounted_dev {
 	uint64_t devid;
@@ -52,23 +51,5 @@ int bx_mounted_has_devid(const struct bx_mounted_fs *fs, uint64_t devid);
 int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size_t max,
 			   size_t *nr);
 
-/* One btrfs mount from /proc/self/mountinfo. */
-struct bx_mount_entry {
-	int mount_id;
-	char mountpoint[4096];
-	char source[1024];
-};
-
-/*
- * Lists the btrfs mounts of this mount namespace read from @mountinfo
- * ("/proc/self/mountinfo" normally). *@entries is malloc'ed; free() it.
- */
-int bx_list_btrfs_mounts(const char *mountinfo, struct bx_mount_entry **entries, size_t *nr);
-
-/* Where /proc/self/mountinfo says block device @rdev is mounted (any filesystem), if anywhere. */
-bool bx_block_dev_mounted_at(dev_t rdev, char *mnt, size_t len);
-
-/* Formats a 16-byte FSID as the lowercase 36-character UUID string. */
-void bx_fsid_unparse(const uint8_t fsid[16], char out[BX_FSID_STR_LEN]);
 
 #endif

@@ -12,7 +12,7 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
-#include "fsops/offline.h"
+#include "kernel-shared/device-claim.h"
 #include "kernel-shared/btree.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/volumes.h"

@@ -22,8 +22,7 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
-#include "fsops/mounted-fs.h"
-#include "fsops/offline.h"
+#include "kernel-shared/device-claim.h"
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/hints.h"
