@@ -1,6 +1,7 @@
 #!/bin/bash
-# Installs what building, testing and the demo need on Debian 12; does
-# nothing when everything is already there. Needs root.
+# install-deps.sh [--vm]: installs what building, testing and the demo need
+# on Debian 12 (--vm: and the VM tests); does nothing when everything is
+# already there. Needs root.
 set -euo pipefail
 
 PACKAGES=(
@@ -11,11 +12,27 @@ PACKAGES=(
 	btrfs-progs util-linux e2fsprogs xfsprogs attr fio
 	python3 python3-pytest python3-dev python3-setuptools python3-pip python3-wheel
 )
+# --vm: also what the VM tests (tests/vm/) need: qemu, a busybox initramfs,
+# and what building btrfs.ko for Debian's 6.1 cloud kernel needs. The source
+# is pinned to the kernel image's version (tests/vm/vmharness.py fetches the
+# image itself).
+if [ "${1:-}" = --vm ]; then
+	PACKAGES+=(
+		qemu-system-x86 busybox-static cpio patch xz-utils
+		linux-headers-6.1.0-50-cloud-amd64 linux-source-6.1=6.1.176-1
+	)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
-		missing+=("$pkg")
+	name=${pkg%%=*}
+	want=${pkg#"$name"}
+	want=${want#=}
+	status=$(dpkg-query -W -f='${Status} ${Version}' "$name" 2>/dev/null || true)
+	case "$status" in
+	"install ok installed ${want}"*) ;;
+	*) missing+=("$pkg") ;;
+	esac
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	exit 0

@@ -1,11 +1,12 @@
 #!/bin/bash
 # The whole test suite: dependencies, a sanitizer build (clang, ASan+UBSan),
-# the C unit tests, the pytest suite against real loop devices (root), then
+# the C unit tests, the pytest suite against real loop devices (root) and in
+# qemu guests with patched kernels (tests/vm/), then
 # the release tarball (scripts/distcheck.sh). Arguments go to pytest and run
 # only those tests, without the tarball check.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/install-deps.sh"
+"$top/scripts/install-deps.sh" --vm
 build="$top/build-test"
 "$top/scripts/build.sh" "$build" --enable-sanitizers CC=clang-14
 make -s -C "$build" check

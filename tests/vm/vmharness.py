@@ -1,0 +1,372 @@
+"""Test guests: Debian's Linux 6.1 under qemu (TCG) with a btrfs module that is
+stock or patched with a kernel series of ``$BTRFSX_KERNEL_PATCHES/<series>``.
+
+The pieces, each built once and cached outside the checkout in
+``$BTRFSX_VM_CACHE`` (default /var/cache/btrfsx-vm):
+
+* the kernel image and its modules (``apt-get download`` + ``dpkg-deb -x``);
+* ``btrfs.ko`` per series, built out of tree from ``linux-source-6.1`` with
+  the series applied, keyed by the hash of the patch files;
+* a base initramfs per series: static busybox, the modules, btrfs-progs,
+  a plain (non-sanitizer) btrfsx build and every library ``ldd`` lists, the
+  static fill helper, and ``/init``.
+
+``Guest(series).run(script, disks)`` appends the test's shell script to the
+base initramfs as a second cpio archive, boots, and parses the console:
+
+* ``@@R <name> <words...>``: a result line (``results[name]`` lists them);
+* ``@@BEGIN <name>`` ... ``@@END <name> <rc>``: a command's output and exit
+  code (``outputs[name] = (rc, text)``), for JSON the host parses.
+
+A guest that does not power off within the timeout is killed; the caller
+gets its console log in the failure message.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+KVER = "6.1.0-50-cloud-amd64"
+IMAGE_PACKAGE = f"linux-image-{KVER}-unsigned"
+HEADERS_DIR = Path(f"/usr/src/linux-headers-{KVER}")
+SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+SERIES = ("stock", "v12", "kakra")
+SERIES_DIRS = {"v12": "allocation-hints-v12", "kakra": "allocation-hints-kakra"}
+# Load order of the modules the guests need (dependencies first).
+MODULES = ["virtio", "virtio_ring", "virtio_blk", "virtio_pci_modern_dev",
+           "virtio_pci_legacy_dev", "virtio_pci", "zstd_compress", "raid6_pq", "xor",
+           "libcrc32c", "btrfs", "loop", "dm-mod", "dm-delay", "dm-flakey", "dm-log-writes"]
+GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs"]
+_LOCK = threading.Lock()
+
+
+class VMUnavailable(Exception):
+    """The harness cannot run here; the message says why (tests skip)."""
+
+
+def cache_dir() -> Path:
+    path = Path(os.environ.get("BTRFSX_VM_CACHE", "/var/cache/btrfsx-vm"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def patches_dir() -> Path:
+    return Path(os.environ.get("BTRFSX_KERNEL_PATCHES", REPO.parent / "shared" / "kernel-patches"))
+
+
+def unavailable_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "the VM tests need root (apt, module build)"
+    if not patches_dir().is_dir():
+        return (f"no kernel patch series at {patches_dir()}: set BTRFSX_KERNEL_PATCHES to the "
+                "directory holding allocation-hints-v12/ and allocation-hints-kakra/")
+    for tool in ("qemu-system-x86_64", "busybox", "cpio"):
+        if not shutil.which(tool):
+            return f"{tool} is not installed (scripts/install-deps.sh installs it)"
+    if not HEADERS_DIR.is_dir() or not SOURCE_TARBALL.exists():
+        return f"{HEADERS_DIR} or {SOURCE_TARBALL} missing (scripts/install-deps.sh installs them)"
+    return None
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("check", True)
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    try:
+        return subprocess.run([str(c) for c in cmd], **kw)
+    except subprocess.CalledProcessError as e:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({e.returncode}):\n"
+                           f"{e.stdout}\n{e.stderr}") from None
+
+
+# ----------------------------------------------------------------- kernel pieces
+
+def kernel_tree() -> Path:
+    """The unpacked kernel image package (vmlinuz and modules)."""
+    root = cache_dir() / f"image-{KVER}"
+    if (root / "boot" / f"vmlinuz-{KVER}").exists():
+        return root
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        run(["apt-get", "download", IMAGE_PACKAGE], cwd=tmp)
+        deb = next(Path(tmp).glob("*.deb"))
+        run(["dpkg-deb", "-x", deb, Path(tmp) / "x"])
+        shutil.rmtree(root, ignore_errors=True)
+        os.rename(Path(tmp) / "x", root)
+    return root
+
+
+def pristine_source() -> Path:
+    """fs/btrfs and the uapi header of linux-source-6.1, unpacked once."""
+    root = cache_dir() / "linux-source-6.1"
+    done = root / ".unpacked"
+    if done.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    run(["tar", "-xJf", SOURCE_TARBALL, "-C", root, "--strip-components=1",
+         "linux-source-6.1/fs/btrfs", "linux-source-6.1/include/uapi/linux/btrfs_tree.h"])
+    done.touch()
+    return root
+
+
+def series_patches(series: str) -> list[Path]:
+    if series == "stock":
+        return []
+    return sorted((patches_dir() / SERIES_DIRS[series]).glob("*.patch"))
+
+
+def module_key(series: str) -> str:
+    h = hashlib.sha256(KVER.encode())
+    for p in series_patches(series):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return f"{series}-{h.hexdigest()[:16]}"
+
+
+def btrfs_module(series: str) -> Path:
+    """btrfs.ko of @series (stock: the image's own module)."""
+    if series == "stock":
+        return next(kernel_tree().glob("lib/modules/*/kernel/fs/btrfs/btrfs.ko"))
+    out = cache_dir() / f"btrfs-{module_key(series)}.ko"
+    if out.exists():
+        return out
+    src = pristine_source()
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        work = Path(tmp)
+        shutil.copytree(src / "fs", work / "fs")
+        shutil.copytree(src / "include", work / "include")
+        for patch in series_patches(series):
+            run(["patch", "-p1", "-s", "-d", work, "-i", patch])
+        mod = work / "mod"
+        shutil.copytree(work / "fs" / "btrfs", mod)
+        (mod / "inc" / "linux").mkdir(parents=True)
+        shutil.copy(work / "include" / "uapi" / "linux" / "btrfs_tree.h", mod / "inc" / "linux")
+        run(["make", "-s", "-C", HEADERS_DIR, f"M={mod}", f"-j{os.cpu_count() or 1}",
+             f"NOSTDINC_FLAGS=-nostdinc -I {mod}/inc", "modules"])
+        shutil.copy(mod / "btrfs.ko", str(out) + ".tmp")
+        os.rename(str(out) + ".tmp", out)
+    return out
+
+
+def module_paths(series: str) -> list[Path]:
+    mods = {}
+    for ko in kernel_tree().glob("lib/modules/*/kernel/**/*.ko"):
+        mods.setdefault(ko.stem.replace("_", "-"), ko)
+    paths = []
+    for name in MODULES:
+        paths.append(btrfs_module(series) if name == "btrfs" else mods[name.replace("_", "-")])
+    return paths
+
+
+# ----------------------------------------------------------------- guest binaries
+
+def guest_btrfsx() -> Path:
+    """A plain optimised btrfsx build (sanitizers are slow under TCG)."""
+    build = Path(os.environ.get("BTRFSX_VM_BUILD", REPO / "build-vm"))
+    run(["bash", REPO / "scripts" / "build.sh", build])
+    return build / "btrfsx"
+
+
+def guest_fill() -> Path:
+    out = cache_dir() / "guest-fill"
+    src = HERE / "guest-fill.c"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        run(["gcc", "-static", "-O2", "-o", out, src])
+    return out
+
+
+def shared_libraries(binary: Path) -> set[Path]:
+    libs = set()
+    for line in run(["ldd", binary], check=False).stdout.splitlines():
+        m = re.search(r"(/\S+) \(0x", line)
+        if m:
+            libs.add(Path(m.group(1)))
+    return libs
+
+
+INIT = r"""#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev /tmp /mnt /run /usr/bin /usr/sbin /sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+dmesg -n 1
+for m in $(cat /modules.order); do
+	insmod /lib/modules/$m.ko || echo "@@R insmod_failed $m"
+done
+echo "@@R kernel $(uname -r)"
+# Run a command, its output between markers: @@BEGIN name / @@END name rc.
+capture() {
+	name=$1; shift
+	echo "@@BEGIN $name"
+	"$@" 2>&1
+	rc=$?
+	echo ""
+	echo "@@END $name $rc"
+	return $rc
+}
+. /test.sh
+echo "@@R guest_done"
+sync
+poweroff -f
+"""
+
+
+def _write_cpio(root: Path, out: Path, compress: bool) -> None:
+    files = run(["find", ".", "-mindepth", "1"], cwd=root).stdout
+    data = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=files.encode(),
+                          capture_output=True, check=True).stdout
+    out.write_bytes(gzip.compress(data, 1) if compress else data)
+
+
+def base_initramfs(series: str) -> Path:
+    """The initramfs every guest of @series boots, rebuilt when an input changed."""
+    btrfsx = guest_btrfsx()
+    programs = [Path(shutil.which(p)) for p in GUEST_PROGRAMS] + [btrfsx]
+    inputs = module_paths(series) + programs + [guest_fill(), Path(shutil.which("busybox"))]
+    h = hashlib.sha256(INIT.encode())
+    for p in inputs:
+        h.update(str(p).encode() + str(p.stat().st_mtime_ns).encode())
+    out = cache_dir() / f"initramfs-{series}-{h.hexdigest()[:16]}.cpio.gz"
+    if out.exists():
+        return out
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        root = Path(tmp)
+        for d in ("bin", "lib/modules", "usr/bin"):
+            (root / d).mkdir(parents=True)
+        shutil.copy(shutil.which("busybox"), root / "bin" / "busybox")
+        for name, ko in zip(MODULES, module_paths(series)):
+            shutil.copy(ko, root / "lib" / "modules" / f"{name}.ko")
+        (root / "modules.order").write_text("\n".join(MODULES) + "\n")
+        libs = set()
+        for prog in programs:
+            shutil.copy(prog, root / "usr" / "bin" / prog.name)
+            libs |= shared_libraries(prog)
+        for lib in libs:
+            dest = root / lib.relative_to("/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(lib, dest)
+        shutil.copy(guest_fill(), root / "usr" / "bin" / "guest-fill")
+        (root / "init").write_text(INIT)
+        (root / "init").chmod(0o755)
+        _write_cpio(root, Path(str(out) + ".tmp"), compress=True)
+        os.rename(str(out) + ".tmp", out)
+    return out
+
+
+def prepare(series: str) -> None:
+    """Builds (or finds in the cache) everything a guest of @series needs."""
+    with _LOCK:
+        base_initramfs(series)
+
+
+# ----------------------------------------------------------------- guests
+
+@dataclass
+class GuestResult:
+    console: str
+    results: dict = field(default_factory=dict)     # name -> [list of words, ...]
+    outputs: dict = field(default_factory=dict)     # name -> (rc, text)
+
+    def first(self, name: str) -> list[str]:
+        assert name in self.results, f"no {name} result; console:\n{self.console[-6000:]}"
+        return self.results[name][0]
+
+    def output(self, name: str) -> tuple[int, str]:
+        assert name in self.outputs, f"no output {name}; console:\n{self.console[-6000:]}"
+        return self.outputs[name]
+
+
+def parse_console(text: str) -> GuestResult:
+    res = GuestResult(text)
+    block, lines = None, []
+    for line in text.replace("\r", "").splitlines():
+        if block is not None:
+            m = re.match(r"@@END (\S+) (\d+)$", line)
+            if m and m.group(1) == block:
+                res.outputs[block] = (int(m.group(2)), "\n".join(lines).rstrip("\n"))
+                block = None
+            else:
+                lines.append(line)
+            continue
+        if line.startswith("@@BEGIN "):
+            block, lines = line.split(None, 1)[1].strip(), []
+        elif line.startswith("@@R "):
+            words = line.split()[1:]
+            if words:
+                res.results.setdefault(words[0], []).append(words[1:])
+    return res
+
+
+class GuestError(AssertionError):
+    pass
+
+
+class Guest:
+    """Boots a guest of @series: ``run(script, disks)`` -> GuestResult."""
+
+    def __init__(self, series: str, memory_mb: int = 1024):
+        self.series = series
+        self.memory_mb = memory_mb
+
+    def run(self, script: str, disks: list[Path], timeout: float = 300) -> GuestResult:
+        prepare(self.series)
+        base = base_initramfs(self.series)
+        vmlinuz = kernel_tree() / "boot" / f"vmlinuz-{KVER}"
+        with tempfile.TemporaryDirectory() as tmp:
+            extra = Path(tmp) / "extra"
+            extra.mkdir()
+            (extra / "test.sh").write_text(script)
+            initrd = Path(tmp) / "initrd"
+            _write_cpio(extra, Path(tmp) / "extra.cpio", compress=True)
+            initrd.write_bytes(base.read_bytes() + (Path(tmp) / "extra.cpio").read_bytes())
+            cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m",
+                   str(self.memory_mb), "-smp", "1", "-nographic", "-no-reboot",
+                   "-kernel", str(vmlinuz), "-initrd", str(initrd),
+                   "-append", "console=ttyS0 quiet panic=-1 oops=panic"]
+            for d in disks:
+                cmd += ["-drive", f"file={d},format=raw,if=virtio,cache=unsafe"]
+            try:
+                p = subprocess.run(cmd, capture_output=True, timeout=timeout,
+                                   stdin=subprocess.DEVNULL)
+                console = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
+            except subprocess.TimeoutExpired as e:
+                out = (e.stdout or b"").decode(errors="replace")
+                raise GuestError(f"{self.series} guest killed after {timeout:.0f} s; "
+                                 f"console:\n{out[-8000:]}") from None
+        res = parse_console(console)
+        if "guest_done" not in res.results:
+            raise GuestError(f"{self.series} guest did not finish its script; "
+                             f"console:\n{console[-8000:]}")
+        if "insmod_failed" in res.results:
+            raise GuestError(f"{self.series}: modules failed to load: "
+                             f"{res.results['insmod_failed']}")
+        return res
+
+
+def make_disks(directory: Path, sizes: list[int]) -> list[Path]:
+    """Sparse raw images of @sizes bytes."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, size in enumerate(sizes):
+        path = directory / f"disk{i}.img"
+        with open(path, "wb") as f:
+            f.truncate(size)
+        paths.append(path)
+    return paths
+
+
+def guest_dev(index: int) -> str:
+    """The guest's name of the index-th disk (/dev/vda, /dev/vdb ...)."""
+    return "/dev/vd" + "abcdefghijklmnopqrstuvwxyz"[index]
