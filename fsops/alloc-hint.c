@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/btrfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,17 +143,22 @@ struct hint_member {
 	uint64_t hint;
 };
 
-/* Enough devices for every profile in use to allocate another chunk? */
-static int check_profiles(const struct bx_fs *fs, const struct hint_member *members, size_t nr)
+/*
+ * Enough devices for every block group type in @types (type | profile bits,
+ * repeats allowed) to allocate another chunk under the hints of @members?
+ */
+static int check_profiles(const uint64_t *types, size_t nr_types,
+			  const struct hint_member *members, size_t nr)
 {
-	for (size_t c = 0; c < fs->chunks.nr; c++) {
-		uint64_t type = fs->chunks.chunks[c]->type;
+	for (size_t c = 0; c < nr_types; c++) {
+		uint64_t type = types[c];
 		bool data = type & BTRFS_BLOCK_GROUP_DATA;
 		struct bx_alloc_raid_attr attr;
 		size_t allowed = 0;
 
-		/* Mixed block groups ignore hints. */
-		if ((type & BTRFS_BLOCK_GROUP_DATA) && (type & BTRFS_BLOCK_GROUP_METADATA))
+		/* Not a block group (global reserve), or mixed: mixed ignores hints. */
+		if (!(type & BTRFS_BLOCK_GROUP_TYPE_MASK) ||
+		    ((type & BTRFS_BLOCK_GROUP_DATA) && (type & BTRFS_BLOCK_GROUP_METADATA)))
 			continue;
 		if (bx_alloc_raid_attr(type, &attr))
 			continue;
@@ -176,17 +182,65 @@ static int check_profiles(const struct bx_fs *fs, const struct hint_member *memb
 int bx_hint_check_profiles(struct bx_fs *fs, uint64_t devid, uint64_t new_hint)
 {
 	struct hint_member *members = calloc(fs->nr_devs, sizeof(*members));
+	uint64_t *types = calloc(fs->chunks.nr + 1, sizeof(*types));
 	int ret;
 
-	if (!members)
+	if (!members || !types) {
+		free(members);
+		free(types);
 		return bx_error(-ENOMEM, "out of memory");
+	}
 	for (size_t i = 0; i < fs->nr_devs; i++) {
 		members[i].devid = fs->devs[i]->devid;
 		members[i].hint = fs->devs[i]->devid == devid ? new_hint :
 				  bx_hint_of_type(le64toh(fs->devs[i]->item.type));
 	}
-	ret = check_profiles(fs, members, fs->nr_devs);
+	for (size_t c = 0; c < fs->chunks.nr; c++)
+		types[c] = fs->chunks.chunks[c]->type;
+	ret = check_profiles(types, fs->chunks.nr, members, fs->nr_devs);
 	free(members);
+	free(types);
+	return ret;
+}
+
+/*
+ * The guard rails on a mounted filesystem, from what the kernel owns: the
+ * block group types in use (SPACE_INFO), the members (DEV_INFO) and their
+ * hints (sysfs). Reading the tree blocks from the devices instead would race
+ * with the kernel rewriting them.
+ */
+static int check_profiles_mounted(const char *sysfs_root, const uint8_t fsid[16],
+				  const struct bx_hint_state *target, uint64_t new_hint)
+{
+	uint64_t types[64];
+	struct bx_mounted_fs mfs;
+	struct hint_member *members;
+	char mnt[4096];
+	size_t nr_types = 0;
+	int ret;
+
+	if (!bx_fs_is_mounted(sysfs_root, fsid, mnt, sizeof(mnt)))
+		return bx_error(-ENOENT, "%s: the filesystem is no longer mounted", target->path);
+	ret = bx_mounted_open(mnt, &mfs);
+	if (ret)
+		return ret;
+	ret = bx_mounted_space_flags(&mfs, types, sizeof(types) / sizeof(types[0]), &nr_types);
+	members = calloc(mfs.nr_devs ? mfs.nr_devs : 1, sizeof(*members));
+	if (!ret && !members)
+		ret = bx_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; !ret && i < mfs.nr_devs; i++) {
+		struct bx_hint_state st = { .devid = mfs.devs[i].devid, .iface = target->iface };
+
+		members[i].devid = st.devid;
+		if (st.devid == target->devid)
+			members[i].hint = new_hint;
+		else if (!(ret = sysfs_get_hint(sysfs_root, fsid, &st)))
+			members[i].hint = st.hint;
+	}
+	if (!ret)
+		ret = check_profiles(types, nr_types, members, mfs.nr_devs);
+	free(members);
+	bx_mounted_close(&mfs);
 	return ret;
 }
 
@@ -208,7 +262,7 @@ static int identify(const char *device, struct bx_hint_state *st, uint8_t fsid[1
 	return 0;
 }
 
-/* The stored value from the chunk tree, read-only (the filesystem may be mounted). */
+/* The stored value from the chunk tree of an unmounted filesystem, read-only. */
 static int read_stored(const char *device, struct bx_hint_state *st)
 {
 	struct btrfs_dev_item item;
@@ -236,6 +290,49 @@ static void warn_unusual(const struct bx_hint_state *st)
 			(unsigned long long)st->devid, (unsigned long long)st->hint);
 }
 
+static int dev_item_type_cb(void *arg, const struct btrfs_ioctl_search_header *sh,
+			    const void *item)
+{
+	struct bx_hint_state *st = arg;
+	struct btrfs_dev_item di;
+
+	if (sh->offset != st->devid || sh->len < sizeof(di))
+		return 0;
+	memcpy(&di, item, sizeof(di));
+	st->type = le64toh(di.type);
+	return 1;
+}
+
+/*
+ * The stored value of a mounted filesystem's device, from the kernel's chunk
+ * tree (TREE_SEARCH_V2): the tree blocks on the devices may be half rewritten
+ * by the kernel at any moment.
+ */
+static int read_stored_mounted(const char *sysfs_root, const uint8_t fsid[16],
+			       struct bx_hint_state *st)
+{
+	struct bx_mounted_fs mfs;
+	char mnt[4096];
+	int ret;
+
+	if (!bx_fs_is_mounted(sysfs_root, fsid, mnt, sizeof(mnt)))
+		return bx_error(-ENOENT, "%s: the filesystem is no longer mounted", st->path);
+	ret = bx_mounted_open(mnt, &mfs);
+	if (ret)
+		return ret;
+	ret = bx_mounted_search_tree(mfs.fd, mnt, BTRFS_CHUNK_TREE_OBJECTID,
+				     BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEMS_OBJECTID,
+				     BTRFS_DEV_ITEM_KEY, dev_item_type_cb, st);
+	bx_mounted_close(&mfs);
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return bx_error(-ENOENT, "%s: devid %llu has no device item in the chunk tree",
+				st->path, (unsigned long long)st->devid);
+	st->hint = bx_hint_of_type(st->type);
+	return 0;
+}
+
 int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state *st)
 {
 	uint8_t fsid[16];
@@ -250,7 +347,8 @@ int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state
 		st->effective = true;
 		ret = sysfs_get_hint(sysfs_root, fsid, st);
 	} else {
-		ret = read_stored(device, st);
+		ret = st->mounted ? read_stored_mounted(sysfs_root, fsid, st) :
+				    read_stored(device, st);
 		if (!ret && st->mounted)
 			bx_warn("the running kernel has no allocation hint support: the stored hint "
 				"has no effect");
@@ -264,7 +362,6 @@ static int set_online(const char *sysfs_root, const uint8_t fsid[16], const char
 		      uint64_t hint, unsigned int flags, struct bx_hint_state *before,
 		      struct bx_hint_state *after)
 {
-	struct bx_fs *fs;
 	int ret;
 
 	if (before->iface == BX_HINT_IFACE_NONE)
@@ -276,15 +373,8 @@ static int set_online(const char *sysfs_root, const uint8_t fsid[16], const char
 	if (!ret && bx_type_is_device_roles(before->type))
 		ret = bx_error(-EOPNOTSUPP, "devid %llu uses the device-roles encoding; not "
 			       "writing over it", (unsigned long long)before->devid);
-	/* The guard reads the devices; a mounted filesystem may be too busy to read. */
-	if (!ret && !(flags & BX_HINT_SET_FORCE)) {
-		if (bx_fs_open(&fs, (char *const *)&device, 1, BX_OPEN_DEGRADED) == 0) {
-			ret = bx_hint_check_profiles(fs, before->devid, hint);
-			bx_fs_close(fs);
-		} else {
-			bx_error_clear();
-		}
-	}
+	if (!ret && !(flags & BX_HINT_SET_FORCE))
+		ret = check_profiles_mounted(sysfs_root, fsid, before, hint);
 	if (!ret)
 		ret = sysfs_set_hint(sysfs_root, fsid, before, hint);
 	*after = *before;

@@ -149,3 +149,78 @@ int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size
 	free(args);
 	return 0;
 }
+
+#define SEARCH_BUF (256 * 1024)
+
+int bx_mounted_search_tree(int fd, const char *path, uint64_t tree_id, uint64_t min_objectid,
+		       uint64_t max_objectid, uint8_t type,
+		       int (*fn)(void *arg, const struct btrfs_ioctl_search_header *sh,
+				 const void *item),
+		       void *arg)
+{
+	struct btrfs_ioctl_search_args_v2 *args;
+	struct btrfs_ioctl_search_key *sk;
+	int ret = 0;
+
+	args = calloc(1, sizeof(*args) + SEARCH_BUF);
+	if (!args)
+		return bx_error(-ENOMEM, "out of memory");
+	sk = &args->key;
+	sk->tree_id = tree_id;
+	sk->min_objectid = min_objectid;
+	sk->max_objectid = max_objectid;
+	sk->min_type = type;
+	sk->max_type = type;
+	sk->min_offset = 0;
+	sk->max_offset = UINT64_MAX;
+	sk->min_transid = 0;
+	sk->max_transid = UINT64_MAX;
+	for (;;) {
+		size_t off = 0;
+		struct btrfs_ioctl_search_header last = { 0 };
+
+		sk->nr_items = UINT32_MAX;
+		args->buf_size = SEARCH_BUF;
+		if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0) {
+			if (errno == EPERM)
+				ret = bx_error(-EPERM, "%s: reading the chunk and device trees "
+					       "needs root (CAP_SYS_ADMIN)", path);
+			else
+				ret = bx_error(-errno, "%s: tree search in tree %llu: %m", path,
+					       (unsigned long long)tree_id);
+			break;
+		}
+		if (!sk->nr_items)
+			break;
+		for (uint32_t i = 0; i < sk->nr_items && !ret; i++) {
+			struct btrfs_ioctl_search_header sh;
+
+			if (off + sizeof(sh) > SEARCH_BUF)
+				break;
+			memcpy(&sh, (const char *)args->buf + off, sizeof(sh));
+			off += sizeof(sh);
+			if (off + sh.len > SEARCH_BUF)
+				break;
+			if (sh.type == type)
+				ret = fn(arg, &sh, (const char *)args->buf + off);
+			off += sh.len;
+			last = sh;
+		}
+		if (ret)
+			break;
+		/* Continue after the last key returned. */
+		sk->min_objectid = last.objectid;
+		sk->min_type = (uint8_t)last.type;
+		sk->min_offset = last.offset + 1;
+		if (!sk->min_offset) {
+			if (sk->min_type == type) {
+				if (last.objectid == UINT64_MAX || last.objectid >= max_objectid)
+					break;
+				sk->min_objectid = last.objectid + 1;
+			}
+			sk->min_type = type;
+		}
+	}
+	free(args);
+	return ret;
+}

@@ -52,4 +52,18 @@ int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size
 			   size_t *nr);
 
 
+struct btrfs_ioctl_search_header;
+
+/*
+ * Calls @fn for every item of tree @tree_id with key type @type and objectid
+ * in [min_objectid, max_objectid], in key order (BTRFS_IOC_TREE_SEARCH_V2 on
+ * @fd, any file of the mounted filesystem; @path names it in errors). Stops
+ * at the first non-zero return of @fn and returns it. Needs CAP_SYS_ADMIN.
+ */
+int bx_mounted_search_tree(int fd, const char *path, uint64_t tree_id, uint64_t min_objectid,
+			   uint64_t max_objectid, uint8_t type,
+			   int (*fn)(void *arg, const struct btrfs_ioctl_search_header *sh,
+				     const void *item),
+			   void *arg);
+
 #endif
