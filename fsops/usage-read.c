@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "fsops/alloc-hint.h"
@@ -271,6 +272,16 @@ static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
 	in->hints_effective = any && all_effective;
 }
 
+bool bx_kernel_sort_pre_6_9(void)
+{
+	struct utsname u;
+	unsigned int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major < 6 || (major == 6 && minor < 9);
+}
+
 int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_usage_input *in)
 {
 	struct bx_mounted_fs mfs;
@@ -283,6 +294,7 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 	if (ret)
 		return ret;
 	in->mounted = true;
+	in->kernel_sort_pre_6_9 = bx_kernel_sort_pre_6_9();
 	snprintf(in->path, sizeof(in->path), "%s", path);
 	memcpy(in->fsid, mfs.fsid, sizeof(in->fsid));
 	in->nodesize = mfs.nodesize;
@@ -472,6 +484,8 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 
 	(void)sysfs_root;
 	memset(in, 0, sizeof(*in));
+	/* The kernel that will mount it is unknown: the running one is the best guess. */
+	in->kernel_sort_pre_6_9 = bx_kernel_sort_pre_6_9();
 	ret = bx_fs_open(&o.fs, paths, nr_paths, BX_OPEN_DEGRADED);
 	if (ret)
 		return ret;

@@ -626,6 +626,10 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 		alloc_flags |= BX_ALLOC_IGNORE_HINTS;
 	if (flags & BX_USAGE_STRICT)
 		alloc_flags |= BX_ALLOC_STRICT;
+	if (in->kernel_sort_pre_6_9)
+		alloc_flags |= BX_ALLOC_SORT_PRE_6_9;
+	if (in->mounted && in->hints_effective && rep->hints_honoured)
+		alloc_flags |= BX_ALLOC_HINT_KERNEL;
 	rep->model_flags = alloc_flags;
 	if (!in->hints_effective && any_hint && !(flags & BX_USAGE_IGNORE_HINTS))
 		rep->warnings |= BX_USAGE_W_HINTS_IGNORED;

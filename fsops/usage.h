@@ -88,6 +88,7 @@ struct bx_usage_input {
 	uint32_t nodesize;
 	uint32_t sectorsize;
 	bool hints_effective;		/* false: a mounted kernel ignores the hints */
+	bool kernel_sort_pre_6_9;	/* the running kernel's sort() is 6.8's or older */
 	size_t nr_devs;
 	struct bx_usage_dev *devs;	/* sorted by devid (the kernel's alloc_list order) */
 	size_t nr_spaces;
@@ -102,6 +103,13 @@ struct bx_usage_input {
 	bool have_statfs;		/* mounted only */
 	uint64_t statfs_free;		/* f_bavail * f_bsize */
 };
+
+/*
+ * True when the running kernel's sort() (lib/sort.c) is the heapsort of
+ * kernels before 6.9, which orders devices with equal free space
+ * differently (the readers fill bx_usage_input.kernel_sort_pre_6_9 with it).
+ */
+bool bx_kernel_sort_pre_6_9(void);
 
 /* Frees what the input owns (not @in itself). */
 void bx_usage_input_release(struct bx_usage_input *in);

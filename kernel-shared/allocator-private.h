@@ -62,7 +62,7 @@ struct choice {
 
 uint32_t alloc_best_tier_of(const uint64_t *hints, const bool *writable, size_t n,
 			     uint64_t type, uint32_t flags);
-int alloc_choose(const struct bx_alloc_limits *lim, uint64_t type, bool tiered, bool pre69,
+int alloc_choose(const struct bx_alloc_limits *lim, uint64_t type, bool tiered, uint32_t flags,
 		  uint32_t best_tier, struct sorter *sorter, struct cand *c, uint32_t *ord,
 		  size_t nc, struct choice *out);
 void alloc_fill_chunk(struct bx_alloc_chunk *chunk, uint64_t type,

@@ -569,8 +569,7 @@ int bx_alloc_sim_step(struct bx_alloc_sim *sim, uint64_t type, struct bx_alloc_c
 		nc++;
 	}
 
-	ret = alloc_choose(lim, type, sim->tiered, sim->params.flags & BX_ALLOC_SORT_PRE_6_9,
-		     sim->best_tier, &sim->sorter, c, sim->ord, nc, &ch);
+	ret = alloc_choose(lim, type, sim->tiered, sim->params.flags, sim->best_tier, &sim->sorter, c, sim->ord, nc, &ch);
 	if (ret)
 		return ret;
 

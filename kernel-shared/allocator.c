@@ -30,12 +30,13 @@
  *
  * Hints (SPEC "Allocation hints"): devices that the hint excludes are left
  * out; the rest are sorted by (tier, largest hole, total_avail) with the same
- * heapsort; whole tiers are taken until there are devs_min devices; RAID1,
- * RAID1C3 and RAID1C4 keep that order (so the first tiers fill the copies),
- * the other profiles sort the taken devices again by the mainline keys when
- * they span more than one tier. In tier order the last device need not have
- * the smallest hole, so the stripe size is the smallest hole of the devices
- * used (for mainline order that is the last one, as in the kernel).
+ * heapsort; whole tiers are taken until there are devs_min devices, and the
+ * taken devices are sorted again by the mainline keys, every profile, one tier
+ * or several. The hint kernels (V12, kakra's series) do that second sort even
+ * with no hint set and for mixed block groups (BX_ALLOC_HINT_KERNEL), which
+ * changes the order of devices with equal free space. (An earlier model kept
+ * the tier order for RAID1, RAID1C3 and RAID1C4; both patched kernels re-sort,
+ * tests/vm/test_vm_allocator.py shows it chunk by chunk.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -122,12 +123,6 @@ int bx_alloc_raid_attr(uint64_t type, struct bx_alloc_raid_attr *attr)
 static bool is_mixed(uint64_t type)
 {
 	return (type & BTRFS_BLOCK_GROUP_DATA) && (type & BTRFS_BLOCK_GROUP_METADATA);
-}
-
-static bool is_raid1_family(uint64_t type)
-{
-	return type & (BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_RAID1C3 |
-		       BTRFS_BLOCK_GROUP_RAID1C4);
 }
 
 /* x * 10 / 100 without overflowing for any x. */
@@ -620,14 +615,15 @@ static void do_sort(struct sorter *s, bool pre69, const struct cand *c, uint32_t
  * Picks the devices and sizes from @nc gathered candidates (in alloc_list
  * order). On return ord[0 .. ndevs) are the devices in stripe order.
  */
-int alloc_choose(const struct bx_alloc_limits *lim, uint64_t type, bool tiered, bool pre69,
+int alloc_choose(const struct bx_alloc_limits *lim, uint64_t type, bool tiered, uint32_t flags,
 		  uint32_t best_tier, struct sorter *sorter, struct cand *c, uint32_t *ord,
 		  size_t nc, struct choice *out)
 {
+	bool pre69 = flags & BX_ALLOC_SORT_PRE_6_9;
 	const struct bx_alloc_raid_attr *r = &lim->raid;
 	size_t i, taken = nc, ndevs;
 	uint64_t stripe, min_avail;
-	uint32_t data_stripes, min_tier = 0, max_tier = 0;
+	uint32_t data_stripes, max_tier = 0;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < nc; i++)
@@ -643,13 +639,13 @@ int alloc_choose(const struct bx_alloc_limits *lim, uint64_t type, bool tiered, 
 				break;
 		}
 		taken = i < nc ? i + 1 : nc;
-		min_tier = c[ord[0]].tier;
-		if (c[ord[taken - 1]].tier != min_tier && !is_raid1_family(type)) {
-			for (i = 0; i < taken; i++)
-				c[ord[i]].tier = 0;
-			do_sort(sorter, pre69, c, ord, taken, false);
-		}
 		out->flags |= BX_ALLOC_F_HINTS;
+	}
+	/* The hint allocator sorts the devices it keeps again, by free space alone. */
+	if ((tiered || (flags & BX_ALLOC_HINT_KERNEL)) && taken) {
+		for (i = 0; i < taken; i++)
+			c[ord[i]].tier = 0;
+		do_sort(sorter, pre69, c, ord, taken, false);
 	}
 
 	ndevs = taken - taken % (size_t)r->devs_increment;
@@ -889,8 +885,7 @@ int bx_alloc_decide(const struct bx_alloc_device *devs, size_t nr_devs, uint64_t
 		nc++;
 	}
 
-	ret = alloc_choose(&lim, type, tiered, params->flags & BX_ALLOC_SORT_PRE_6_9, best_tier, NULL,
-		     c, ord, nc, &ch);
+	ret = alloc_choose(&lim, type, tiered, params->flags, best_tier, NULL, c, ord, nc, &ch);
 	if (ret)
 		goto out;
 	chunk->stripes = malloc(ch.num_stripes * sizeof(*chunk->stripes));

@@ -39,6 +39,13 @@
 #define BX_ALLOC_IGNORE_HINTS (1U << 0)	/* plain mainline, whatever the hints */
 #define BX_ALLOC_STRICT (1U << 1)	/* *_preferred treated as *_only */
 #define BX_ALLOC_SORT_PRE_6_9 (1U << 2)	/* lib/sort.c heapsort of 5.2 .. 6.8 */
+/*
+ * The kernel runs the hint allocator (V12 or kakra's series): it sorts the
+ * devices a second time, by free space alone, even with no hint set and for
+ * mixed block groups. Devices with equal free space then end up in another
+ * order than on mainline.
+ */
+#define BX_ALLOC_HINT_KERNEL (1U << 3)
 
 /* bx_alloc_chunk.flags */
 #define BX_ALLOC_F_HINTS (1U << 0)	  /* hints decided the device set */

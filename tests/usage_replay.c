@@ -4,15 +4,21 @@
  *
  *   usage_replay dump <device>...
  *       Reads an unmounted filesystem with bx_usage_read_offline() and prints
- *       its state: "dev <devid> <total_bytes>", "ext <devid> <start> <length>
+ *       its state: "dev <devid> <total_bytes> <hint>", "ext <devid> <start> <length>
  *       <chunk_offset>", "chunk <logical> <type> <length> <num_stripes>
  *       <devid> <physical> ...".
- *   usage_replay replay <before> <after>
- *       Starts the model from the devices and extents of dump <before> and
+ *   usage_replay replay [--ignore-hints] [--hint-kernel] [--data-enospc] <before> <after>
+ *       Starts the model from the devices, hints and extents of dump <before> and
  *       allocates, one after the other, chunks of the types the kernel created
  *       since (the chunks of <after> missing from <before>, by logical
  *       address). Prints one line per chunk, "ok" or "MISMATCH" with both
  *       placements, then "replayed N chunks, M mismatches, K removed".
+ *       The model sorts devices with the running kernel's sort() (before or
+ *       since 6.9). --ignore-hints runs the model as if no hint were set (what a kernel
+ *       without hint support does); --hint-kernel: the kernel runs the hint
+ *       allocator (BX_ALLOC_HINT_KERNEL); --data-enospc also checks that the model
+ *       can place no further data chunk (the kernel's fill ended in ENOSPC):
+ *       "enospc data predicted" or "MISMATCH enospc data".
  *       Exit 0 when everything matched.
  */
 #include <errno.h>
@@ -36,7 +42,8 @@ static int dump(char **paths, int nr)
 		return 1;
 	}
 	for (size_t i = 0; i < in.nr_devs; i++)
-		printf("dev %" PRIu64 " %" PRIu64 "\n", in.devs[i].devid, in.devs[i].total_bytes);
+		printf("dev %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", in.devs[i].devid,
+		       in.devs[i].total_bytes, in.devs[i].hint);
 	for (size_t i = 0; i < in.nr_devs; i++)
 		for (size_t e = 0; e < in.devs[i].nr_extents; e++)
 			printf("ext %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
@@ -68,7 +75,7 @@ struct chunk_rec {
 
 struct state {
 	size_t nr_devs;
-	uint64_t devid[MAX_DEVS], total[MAX_DEVS];
+	uint64_t devid[MAX_DEVS], total[MAX_DEVS], hint[MAX_DEVS];
 	size_t nr_ext, ext_cap;
 	uint64_t (*ext)[4];
 	size_t nr_chunks, chunks_cap;
@@ -87,8 +94,8 @@ static int load(const char *file, struct state *st)
 	}
 	while (fscanf(fp, "%15s", word) == 1) {
 		if (!strcmp(word, "dev") && st->nr_devs < MAX_DEVS) {
-			if (fscanf(fp, "%" SCNu64 " %" SCNu64, &st->devid[st->nr_devs],
-				   &st->total[st->nr_devs]) != 2)
+			if (fscanf(fp, "%" SCNu64 " %" SCNu64 " %" SCNu64, &st->devid[st->nr_devs],
+				   &st->total[st->nr_devs], &st->hint[st->nr_devs]) != 3)
 				break;
 			st->nr_devs++;
 		} else if (!strcmp(word, "ext")) {
@@ -151,10 +158,34 @@ static void print_kernel(const struct chunk_rec *c)
 		printf(" %" PRIu64 "@%" PRIu64, c->devid[s], c->physical[s]);
 }
 
-static int replay(const char *before_file, const char *after_file)
+/* The type of a data chunk of @st (0 when it has none). */
+static uint64_t data_type(const struct state *st)
+{
+	for (size_t c = 0; c < st->nr_chunks; c++)
+		if (st->chunks[c].type & BTRFS_BLOCK_GROUP_DATA)
+			return st->chunks[c].type;
+	return 0;
+}
+
+/* After the kernel's last chunk, the model must have no room for another data chunk. */
+static bool predicts_data_enospc(struct bx_alloc_sim *sim, uint64_t type)
+{
+	struct bx_alloc_chunk m;
+	int ret = type ? bx_alloc_sim_step(sim, type, &m) : -ENOSPC;
+
+	printf("%s (model %d)\n", ret == -ENOSPC ? "enospc data predicted" :
+	       "MISMATCH enospc data", ret);
+	return ret == -ENOSPC;
+}
+
+static int replay(const char *before_file, const char *after_file, bool ignore_hints,
+		  bool hint_kernel, bool data_enospc)
 {
 	struct bx_alloc_device devs[MAX_DEVS];
-	struct bx_alloc_params params = { 0 };
+	struct bx_alloc_params params = {
+		.flags = (bx_kernel_sort_pre_6_9() ? BX_ALLOC_SORT_PRE_6_9 : 0) |
+			 (hint_kernel ? BX_ALLOC_HINT_KERNEL : 0),
+	};
 	struct state before, after;
 	struct bx_alloc_sim *sim;
 	size_t nr_new = 0, bad = 0, removed = 0;
@@ -163,7 +194,8 @@ static int replay(const char *before_file, const char *after_file)
 	if (load(before_file, &before) || load(after_file, &after))
 		return 2;
 	for (size_t i = 0; i < before.nr_devs; i++) {
-		bx_alloc_device_init(&devs[i], before.devid[i], before.total[i], 0);
+		bx_alloc_device_init(&devs[i], before.devid[i], before.total[i],
+				     ignore_hints ? 0 : before.hint[i]);
 		for (size_t e = 0; e < before.nr_ext; e++)
 			if (before.ext[e][0] == before.devid[i])
 				bx_alloc_device_add_extent(&devs[i], before.ext[e][1], before.ext[e][2]);
@@ -204,6 +236,8 @@ static int replay(const char *before_file, const char *after_file)
 		if (!ok)
 			break;	/* the states differ from here on */
 	}
+	if (data_enospc && !bad && !predicts_data_enospc(sim, data_type(&after)))
+		bad++;
 	printf("replayed %zu chunks, %zu mismatches, %zu removed\n", nr_new, bad, removed);
 	bx_alloc_sim_free(sim);
 	for (size_t i = 0; i < before.nr_devs; i++)
@@ -220,8 +254,24 @@ int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "dump"))
 		return dump(argv + 2, argc - 2);
-	if (argc == 4 && !strcmp(argv[1], "replay"))
-		return replay(argv[2], argv[3]);
-	fprintf(stderr, "usage: usage_replay dump <device>... | replay <before> <after>\n");
+	if (argc >= 4 && !strcmp(argv[1], "replay")) {
+		bool ignore_hints = false, hint_kernel = false, data_enospc = false;
+		int i = 2;
+
+		for (; i < argc - 2; i++) {
+			if (!strcmp(argv[i], "--ignore-hints"))
+				ignore_hints = true;
+			else if (!strcmp(argv[i], "--hint-kernel"))
+				hint_kernel = true;
+			else if (!strcmp(argv[i], "--data-enospc"))
+				data_enospc = true;
+			else
+				break;
+		}
+		if (i == argc - 2)
+			return replay(argv[i], argv[i + 1], ignore_hints, hint_kernel, data_enospc);
+	}
+	fprintf(stderr, "usage: usage_replay dump <device>... | "
+		"replay [--ignore-hints] [--hint-kernel] [--data-enospc] <before> <after>\n");
 	return 2;
 }

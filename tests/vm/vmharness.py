@@ -177,6 +177,25 @@ def guest_btrfsx() -> Path:
     return build / "btrfsx"
 
 
+def guest_replay() -> Path:
+    """tests/usage_replay.c (the model replayed against the kernel's chunks)
+    linked against the plain build's core library."""
+    build = guest_btrfsx().parent
+    makefile = (build / "Makefile").read_text()
+    libs = []
+    for var in ("BLKID_LIBS", "UUID_LIBS", "UDEV_LIBS", "JSONC_LIBS", "ISAL_LIBS", "XXHASH_LIBS",
+                "CRYPTO_LIBS", "BLAKE2_LIBS", "URING_LIBS", "BTRFSUTIL_LIBS"):
+        m = re.search(rf"^{var} = (.*)$", makefile, re.M)
+        libs += m.group(1).split() if m else []
+    out = build / "usage_replay"
+    src = REPO / "tests" / "usage_replay.c"
+    lib = build / ".libs" / "libbtrfsx_core.a"
+    if not out.exists() or out.stat().st_mtime < max(src.stat().st_mtime, lib.stat().st_mtime):
+        run(["cc", "-O2", "-std=gnu11", "-D_GNU_SOURCE", f"-I{REPO}", f"-I{build}", "-o", out,
+             src, lib, *libs, "-lpthread"])
+    return out
+
+
 def guest_fill() -> Path:
     out = cache_dir() / "guest-fill"
     src = HERE / "guest-fill.c"
@@ -233,7 +252,7 @@ def _write_cpio(root: Path, out: Path, compress: bool) -> None:
 def base_initramfs(series: str) -> Path:
     """The initramfs every guest of @series boots, rebuilt when an input changed."""
     btrfsx = guest_btrfsx()
-    programs = [Path(shutil.which(p)) for p in GUEST_PROGRAMS] + [btrfsx]
+    programs = [Path(shutil.which(p)) for p in GUEST_PROGRAMS] + [btrfsx, guest_replay()]
     inputs = module_paths(series) + programs + [guest_fill(), Path(shutil.which("busybox"))]
     h = hashlib.sha256(INIT.encode())
     for p in inputs:
