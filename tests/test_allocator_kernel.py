@@ -65,7 +65,7 @@ def test_replay_detects_a_wrong_prediction(tmp_path, replay_exe):
     """The replay helper fails when the kernel's chunk differs from the model's."""
     before = tmp_path / "before.txt"
     after = tmp_path / "after.txt"
-    before.write_text("dev 1 1073741824\ndev 2 2147483648\n")
+    before.write_text("dev 1 1073741824 0\ndev 2 2147483648 0\n")
     # A single data chunk: 10% of the 3 GiB filesystem (322122547 bytes),
     # rounded up to 16 MiB: 320 MiB, on devid 2 (most free) at 1 MiB.
     after.write_text(before.read_text() +
@@ -81,3 +81,19 @@ def test_replay_detects_a_wrong_prediction(tmp_path, replay_exe):
     assert p.stdout.splitlines() == [
         "ok chunk 13631488 type 0x1 kernel: ss 335544320 2@1048576",
         "replayed 1 chunks, 0 mismatches, 0 removed"]
+
+
+def test_replay_honours_the_dumped_hints(tmp_path, replay_exe):
+    """With devid 2 metadata_only the data chunk belongs on devid 1; a kernel
+    without hint support (--ignore-hints) would have used devid 2."""
+    before = tmp_path / "before.txt"
+    after = tmp_path / "after.txt"
+    before.write_text("dev 1 1073741824 0\ndev 2 2147483648 2\n")
+    after.write_text(before.read_text() +
+                     "ext 1 1048576 335544320 13631488\n"
+                     "chunk 13631488 1 335544320 1 1 1048576\n")
+    p = fsutil.run([str(replay_exe), "replay", str(before), str(after)], check=False)
+    assert p.returncode == 0, p.stdout
+    p = fsutil.run([str(replay_exe), "replay", "--ignore-hints", str(before), str(after)],
+                   check=False)
+    assert p.returncode == 1 and "MISMATCH" in p.stdout, p.stdout

@@ -10,7 +10,6 @@ control: no sysfs file, set refused, get shows the stored value.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 
@@ -85,10 +84,7 @@ def kernel_hint(text: str) -> int | str:
 
 
 def json_of(res, name):
-    """Exit code, the JSON document and the whole output (stderr is merged after it)."""
-    rc, text = res.output(name)
-    doc = json.JSONDecoder().raw_decode(text, text.index("{"))[0] if "{" in text else None
-    return rc, doc, text
+    return res.json(name)
 
 
 @pytest.fixture(scope="module")

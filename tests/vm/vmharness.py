@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -305,6 +306,15 @@ class GuestResult:
     def output(self, name: str) -> tuple[int, str]:
         assert name in self.outputs, f"no output {name}; console:\n{self.console[-6000:]}"
         return self.outputs[name]
+
+    def json(self, name: str) -> tuple[int, dict | None, str]:
+        """A captured btrfsx --format json run: exit code, the document (None
+        when there is none), and the whole output (messages on stderr
+        interleave with it)."""
+        rc, text = self.output(name)
+        start = text.find('{"__header"')
+        doc = json.JSONDecoder().raw_decode(text, start)[0] if start >= 0 else None
+        return rc, doc, text
 
 
 def parse_console(text: str) -> GuestResult:
