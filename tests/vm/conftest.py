@@ -5,7 +5,6 @@ instead)."""
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
@@ -29,9 +28,3 @@ def vm_ready():
     for series in vmharness.SERIES:
         vmharness.prepare(series)
     return True
-
-
-def mkfs_images(paths, data="raid1", metadata="raid1", extra=()):
-    """mkfs.btrfs (btrfs-progs, the host's) straight onto image files."""
-    subprocess.run(["mkfs.btrfs", "-q", "-f", "-d", data, "-m", metadata, *extra,
-                    *map(str, paths)], check=True, capture_output=True)

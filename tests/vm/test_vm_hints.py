@@ -16,7 +16,6 @@ import subprocess
 import pytest
 
 import vmharness
-from conftest import mkfs_images
 
 MiB = 1 << 20
 NAMES = ["data_preferred", "metadata_preferred", "metadata_only", "data_only", "none"]
@@ -93,7 +92,7 @@ def guests(vm_ready, tmp_path_factory):
     out = {}
     for series in vmharness.SERIES:
         disks = vmharness.make_disks(tmp_path_factory.mktemp(series), [512 * MiB] * 3)
-        mkfs_images(disks)
+        vmharness.mkfs_images(disks)
         script = GUEST_SCRIPT.replace("NAMES", " ".join(NAMES))
         out[series] = (vmharness.Guest(series).run(script, disks, timeout=400), disks)
     return out

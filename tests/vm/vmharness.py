@@ -282,6 +282,9 @@ def base_initramfs(series: str) -> Path:
         (root / "init").chmod(0o755)
         _write_cpio(root, Path(str(out) + ".tmp"), compress=True)
         os.rename(str(out) + ".tmp", out)
+    for stale in cache_dir().glob(f"initramfs-{series}-*.cpio.gz"):
+        if stale != out:
+            stale.unlink()
     return out
 
 
@@ -394,6 +397,11 @@ def make_disks(directory: Path, sizes: list[int]) -> list[Path]:
             f.truncate(size)
         paths.append(path)
     return paths
+
+
+def mkfs_images(paths, data="raid1", metadata="raid1", extra=()):
+    """mkfs.btrfs (btrfs-progs, the host's) straight onto image files."""
+    run(["mkfs.btrfs", "-q", "-f", "-d", data, "-m", metadata, *extra, *paths])
 
 
 def guest_dev(index: int) -> str:
