@@ -42,9 +42,10 @@ def _make_var(makefile: Path, name: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def build_replay(outdir: Path) -> Path | None:
-    """Compile the replay helper; None when the build tree has no core library."""
-    build = build_dir()
+def build_replay(outdir: Path, build: Path | None = None) -> Path | None:
+    """Compile the replay helper against @build (default: build_dir()); None
+    when the build tree has no core library."""
+    build = build or build_dir()
     lib = build / ".libs" / "libbtrfsx_core.a"
     makefile = build / "Makefile"
     if not lib.exists() or not makefile.exists():

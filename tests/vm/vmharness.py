@@ -180,21 +180,11 @@ def guest_btrfsx() -> Path:
 
 def guest_replay() -> Path:
     """tests/usage_replay.c (the model replayed against the kernel's chunks)
-    linked against the plain build's core library."""
+    linked against the plain build's core library, as the host tests build it."""
+    import usage_fill   # tests/: on the path under pytest
+
     build = guest_btrfsx().parent
-    makefile = (build / "Makefile").read_text()
-    libs = []
-    for var in ("BLKID_LIBS", "UUID_LIBS", "UDEV_LIBS", "JSONC_LIBS", "ISAL_LIBS", "XXHASH_LIBS",
-                "CRYPTO_LIBS", "BLAKE2_LIBS", "URING_LIBS", "BTRFSUTIL_LIBS"):
-        m = re.search(rf"^{var} = (.*)$", makefile, re.M)
-        libs += m.group(1).split() if m else []
-    out = build / "usage_replay"
-    src = REPO / "tests" / "usage_replay.c"
-    lib = build / ".libs" / "libbtrfsx_core.a"
-    if not out.exists() or out.stat().st_mtime < max(src.stat().st_mtime, lib.stat().st_mtime):
-        run(["cc", "-O2", "-std=gnu11", "-D_GNU_SOURCE", f"-I{REPO}", f"-I{build}", "-o", out,
-             src, lib, *libs, "-lpthread"])
-    return out
+    return usage_fill.build_replay(build, build)
 
 
 def guest_fill() -> Path:
