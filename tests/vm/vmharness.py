@@ -50,6 +50,7 @@ MODULES = ["virtio", "virtio_ring", "virtio_blk", "virtio_pci_modern_dev",
            "libcrc32c", "btrfs", "loop", "dm-mod", "dm-delay", "dm-flakey", "dm-log-writes"]
 GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs"]
 _LOCK = threading.Lock()
+_PREPARED: dict[str, Path] = {}     # series -> its base initramfs, this session
 
 
 class VMUnavailable(Exception):
@@ -270,18 +271,23 @@ def base_initramfs(series: str) -> Path:
         shutil.copy(guest_fill(), root / "usr" / "bin" / "guest-fill")
         (root / "init").write_text(INIT)
         (root / "init").chmod(0o755)
-        _write_cpio(root, Path(str(out) + ".tmp"), compress=True)
-        os.rename(str(out) + ".tmp", out)
+        staged = Path(tmp + ".cpio.gz")     # unique: the temporary directory's name
+        _write_cpio(root, staged, compress=True)
+        os.rename(staged, out)
     for stale in cache_dir().glob(f"initramfs-{series}-*.cpio.gz"):
         if stale != out:
             stale.unlink()
     return out
 
 
-def prepare(series: str) -> None:
-    """Builds (or finds in the cache) everything a guest of @series needs."""
+def prepare(series: str) -> Path:
+    """Builds (or finds in the cache) everything a guest of @series needs, once
+    per test session: guests boot in parallel threads, and rebuilding while
+    another thread reads would race on the build tree and the cache."""
     with _LOCK:
-        base_initramfs(series)
+        if series not in _PREPARED:
+            _PREPARED[series] = base_initramfs(series)
+        return _PREPARED[series]
 
 
 # ----------------------------------------------------------------- guests
@@ -343,8 +349,7 @@ class Guest:
         self.memory_mb = memory_mb
 
     def run(self, script: str, disks: list[Path], timeout: float = 300) -> GuestResult:
-        prepare(self.series)
-        base = base_initramfs(self.series)
+        base = prepare(self.series)
         vmlinuz = kernel_tree() / "boot" / f"vmlinuz-{KVER}"
         with tempfile.TemporaryDirectory() as tmp:
             extra = Path(tmp) / "extra"
