@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +51,7 @@ MODULES = ["virtio", "virtio_ring", "virtio_blk", "virtio_pci_modern_dev",
            "libcrc32c", "btrfs", "loop", "dm-mod", "dm-delay", "dm-flakey", "dm-log-writes"]
 GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs"]
 _LOCK = threading.Lock()
+STALE_AFTER_S = 24 * 3600
 _PREPARED: dict[str, Path] = {}     # series -> its base initramfs, this session
 
 
@@ -274,9 +276,14 @@ def base_initramfs(series: str) -> Path:
         staged = Path(tmp + ".cpio.gz")     # unique: the temporary directory's name
         _write_cpio(root, staged, compress=True)
         os.rename(staged, out)
+    # Another checkout's test run may be booting an older image right now:
+    # only images untouched for a day are stale.
     for stale in cache_dir().glob(f"initramfs-{series}-*.cpio.gz"):
-        if stale != out:
-            stale.unlink()
+        try:
+            if stale != out and time.time() - stale.stat().st_mtime > STALE_AFTER_S:
+                stale.unlink()
+        except FileNotFoundError:
+            pass    # another run removed it first
     return out
 
 
