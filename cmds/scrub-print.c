@@ -17,6 +17,7 @@
 #include <uuid/uuid.h>
 
 #include "cmds/scrub.h"
+#include "common/atomic-file.h"
 #include "common/error.h"
 #include "common/units.h"
 
@@ -193,66 +194,31 @@ void scrub_status_path(const char *state_dir, const uint8_t fsid[16], char *buf,
 	snprintf(buf, len, "%s/scrub/%s.json", state_dir, uuid);
 }
 
-static int mkdirs(const char *path)
-{
-	char buf[PATH_MAX];
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
-
 int scrub_status_save(const char *path, const struct bx_scrub_result *res, const char *status,
 		      pid_t pid)
 {
 	struct scrub_print_opts po = { .per_device = true, .raw = true, .units = BX_UNITS_RAW };
-	char tmp[PATH_MAX + 16], dir[PATH_MAX];
+	struct bx_atomic_file af;
+	char dir[PATH_MAX];
 	struct bx_out *out;
-	FILE *fp;
-	int fd, ret = mkdirs(path);
+	int ret;
 
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	ret = bx_mkdir_parents(dir);
+	if (!ret)
+		ret = bx_atomic_begin(&af, path, 0644);
 	if (ret)
-		return bx_error(ret, "%s: cannot create the directory: %s", path, strerror(-ret));
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	fp = fopen(tmp, "we");
-	if (!fp)
-		return bx_error(-errno, "%s: %m", tmp);
-	out = bx_out_new(BX_FORMAT_JSON, fp);
+		return ret;
+	out = bx_out_new(BX_FORMAT_JSON, af.fp);
 	if (!out) {
-		fclose(fp);
-		unlink(tmp);
+		bx_atomic_abort(&af);
 		return bx_error(-ENOMEM, "out of memory");
 	}
 	bx_out_s64(out, "pid", pid, 0);
 	scrub_print(out, res, status, &po);
 	bx_out_finish(out);
-	if (fflush(fp) || fsync(fileno(fp)) || ferror(fp)) {
-		ret = bx_error(-errno, "%s: cannot write: %m", tmp);
-		fclose(fp);
-		unlink(tmp);
-		return ret;
-	}
-	fclose(fp);
-	if (rename(tmp, path)) {
-		ret = bx_error(-errno, "%s: %m", path);
-		unlink(tmp);
-		return ret;
-	}
-	snprintf(dir, sizeof(dir), "%s", path);
-	*strrchr(dir, '/') = '\0';
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-	return 0;
+	return bx_atomic_commit(&af);
 }
 
 struct scrub_status {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "common/atomic-file.h"
 #include "common/error.h"
 #include "fsops/read-policy.h"
 #include "common/units.h"
@@ -832,86 +833,33 @@ int bx_rp_config_load(const char *config_dir, struct bx_rp_config *cfg)
 	return 0;
 }
 
-static int mkdir_parents(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int bx_rp_config_save(const char *config_dir, const struct bx_rp_config *cfg)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
 	bool header = cfg->nr == 0 || !cfg->records[0].verbatim;
-	int fd, dirfd, ret;
-	FILE *fp;
+	struct bx_atomic_file af;
+	char path[PATH_MAX];
+	int ret;
 
 	ret = config_path(config_dir, path, sizeof(path));
+	if (!ret)
+		ret = bx_mkdir_parents(config_dir);
+	if (!ret)
+		ret = bx_atomic_begin(&af, path, 0644);
 	if (ret)
 		return ret;
-	ret = mkdir_parents(config_dir);
-	if (ret)
-		return bx_error(ret, "%s: cannot create: %s", config_dir, strerror(-ret));
-	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", config_dir, BX_RP_CONFIG_FILE);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return bx_error(-errno, "%s: cannot create a temporary file: %m", config_dir);
-	fp = fdopen(fd, "w");
-	if (!fp) {
-		ret = bx_error(-errno, "%s: %m", tmp);
-		close(fd);
-		unlink(tmp);
-		return ret;
-	}
-	fchmod(fd, 0644);
 	if (header)
 		fputs("# btrfsx read policies, applied on every mount: <fsid> <policy>\n"
 		      "# Written by 'btrfsx read-policy set --persistent'; see btrfsx-read-policy(8).\n",
-		      fp);
+		      af.fp);
 	for (size_t i = 0; i < cfg->nr; i++) {
 		const struct bx_rp_record *rec = &cfg->records[i];
 
 		if (rec->verbatim)
-			fprintf(fp, "%s\n", rec->verbatim);
+			fprintf(af.fp, "%s\n", rec->verbatim);
 		else
-			fprintf(fp, "%s %s\n", rec->fsid, rec->policy);
+			fprintf(af.fp, "%s %s\n", rec->fsid, rec->policy);
 	}
-	if (fflush(fp) || fsync(fd) < 0) {
-		ret = bx_error(-errno, "%s: %m", tmp);
-		fclose(fp);
-		unlink(tmp);
-		return ret;
-	}
-	if (fclose(fp)) {
-		ret = bx_error(-errno, "%s: %m", tmp);
-		unlink(tmp);
-		return ret;
-	}
-	if (rename(tmp, path) < 0) {
-		ret = bx_error(-errno, "%s: cannot replace: %m", path);
-		unlink(tmp);
-		return ret;
-	}
-	dirfd = open(config_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd >= 0) {
-		fsync(dirfd);
-		close(dirfd);
-	}
-	return 0;
+	return bx_atomic_commit(&af);
 }
 
 const struct bx_rp_record *bx_rp_config_find(const struct bx_rp_config *cfg, const char *fsid)
