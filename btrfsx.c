@@ -11,7 +11,7 @@
 
 static const char *const btrfsx_usage[] = {
 	"btrfsx [--format text|json] [--verbose] <group> <command> [<args>]",
-	"Manage btrfs allocation hints, read policies, usage and offline scrub.",
+	"Manage btrfs allocation hints, read policies, usage, offline scrub and monitoring.",
 	"",
 	"Global options:",
 	"--format text|json   output format; JSON is the stable interface for scripts",
@@ -31,6 +31,7 @@ static const struct bx_cmd top_cmds[] = {
 	{ "property", NULL, NULL, &bx_property_group, 0 },
 	{ "device", NULL, NULL, &bx_device_group, 0 },
 	{ "scrub", NULL, NULL, &bx_scrub_group, 0 },
+	{ "monitor", NULL, NULL, &bx_monitor_group, 0 },
 	{ "mkfs", cmd_mkfs, mkfs_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
 	{ NULL },
 };
@@ -101,6 +102,8 @@ static int report(struct bx_ctx *ctx, int ret)
 	ctx->out = NULL;
 	if (ret == BX_DONE)
 		return BX_EXIT_OK;
+	if (ret >= BX_EXIT_WITH(0))
+		return ret - BX_EXIT_WITH(0);
 	if (ret < 0) {
 		fprintf(stderr, "btrfsx: %s\n", bx_error_message(ret));
 		return BX_EXIT_FAILURE;

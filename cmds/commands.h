@@ -21,6 +21,12 @@
 #define BX_EXIT_UNCORRECTABLE 3
 /* Returned by a command that printed its help: stop, exit 0. */
 #define BX_DONE 100
+/*
+ * Returned by a command that printed everything, its failure included, and
+ * chose its exit status itself: a monitoring plugin's 0-3 (monitor report
+ * --check). The dispatcher exits with @code and prints nothing more.
+ */
+#define BX_EXIT_WITH(code) (1000 + (code))
 
 /* What a command declares about itself. */
 #define BX_CMD_JSON (1u << 0)      /* accepts --format json */
@@ -106,6 +112,7 @@ extern const struct bx_cmd_group bx_read_policy_group;
 extern const struct bx_cmd_group bx_property_group;
 extern const struct bx_cmd_group bx_device_group;
 extern const struct bx_cmd_group bx_scrub_group;
+extern const struct bx_cmd_group bx_monitor_group;
 
 /* Top-level commands (not groups). */
 int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv);

@@ -91,3 +91,32 @@ int bx_parse_u64(const char *str, uint64_t *value)
 	*value = v;
 	return 0;
 }
+
+int bx_parse_duration(const char *str, int64_t *seconds)
+{
+	static const struct { char unit; int64_t seconds; } units[] = {
+		{ 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 }, { 'w', 7 * 86400 },
+	};
+	const int64_t max = 100LL * 366 * 86400;
+	int64_t scale = 0;
+	char *end;
+	unsigned long long v;
+
+	if (!str || !isdigit((unsigned char)str[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(str, &end, 10);
+	if (errno)
+		return -ERANGE;
+	if (!*end)
+		scale = 1;
+	for (size_t i = 0; !scale && i < sizeof(units) / sizeof(units[0]); i++)
+		if (end[0] == units[i].unit && !end[1])
+			scale = units[i].seconds;
+	if (!scale || !v)
+		return -EINVAL;
+	if (v > (unsigned long long)(max / scale))
+		return -ERANGE;
+	*seconds = (int64_t)v * scale;
+	return 0;
+}

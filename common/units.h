@@ -26,4 +26,11 @@ int bx_parse_size(const char *str, uint64_t *bytes);
 /* Parses a whole unsigned number in any base (0x.., 0..). 0 or -EINVAL/-ERANGE. */
 int bx_parse_u64(const char *str, uint64_t *value);
 
+/*
+ * Parses a duration: a whole number with a unit s, m, h, d or w ("400d",
+ * "12h"; no unit: seconds) into seconds. 0, -EINVAL (no number, unknown
+ * unit, zero) or -ERANGE (more than 100 years).
+ */
+int bx_parse_duration(const char *str, int64_t *seconds);
+
 #endif

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/btrfs.h>
+#include <linux/fs.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,36 @@ void bx_mounted_close(struct bx_mounted_fs *fs)
 	free(fs->devs);
 	fs->devs = NULL;
 	fs->nr_devs = 0;
+}
+
+int bx_mounted_label(const struct bx_mounted_fs *fs, char *label, size_t len)
+{
+	char buf[FSLABEL_MAX] = "";
+
+	if (ioctl(fs->fd, FS_IOC_GETFSLABEL, buf) < 0)
+		return bx_error(-errno, "%s: cannot read the label: %m", fs->path);
+	snprintf(label, len, "%.*s", FSLABEL_MAX - 1, buf);
+	return 0;
+}
+
+const char *const bx_dev_stat_names[BX_DEV_STAT_COUNT] = {
+	"write_io_errs", "read_io_errs", "flush_io_errs", "corruption_errs", "generation_errs",
+};
+
+int bx_mounted_dev_stats(const struct bx_mounted_fs *fs, uint64_t devid,
+			 uint64_t stats[BX_DEV_STAT_COUNT])
+{
+	struct btrfs_ioctl_get_dev_stats args;
+
+	memset(&args, 0, sizeof(args));
+	args.devid = devid;
+	args.nr_items = BX_DEV_STAT_COUNT;
+	if (ioctl(fs->fd, BTRFS_IOC_GET_DEV_STATS, &args) < 0)
+		return bx_error(-errno, "%s: cannot read the error counters of devid %llu: %m",
+				fs->path, (unsigned long long)devid);
+	for (int i = 0; i < BX_DEV_STAT_COUNT; i++)
+		stats[i] = (uint64_t)i < args.nr_items ? args.values[i] : 0;
+	return 0;
 }
 
 int bx_mounted_has_devid(const struct bx_mounted_fs *fs, uint64_t devid)

@@ -52,6 +52,30 @@ int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size
 			   size_t *nr);
 
 
+/* The filesystem's label (BTRFS_IOC_GET_FSLABEL), "" when it has none. */
+int bx_mounted_label(const struct bx_mounted_fs *fs, char *label, size_t len);
+
+/* The kernel's per-device error counters, in BTRFS_IOC_GET_DEV_STATS order. */
+enum bx_dev_stat {
+	BX_DEV_STAT_WRITE_ERRS,
+	BX_DEV_STAT_READ_ERRS,
+	BX_DEV_STAT_FLUSH_ERRS,
+	BX_DEV_STAT_CORRUPTION_ERRS,
+	BX_DEV_STAT_GENERATION_ERRS,
+	BX_DEV_STAT_COUNT
+};
+
+/* "write_io_errs", ...: the names `btrfs device stats` prints. */
+extern const char *const bx_dev_stat_names[BX_DEV_STAT_COUNT];
+
+/*
+ * Reads the error counters of device @devid (BTRFS_IOC_GET_DEV_STATS, without
+ * resetting them); counters the kernel does not keep are 0. Needs
+ * CAP_SYS_ADMIN.
+ */
+int bx_mounted_dev_stats(const struct bx_mounted_fs *fs, uint64_t devid,
+			 uint64_t stats[BX_DEV_STAT_COUNT]);
+
 struct btrfs_ioctl_search_header;
 
 /*

@@ -40,6 +40,21 @@ const char *bx_profile_name(uint64_t type)
 	return i < 0 ? "unknown" : profiles[i].name;
 }
 
+const char *bx_block_group_type_name(uint64_t type)
+{
+	uint64_t both = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
+
+	if ((type & both) == both)
+		return "data+metadata";
+	if (type & BTRFS_BLOCK_GROUP_DATA)
+		return "data";
+	if (type & BTRFS_BLOCK_GROUP_METADATA)
+		return "metadata";
+	if (type & BTRFS_BLOCK_GROUP_SYSTEM)
+		return "system";
+	return "unknown";
+}
+
 int bx_profile_ncopies(uint64_t type)
 {
 	int i = profile_index(type);

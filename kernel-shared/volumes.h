@@ -161,6 +161,8 @@ int bx_map_full_stripe(const struct bx_fs *fs, uint64_t logical, struct bx_full_
 
 /* Profile name ("single", "raid1", ...) of chunk type bits. */
 const char *bx_profile_name(uint64_t type);
+/* Type name ("data", "metadata", "system", "data+metadata") of chunk type bits. */
+const char *bx_block_group_type_name(uint64_t type);
 /* How many devices may fail before data is lost, per profile. */
 int bx_profile_ncopies(uint64_t type);
 

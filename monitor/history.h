@@ -1,0 +1,85 @@
+/*
+ * The sample history: one SQLite file (default /var/lib/btrfsx/monitor.db).
+ *
+ * - WAL journal: readers (report, metrics, node_exporter's scrape of what
+ *   they wrote) never wait for a writer, and a writer waits for another
+ *   at most BX_MON_BUSY_TIMEOUT_MS before it gives up with -EBUSY.
+ * - Every sample is stored in one transaction with its devices and block
+ *   group lines: a failure (a full disk, a read-only file, a lock) leaves
+ *   the history as it was, never half a sample.
+ * - The file says what it is: PRAGMA application_id BX_MON_APPLICATION_ID,
+ *   and the schema version in PRAGMA user_version. Opening for writing
+ *   upgrades an older schema through the migrations in history.c, one
+ *   transaction each; a newer schema, another application's database or a
+ *   damaged file is refused with a message saying which.
+ * - Retention: bx_mon_db_add() drops samples older than its @keep and thins
+ *   those older than BX_MON_THIN_AFTER to the first of every hour.
+ *
+ * Library style: 0 or a negative errno with a message recorded by bx_error().
+ */
+#ifndef BTRFSX_MONITOR_HISTORY_H
+#define BTRFSX_MONITOR_HISTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernel-shared/device-claim.h"
+#include "monitor/sample.h"
+
+#define BX_MON_APPLICATION_ID 0x62747278	/* "btrx" */
+#define BX_MON_SCHEMA_VERSION 1
+#define BX_MON_BUSY_TIMEOUT_MS 3000
+#define BX_MON_THIN_AFTER (35 * 86400)		/* past the default report window */
+#define BX_MON_THIN_STEP 3600			/* keep one sample per hour there */
+#define BX_MON_DB_FILE "monitor.db"
+
+struct bx_mon_db;
+
+/*
+ * Opens the history at @path. @write: for recording (the file and its
+ * directory are created, the schema made or upgraded); otherwise read-only,
+ * and a missing file is -ENOENT. Close with bx_mon_db_close().
+ */
+int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **db);
+void bx_mon_db_close(struct bx_mon_db *db);
+
+/* The schema version of an open history. */
+int bx_mon_db_schema_version(struct bx_mon_db *db);
+
+/*
+ * Stores @sample (its filesystem is added or its label and mount point
+ * updated) and applies the retention: samples older than @keep seconds
+ * before the sample's time go, those older than BX_MON_THIN_AFTER are
+ * thinned. One transaction.
+ */
+int bx_mon_db_add(struct bx_mon_db *db, const struct bx_mon_sample *sample, int64_t keep);
+
+/* A filesystem in the history. */
+struct bx_mon_fs {
+	int64_t id;
+	uint8_t fsid[16];
+	char fsid_str[BX_FSID_STR_LEN];
+	char label[256];		/* as last recorded */
+	char mountpoint[4096];
+	size_t nr_samples;
+	int64_t first;			/* time of the first and the last sample */
+	int64_t last;
+};
+
+/* Every filesystem in the history, by fsid; free() *@list. */
+int bx_mon_db_filesystems(struct bx_mon_db *db, struct bx_mon_fs **list, size_t *nr);
+
+/* The figures of the samples of @fs_id with since <= time <= until, in time order; free() *@figs. */
+int bx_mon_db_figures(struct bx_mon_db *db, int64_t fs_id, int64_t since, int64_t until,
+		      struct bx_mon_figures **figs, size_t *nr);
+
+/*
+ * The newest sample of @fs_id at or before @until, whole (devices, block
+ * group lines, scrub, read policy; label and mount point as last recorded).
+ * -ENOENT when there is none. Release with bx_mon_sample_release().
+ */
+int bx_mon_db_latest(struct bx_mon_db *db, int64_t fs_id, int64_t until,
+		     struct bx_mon_sample *sample);
+
+#endif

@@ -1,0 +1,151 @@
+/* Pace and days left from a window of history. See projection.h. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "monitor/projection.h"
+
+#define SECONDS_PER_DAY 86400.0
+
+/* The fit of one figure (at @offset in struct bx_mon_figures) over time. */
+static int fit_figure(const struct bx_mon_figures *figs, size_t n, size_t offset,
+		      struct bx_trend_sample *scratch, struct bx_trend *trend)
+{
+	for (size_t i = 0; i < n; i++)
+		scratch[i] = (struct bx_trend_sample){
+			(double)figs[i].time,
+			(double)*(const uint64_t *)((const char *)&figs[i] + offset),
+		};
+	return bx_trend_fit(scratch, n, trend);
+}
+
+/* Days from the sample's time to days from @age seconds later. */
+static void from_now(struct bx_trend_days *d, int64_t age)
+{
+	double shift = age > 0 ? (double)age / SECONDS_PER_DAY : 0;
+	double *all[] = { &d->days, &d->days_low, &d->days_high };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		*all[i] = *all[i] > shift ? *all[i] - shift : 0;
+}
+
+/*
+ * Seconds until @left bytes of metadata room are consumed: by metadata
+ * growing at @m bytes/s throughout, and by data growing at @d, which fills
+ * the free space in its chunks first (@in_chunks bytes), then allocates new
+ * chunks until its free space (@data_free) is gone, taking @take bytes of
+ * the metadata room on the way, evenly. Consumption is linear in each of
+ * the three stretches; the first one that reaches @left decides.
+ */
+static double metadata_seconds(double left, double m, double d, double in_chunks,
+			       double data_free, double take)
+{
+	double t0 = INFINITY, t1 = INFINITY, used = 0, start = 0;
+	double end[3], rate[3];
+
+	if (left <= 0)
+		return 0;
+	if (d > 0 && take > 0 && data_free > in_chunks) {
+		t0 = in_chunks / d;
+		t1 = data_free / d;
+	}
+	end[0] = t0;
+	rate[0] = m;
+	end[1] = t1;
+	rate[1] = m + (t1 > t0 && !isinf(t1) ? take / (t1 - t0) : 0);
+	end[2] = INFINITY;
+	rate[2] = m;
+	for (size_t i = 0; i < 3 && !isinf(start); i++) {
+		double span = end[i] - start;
+
+		if (rate[i] > 0 && used + rate[i] * span >= left)
+			return start + (left - used) / rate[i];
+		used += rate[i] * span;
+		start = end[i];
+	}
+	return INFINITY;
+}
+
+/* The metadata's days left from the fits of metadata and data use (data's may be missing). */
+static void metadata_days(const struct bx_mon_projection *p, struct bx_trend_days *days)
+{
+	const struct bx_mon_figures *l = &p->latest;
+	bool data_ok = p->data.status == BX_TREND_OK;
+	double in_chunks = l->data_size > l->data_used ? (double)(l->data_size - l->data_used) : 0;
+	double take = l->metadata_room > l->metadata_room_after_data ?
+		      (double)(l->metadata_room - l->metadata_room_after_data) : 0;
+	double left = (double)p->metadata_left;
+	const struct { double *out; double m, d; } cases[] = {
+		{ &days->days, p->metadata.slope, data_ok ? p->data.slope : 0 },
+		{ &days->days_low, p->metadata.slope_high, data_ok ? p->data.slope_high : 0 },
+		{ &days->days_high, p->metadata.slope_low, data_ok ? p->data.slope_low : 0 },
+	};
+
+	for (size_t i = 0; i < 3; i++)
+		*cases[i].out = metadata_seconds(left, cases[i].m, cases[i].d, in_chunks,
+						 (double)l->free_estimated, take) / SECONDS_PER_DAY;
+	days->exhausts = !isinf(days->days);
+}
+
+int bx_mon_project_figures(const struct bx_mon_figures *figs, size_t n, int64_t now,
+			   int64_t window, struct bx_mon_projection *p)
+{
+	struct bx_trend_sample *scratch;
+	const struct bx_mon_figures *last;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->now = now;
+	p->window = window;
+	p->nr_samples = n;
+	scratch = calloc(n ? n : 1, sizeof(*scratch));
+	if (!scratch)
+		return bx_error(-ENOMEM, "out of memory");
+	ret = fit_figure(figs, n, offsetof(struct bx_mon_figures, metadata_used), scratch,
+			 &p->metadata);
+	if (!ret)
+		ret = fit_figure(figs, n, offsetof(struct bx_mon_figures, data_used), scratch,
+				 &p->data);
+	free(scratch);
+	if (ret)
+		return bx_error(ret, "out of memory");
+	if (!n)
+		return 0;
+	last = &figs[n - 1];
+	p->have_latest = true;
+	p->first = figs[0];
+	p->latest = *last;
+	p->metadata_left = last->metadata_room > last->global_reserve ?
+			   last->metadata_room - last->global_reserve : 0;
+	if (p->metadata.status == BX_TREND_OK) {
+		metadata_days(p, &p->metadata_days);
+		from_now(&p->metadata_days, now - last->time);
+	}
+	if (p->data.status == BX_TREND_OK) {
+		bx_trend_days_left(&p->data, (double)last->free_strict, &p->data_days);
+		from_now(&p->data_days, now - last->time);
+	}
+	return 0;
+}
+
+int bx_mon_project(struct bx_mon_db *db, int64_t fs_id, int64_t now, int64_t window,
+		   struct bx_mon_projection *p)
+{
+	struct bx_mon_figures *figs = NULL;
+	size_t n = 0;
+	int ret;
+
+	ret = bx_mon_db_figures(db, fs_id, now - window, now, &figs, &n);
+	if (!ret)
+		ret = bx_mon_project_figures(figs, n, now, window, p);
+	free(figs);
+	return ret;
+}
+
+bool bx_mon_projection_ok(const struct bx_mon_projection *p)
+{
+	return p->metadata.status == BX_TREND_OK && p->data.status == BX_TREND_OK;
+}

@@ -1,0 +1,102 @@
+/*
+ * One sample of a mounted filesystem's space, as `btrfsx monitor record`
+ * stores it: the figures of `filesystem usage` (the allocator model's free
+ * space and metadata room), per block group type and profile, per device
+ * (size, unallocated, allocated per type, hint, the kernel's error
+ * counters), the read policy and the last offline scrub's result.
+ *
+ * Cheap: everything comes from ioctls (FS_INFO, DEV_INFO, SPACE_INFO,
+ * TREE_SEARCH on the chunk and device trees only, GET_DEV_STATS,
+ * GET_FSLABEL) and sysfs; no tree with files in it is walked.
+ *
+ * Library style: functions return 0 or a negative errno with a message
+ * recorded by bx_error(); nothing prints.
+ */
+#ifndef BTRFSX_MONITOR_SAMPLE_H
+#define BTRFSX_MONITOR_SAMPLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fsops/mounted-fs.h"
+
+/* One block group type and profile (BTRFS_IOC_SPACE_INFO slot). */
+struct bx_mon_space {
+	uint64_t flags;			/* BTRFS_BLOCK_GROUP_* type and profile */
+	uint64_t total;			/* logical bytes */
+	uint64_t used;
+};
+
+struct bx_mon_device {
+	uint64_t devid;
+	char path[1024];		/* "" when missing */
+	bool missing;
+	uint64_t hint;
+	uint64_t size;
+	uint64_t unallocated;
+	uint64_t data;			/* device bytes allocated to each type */
+	uint64_t metadata;
+	uint64_t system;
+	bool have_errors;		/* the kernel gave its error counters */
+	uint64_t errors[BX_DEV_STAT_COUNT];
+};
+
+/* The last offline scrub (`btrfsx scrub status --offline`). */
+struct bx_mon_scrub {
+	bool known;			/* a status file exists */
+	char status[32];		/* finished, cancelled, interrupted, running */
+	int64_t started;		/* seconds since the epoch */
+	double duration;		/* seconds */
+	uint64_t bytes_scrubbed;
+	uint64_t errors;		/* read, super, verify, csum and parity errors */
+	uint64_t corrected;
+	uint64_t uncorrectable;
+};
+
+/* The filesystem-wide figures of a sample: what trends and projections use. */
+struct bx_mon_figures {
+	int64_t time;			/* seconds since the epoch */
+	uint64_t device_size;
+	uint64_t device_allocated;
+	uint64_t used;			/* bytes in use, as btrfs-progs counts */
+	uint64_t data_size;		/* logical, in data block groups */
+	uint64_t data_used;
+	uint64_t metadata_size;
+	uint64_t metadata_used;
+	uint64_t free_estimated;
+	uint64_t free_strict;
+	bool have_statfs;
+	uint64_t free_statfs;
+	uint64_t metadata_room;
+	uint64_t metadata_room_after_data;
+	uint64_t global_reserve;
+	uint64_t global_reserve_used;
+};
+
+struct bx_mon_sample {
+	struct bx_mon_figures fig;
+	uint8_t fsid[16];
+	char label[256];
+	char mountpoint[4096];
+	char read_policy[64];		/* the active one; "" when unknown */
+	struct bx_mon_scrub scrub;
+	size_t nr_spaces;
+	struct bx_mon_space *spaces;
+	size_t nr_devices;
+	struct bx_mon_device *devices;	/* by devid */
+};
+
+/*
+ * Samples the filesystem mounted at @mountpoint (any path on it) at @time.
+ * Sysfs under @sysfs_root (NULL: "/sys"). The scrub part is left unknown:
+ * the caller fills it. Needs CAP_SYS_ADMIN (tree search, device
+ * statistics). Release with bx_mon_sample_release().
+ */
+int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
+		   struct bx_mon_sample *sample);
+
+/* Frees what @sample owns (not @sample itself). */
+void bx_mon_sample_release(struct bx_mon_sample *sample);
+
+#endif
