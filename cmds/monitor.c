@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "fsops/mounted-fs.h"
+#include "fsops/read-policy.h"
 #include "monitor/history.h"
 #include "monitor/metrics.h"
 #include "monitor/projection.h"
@@ -81,12 +82,24 @@ static int parse_days_option(const char *option, const char *arg, double *days)
 /* The option shared by every command: --db <path>. */
 #define DB_OPTION 'D'
 
+/* A path option's value; one that looks like an option (--db --help) was a slip. */
+static int path_option(const char *option, const char *arg, char *path, size_t len)
+{
+	if (arg[0] == '-')
+		return bx_usage_error("%s: '%s' looks like an option (write ./%s for a file of "
+				      "that name)", option, arg, arg);
+	if (!arg[0] || snprintf(path, len, "%s", arg) >= (int)len)
+		return bx_usage_error("%s: invalid path '%s'", option, arg);
+	return 0;
+}
+
 /* ---- record ---- */
 
 static const char *const record_usage[] = {
-	"btrfsx monitor record [--db <path>] [--keep <duration>] <mountpoint>...",
+	"btrfsx monitor record [--db <path>] [--keep <duration>] [<mountpoint>...]",
 	"Store a sample of each mounted filesystem in the history.",
 	"",
+	"Without a mount point: every mounted btrfs, once per filesystem.",
 	"Takes the figures of 'btrfsx filesystem usage' (free space and metadata room",
 	"from the allocator model), the block group lines, per device the size,",
 	"unallocated and allocated bytes, hint and the kernel's error counters, the",
@@ -162,6 +175,74 @@ static int record_one(struct bx_ctx *ctx, struct bx_mon_db *db, const char *arg,
 	return ret;
 }
 
+/* The first mount point of every mounted btrfs; free() *@paths and the strings. */
+static int mounted_filesystems(char ***paths, int *nr)
+{
+	struct bx_rp_mounts mounts;
+	int ret = bx_rp_scan_mounts("/proc/self/mountinfo", NULL, &mounts);
+
+	*nr = 0;
+	if (ret)
+		return ret;
+	*paths = calloc(mounts.nr + 1, sizeof(**paths));
+	for (size_t i = 0; *paths && i < mounts.nr; i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < i; j++)
+			seen = seen || !strcmp(mounts.mounts[j].fsid, mounts.mounts[i].fsid);
+		if (!seen && !((*paths)[(*nr)++] = strdup(mounts.mounts[i].mountpoint)))
+			ret = bx_error(-ENOMEM, "out of memory");
+	}
+	if (!*paths)
+		ret = bx_error(-ENOMEM, "out of memory");
+	free(mounts.mounts);
+	return ret;
+}
+
+static void free_paths(char **paths, int nr)
+{
+	for (int i = 0; paths && i < nr; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+/*
+ * Records each of @paths; one that cannot be sampled does not cost the others
+ * theirs. @found: the paths were found mounted, and one unmounted since is
+ * only a warning.
+ */
+static int record_all(struct bx_ctx *ctx, struct bx_mon_db *db, char **paths, int nr,
+		      bool found, int64_t now, int64_t keep)
+{
+	char first_error[1024] = "";
+	int ret, first_ret = 0, nr_failed = 0;
+
+	bx_out_list_begin(ctx->out, "recorded");
+	for (int i = 0; i < nr; i++) {
+		ret = record_one(ctx, db, paths[i], now, keep);
+		if (!ret)
+			continue;
+		if (found && (ret == -ENOENT || bx_error_last_kind() == BX_ERROR_KIND_NOT_BTRFS)) {
+			bx_warn("%s (unmounted meanwhile?)", bx_error_message(ret));
+			continue;
+		}
+		if (!nr_failed++) {
+			first_ret = ret;
+			snprintf(first_error, sizeof(first_error), "%s", bx_error_message(ret));
+		} else {
+			bx_warn("%s", bx_error_message(ret));
+		}
+	}
+	bx_out_list_end(ctx->out);
+	if (nr_failed == 1)
+		return bx_error(first_ret, "%s", first_error);
+	if (nr_failed) {
+		bx_warn("%s", first_error);
+		return bx_error(first_ret, "%d of %d filesystems not recorded", nr_failed, nr);
+	}
+	return 0;
+}
+
 static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -171,15 +252,17 @@ static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 		{ 0 },
 	};
 	int64_t keep = DEFAULT_KEEP, now;
-	char db_path[PATH_MAX], first_error[1024] = "";
-	int opt, ret, first_ret = 0, nr_failed = 0;
+	char db_path[PATH_MAX], **mounted = NULL;
 	struct bx_mon_db *db;
+	int opt, ret, nr_mounted = 0;
 
 	default_db(ctx, db_path, sizeof(db_path));
 	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
 		switch (opt) {
 		case DB_OPTION:
-			snprintf(db_path, sizeof(db_path), "%s", optarg);
+			ret = path_option("--db", optarg, db_path, sizeof(db_path));
+			if (ret)
+				return ret;
 			break;
 		case 'k':
 			ret = parse_duration_option("--keep", optarg, &keep);
@@ -190,37 +273,23 @@ static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 			return bx_opt_result(opt);
 		}
 	}
-	ret = bx_check_argc(argc - optind, 1, -1);
-	if (!ret)
-		ret = monitor_now(&now);
+	ret = monitor_now(&now);
+	if (!ret && optind == argc)
+		ret = mounted_filesystems(&mounted, &nr_mounted);
+	if (!ret && optind == argc && !nr_mounted)
+		ret = bx_error(-ENOENT, "no btrfs filesystem is mounted: nothing to record");
 	if (!ret)
 		ret = bx_mon_db_open(db_path, true, &db);
-	if (ret)
-		return ret;
-	bx_out_str(ctx->out, "db", db_path, BX_F_JSON_ONLY);
-	bx_out_list_begin(ctx->out, "recorded");
-	/* One filesystem that cannot be sampled does not cost the others theirs. */
-	for (int i = optind; i < argc; i++) {
-		ret = record_one(ctx, db, argv[i], now, keep);
-		if (!ret)
-			continue;
-		if (!nr_failed++) {
-			first_ret = ret;
-			snprintf(first_error, sizeof(first_error), "%s", bx_error_message(ret));
-		} else {
-			bx_warn("%s", bx_error_message(ret));
-		}
+	if (!ret) {
+		bx_out_str(ctx->out, "db", db_path, BX_F_JSON_ONLY);
+		if (mounted)
+			ret = record_all(ctx, db, mounted, nr_mounted, true, now, keep);
+		else
+			ret = record_all(ctx, db, argv + optind, argc - optind, false, now, keep);
+		bx_mon_db_close(db);
 	}
-	bx_out_list_end(ctx->out);
-	bx_mon_db_close(db);
-	if (nr_failed == 1)
-		return bx_error(first_ret, "%s", first_error);
-	if (nr_failed) {
-		bx_warn("%s", first_error);
-		return bx_error(first_ret, "%d of %d filesystems not recorded", nr_failed,
-				argc - optind);
-	}
-	return 0;
+	free_paths(mounted, nr_mounted);
+	return ret;
 }
 
 /* ---- choosing filesystems of the history ---- */
@@ -609,7 +678,9 @@ static int cmd_report(struct bx_ctx *ctx, int argc, char **argv)
 	while ((opt = bx_getopt(ctx, argc, argv, "w:c:h", longopts)) != -1) {
 		switch (opt) {
 		case DB_OPTION:
-			snprintf(db_path, sizeof(db_path), "%s", optarg);
+			ret = path_option("--db", optarg, db_path, sizeof(db_path));
+			if (ret)
+				return ret;
 			break;
 		case OPT_WINDOW:
 			ret = parse_duration_option("--window", optarg, &window);
@@ -791,8 +862,7 @@ static int cmd_metrics(struct bx_ctx *ctx, int argc, char **argv)
 		{ 0 },
 	};
 	int64_t window = BX_MON_DEFAULT_WINDOW;
-	const char *textfile = NULL;
-	char db_path[PATH_MAX];
+	char db_path[PATH_MAX], textfile[PATH_MAX] = "";
 	struct bx_mon_db *db;
 	int opt, ret;
 
@@ -800,7 +870,9 @@ static int cmd_metrics(struct bx_ctx *ctx, int argc, char **argv)
 	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
 		switch (opt) {
 		case DB_OPTION:
-			snprintf(db_path, sizeof(db_path), "%s", optarg);
+			ret = path_option("--db", optarg, db_path, sizeof(db_path));
+			if (ret)
+				return ret;
 			break;
 		case OPT_WINDOW:
 			ret = parse_duration_option("--window", optarg, &window);
@@ -808,7 +880,9 @@ static int cmd_metrics(struct bx_ctx *ctx, int argc, char **argv)
 				return ret;
 			break;
 		case OPT_TEXTFILE:
-			textfile = optarg;
+			ret = path_option("--textfile", optarg, textfile, sizeof(textfile));
+			if (ret)
+				return ret;
 			break;
 		default:
 			return bx_opt_result(opt);
@@ -817,7 +891,8 @@ static int cmd_metrics(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_mon_db_open(db_path, false, &db);
 	if (ret)
 		return ret;
-	ret = export_metrics(ctx, db, db_path, argc - optind, argv + optind, window, textfile);
+	ret = export_metrics(ctx, db, db_path, argc - optind, argv + optind, window,
+			     textfile[0] ? textfile : NULL);
 	bx_mon_db_close(db);
 	return ret;
 }

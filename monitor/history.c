@@ -185,15 +185,25 @@ static int pragma_int(struct bx_mon_db *db, const char *name, int *value)
 
 /* ---- opening, schema ---- */
 
-static int migrate(struct bx_mon_db *db, int from)
+/*
+ * Upgrades the schema one migration per transaction. The version is read
+ * again inside each: another record starting on the same new history may
+ * have upgraded it meanwhile.
+ */
+static int migrate(struct bx_mon_db *db)
 {
 	char version[96];
-	int ret;
+	int v, ret;
 
-	for (int v = from; v < BX_MON_SCHEMA_VERSION; v++) {
+	for (;;) {
+		ret = exec(db, "BEGIN IMMEDIATE", "cannot upgrade the history");
+		if (ret)
+			return ret;
+		ret = pragma_int(db, "user_version", &v);
+		if (!ret && v >= BX_MON_SCHEMA_VERSION)
+			return exec(db, "COMMIT", "cannot upgrade the history");
 		snprintf(version, sizeof(version), "PRAGMA application_id = %d; PRAGMA user_version = %d",
 			 BX_MON_APPLICATION_ID, v + 1);
-		ret = exec(db, "BEGIN IMMEDIATE", "cannot upgrade the history");
 		if (!ret)
 			ret = exec(db, migrations[v], "cannot upgrade the history");
 		if (!ret)
@@ -205,7 +215,6 @@ static int migrate(struct bx_mon_db *db, int from)
 			return ret;
 		}
 	}
-	return 0;
 }
 
 /* Whether the file has any table: a history from elsewhere is not ours to fill. */
@@ -228,11 +237,15 @@ static int check_schema(struct bx_mon_db *db, bool write)
 	int app, version, ret;
 	bool any;
 
-	ret = pragma_int(db, "application_id", &app);
+	/* One read transaction: the three from one state of a history another record may be making. */
+	ret = exec(db, "BEGIN", "cannot read the history");
+	if (!ret)
+		ret = pragma_int(db, "application_id", &app);
 	if (!ret)
 		ret = pragma_int(db, "user_version", &version);
 	if (!ret)
 		ret = has_tables(db, &any);
+	sqlite3_exec(db->sql, "COMMIT", NULL, NULL, NULL);
 	if (ret)
 		return ret;
 	if (app != BX_MON_APPLICATION_ID && (any || !write))
@@ -248,26 +261,64 @@ static int check_schema(struct bx_mon_db *db, bool write)
 				"'btrfsx monitor record' upgrades it", db->path, version);
 	/* WAL is kept in the file; it cannot change inside a transaction. */
 	ret = exec(db, "PRAGMA journal_mode = WAL", "cannot set up the history");
-	return ret ? ret : migrate(db, version);
+	return ret ? ret : migrate(db);
 }
 
-/* The directory @path is in, made for a new history. */
-static int make_parent(const char *path)
+/* The directory part of @path ("." for a bare name). */
+static void parent_of(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, len, ".");
+	else
+		snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+}
+
+/*
+ * The directory of a history to write, made when missing. SQLite writes
+ * its journal files beside the history: a directory it cannot write in is
+ * said as such, not as the journal file SQLite then fails to open.
+ */
+static int writable_parent(const char *path)
 {
 	char dir[PATH_MAX];
-	char *slash;
+	int ret;
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	return bx_mkdir_parents(dir);
+	parent_of(path, dir, sizeof(dir));
+	ret = bx_mkdir_parents(dir);
+	if (ret)
+		return bx_error_wrap(ret, "%s", path);
+	if (access(dir, W_OK) < 0)
+		return bx_error(-errno, "%s: cannot write in %s: %m", path, dir);
+	return 0;
+}
+
+/*
+ * Opens the history read-only. In a directory nobody can write in (a
+ * read-only mount) SQLite cannot make the shared-memory file WAL needs
+ * beside it; no writer can be there either, so it is opened as immutable.
+ */
+static int open_read_only(struct bx_mon_db *db, const char *path)
+{
+	int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+	char dir[PATH_MAX], *uri;
+	int rc;
+
+	parent_of(path, dir, sizeof(dir));
+	if (access(dir, W_OK) == 0 || (errno != EROFS && errno != EACCES))
+		return sqlite3_open_v2(path, &db->sql, flags, NULL);
+	uri = sqlite3_mprintf("file:%s?immutable=1", path);
+	if (!uri)
+		return SQLITE_NOMEM;
+	rc = sqlite3_open_v2(uri, &db->sql, flags | SQLITE_OPEN_URI, NULL);
+	sqlite3_free(uri);
+	return rc;
 }
 
 int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **out)
 {
-	int flags = write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	struct bx_mon_db *db;
 	struct stat st;
 	int rc, ret;
@@ -277,13 +328,16 @@ int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **out)
 		       bx_error(-ENOENT, "%s: no history yet ('btrfsx monitor record' starts it)",
 				path) :
 		       bx_error(-errno, "%s: %m", path);
-	if (write && (ret = make_parent(path)))
+	if (write && (ret = writable_parent(path)))
 		return ret;
 	db = calloc(1, sizeof(*db));
 	if (!db)
 		return bx_error(-ENOMEM, "out of memory");
 	snprintf(db->path, sizeof(db->path), "%s", path);
-	rc = sqlite3_open_v2(path, &db->sql, flags | SQLITE_OPEN_NOMUTEX, NULL);
+	if (write)
+		rc = sqlite3_open_v2(path, &db->sql, flags | SQLITE_OPEN_NOMUTEX, NULL);
+	else
+		rc = open_read_only(db, path);
 	if (rc != SQLITE_OK) {
 		ret = db_error(db, rc, "cannot open the history");
 		goto fail;

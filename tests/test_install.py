@@ -153,10 +153,24 @@ def test_systemd_unit(installed):
     assert not re.search(r"@\w+@", text), "unsubstituted"
 
 
+def test_systemd_monitor_units(installed):
+    """The timer starts the service every 5 minutes; the service records, then
+    writes the metrics (tests/test_monitor.py runs these very command lines)."""
+    bindir = installed.vars["bindir"]
+    service = installed.path("systemdsystemunitdir", "btrfsx-monitor.service").read_text()
+    timer = installed.path("systemdsystemunitdir", "btrfsx-monitor.timer").read_text()
+    assert f"ExecStart={bindir}/btrfsx monitor record $MOUNTPOINTS" in service
+    assert f"ExecStart=-{bindir}/btrfsx monitor metrics --textfile ${{TEXTFILE_DIR}}" in service
+    assert "Type=oneshot" in service
+    assert "OnCalendar=*:0/5" in timer and "WantedBy=timers.target" in timer
+    for text in (service, timer):
+        assert not re.search(r"@\w+@", text), "unsubstituted"
+
+
 def test_completion_from_destdir(installed, tmp_path):
     script = installed.path("bashcompletiondir", "btrfsx")
     assert complete("btrfsx ", script) == \
-        "filesystem inspect read-policy property device scrub mkfs".split()
+        "filesystem inspect read-policy property device scrub monitor mkfs".split()
     assert complete("btrfsx dev prop set /dev/sdb allocation_hint m", script) == \
         ["metadata_preferred", "metadata_only"]
     assert complete("btrfsx read-policy set /mnt ", script) == ["pid", "round-robin", "devid"]
