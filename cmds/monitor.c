@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <uuid/uuid.h>
 
 #include "cmds/commands.h"
 #include "cmds/scrub.h"
@@ -307,31 +306,6 @@ static void selection_free(struct selection *sel)
 	free(sel->fs);
 }
 
-/* The filesystem @arg names: an fsid, a recorded mount point, or a path on a mounted one. */
-static struct bx_mon_fs *find_fs(struct selection *sel, const char *arg)
-{
-	char real[PATH_MAX];
-	struct bx_mounted_fs mfs;
-	uint8_t fsid[16];
-	bool have_fsid = !uuid_parse(arg, fsid);
-
-	if (!have_fsid && realpath(arg, real)) {
-		for (size_t i = 0; i < sel->nr_all; i++)
-			if (!strcmp(sel->all[i].mountpoint, real))
-				return &sel->all[i];
-		if (!bx_mounted_open(real, &mfs)) {
-			memcpy(fsid, mfs.fsid, sizeof(fsid));
-			have_fsid = true;
-			bx_mounted_close(&mfs);
-		}
-		bx_error_clear();
-	}
-	for (size_t i = 0; have_fsid && i < sel->nr_all; i++)
-		if (!memcmp(sel->all[i].fsid, fsid, sizeof(fsid)))
-			return &sel->all[i];
-	return NULL;
-}
-
 /* The filesystems @args name, or all in the history when there are none. */
 static int select_fs(struct bx_mon_db *db, const char *db_path, int nr_args, char **args,
 		     struct selection *sel)
@@ -353,11 +327,10 @@ static int select_fs(struct bx_mon_db *db, const char *db_path, int nr_args, cha
 		return 0;
 	}
 	for (int i = 0; i < nr_args; i++) {
-		sel->fs[sel->nr] = find_fs(sel, args[i]);
-		if (!sel->fs[sel->nr++]) {
+		ret = bx_mon_find_fs(sel->all, sel->nr_all, args[i], db_path, &sel->fs[sel->nr++]);
+		if (ret) {
 			selection_free(sel);
-			return bx_error(-ENOENT, "%s: no such filesystem in the history %s", args[i],
-					db_path);
+			return ret;
 		}
 	}
 	return 0;
@@ -454,23 +427,6 @@ static void print_growth(struct bx_out *out, const char *key, const struct bx_tr
 	bx_out_double(out, json_key, t->slope_high * SECONDS_PER_DAY, 0, BX_F_JSON_ONLY);
 }
 
-/* Why there is no projection, "" when there is one. */
-static void reason_text(const struct bx_mon_projection *p, char *buf, size_t len)
-{
-	char window[32];
-
-	snprintf(window, sizeof(window), "%.0fd", (double)p->window / SECONDS_PER_DAY);
-	if (p->metadata.status == BX_TREND_TOO_FEW_SAMPLES)
-		snprintf(buf, len, "%zu sample%s in the last %s; at least %d are needed",
-			 p->nr_samples, p->nr_samples == 1 ? "" : "s", window,
-			 BX_TREND_MIN_SAMPLES);
-	else if (!bx_mon_projection_ok(p))
-		snprintf(buf, len, "%s", bx_trend_status_str(p->metadata.status != BX_TREND_OK ?
-							      p->metadata.status : p->data.status));
-	else
-		buf[0] = '\0';
-}
-
 /* The state of one filesystem by its days left; UNKNOWN without a projection. */
 static enum check_state fs_state(const struct bx_mon_projection *p, const struct check_opts *co)
 {
@@ -509,7 +465,7 @@ static void print_projection(struct bx_out *out, const struct bx_mon_fs *fs,
 	bx_out_str(out, "label", fs->label, BX_F_JSON_ONLY);
 	bx_out_str(out, "mountpoint", fs->mountpoint, BX_F_JSON_ONLY);
 	bx_out_str(out, "status", check_names[state], 0);
-	reason_text(p, reason, sizeof(reason));
+	bx_mon_projection_reason(p, reason, sizeof(reason));
 	if (reason[0])
 		bx_out_str(out, "reason", reason, 0);
 	bx_out_u64(out, "samples", p->nr_samples, 0);
@@ -551,7 +507,7 @@ static void status_part(const struct bx_mon_fs *fs, const struct bx_mon_projecti
 	char reason[160], meta[32], data[32];
 
 	if (state == CHECK_UNKNOWN) {
-		reason_text(p, reason, sizeof(reason));
+		bx_mon_projection_reason(p, reason, sizeof(reason));
 		snprintf(buf, len, "%s: %s", name, reason);
 		return;
 	}

@@ -596,6 +596,107 @@ enum btrfsx_error btrfsx_scrub_offline(const char *const *paths, size_t nr_paths
  */
 void btrfsx_scrub_result_free(struct btrfsx_scrub_result *result);
 
+/* ---- The monitor history (btrfsx monitor record) and its projections ---- */
+
+/* The default history: what `btrfsx monitor record` writes without BTRFSX_STATE_DIR. */
+#define BTRFSX_MONITOR_DEFAULT_DB "/var/lib/btrfsx/monitor.db"
+
+/* The filesystem-wide figures of one sample, in bytes (as `btrfsx filesystem usage`). */
+struct btrfsx_monitor_sample {
+	int64_t time;			/* seconds since the epoch */
+	uint64_t device_size;
+	uint64_t device_allocated;
+	uint64_t used;
+	uint64_t data_size;		/* logical, in data block groups */
+	uint64_t data_used;
+	uint64_t metadata_size;
+	uint64_t metadata_used;
+	uint64_t free_estimated;
+	uint64_t free_strict;
+	bool have_statfs;
+	uint64_t free_statfs;
+	uint64_t metadata_room;
+	uint64_t metadata_room_after_data;
+	uint64_t global_reserve;
+	uint64_t global_reserve_used;
+};
+
+/**
+ * btrfsx_monitor_history() - the samples of one filesystem in the history.
+ * @db: the history; NULL for BTRFSX_MONITOR_DEFAULT_DB.
+ * @filesystem: its fsid, a mount point it was recorded at, or a path on it
+ *              while it is mounted.
+ * @since: the first time wanted (seconds since the epoch).
+ * @until: the last.
+ * @samples: the samples with since <= time <= until, in time order; free() it.
+ * @nr_samples: how many.
+ *
+ * Opens the history read-only. BTRFSX_ERROR_NOT_FOUND when there is no
+ * history or the filesystem is not in it; BTRFSX_ERROR_CORRUPTED for a
+ * damaged file; BTRFSX_ERROR_INVALID_ARGUMENT for another program's
+ * database or a schema newer than this library's; BTRFSX_ERROR_BUSY when a
+ * writer held it too long.
+ * Since: 0.2
+ */
+enum btrfsx_error btrfsx_monitor_history(const char *db, const char *filesystem,
+					 int64_t since, int64_t until,
+					 struct btrfsx_monitor_sample **samples, size_t *nr_samples);
+
+/* A fitted pace (bytes per second) and the days it leaves, with 95% ranges. */
+struct btrfsx_monitor_trend {
+	bool ok;			/* enough history: the rest is filled */
+	double growth;			/* bytes per second */
+	double growth_low;
+	double growth_high;
+	size_t one_off_changes;		/* jumps left out of the fit */
+	bool exhausts;			/* the pace consumes the room */
+	double days_left;		/* from now; INFINITY when it does not */
+	double days_left_low;		/* the soonest */
+	double days_left_high;		/* the latest; INFINITY when the range includes no growth */
+};
+
+/* Where one filesystem is heading: `btrfsx monitor report`. */
+struct btrfsx_monitor_projection {
+	uint8_t fsid[16];
+	char label[256];		/* as last recorded */
+	char mountpoint[4096];
+	int64_t now;
+	int64_t window;			/* seconds before now */
+	size_t nr_samples;		/* in the window */
+	bool have_latest;		/* a sample in the window: latest is filled */
+	struct btrfsx_monitor_sample latest;
+	uint64_t metadata_left;		/* metadata_room less the global reserve */
+	struct btrfsx_monitor_trend metadata;	/* metadata use; days until metadata ENOSPC */
+	struct btrfsx_monitor_trend data;	/* data use; days until free_strict is gone */
+	char reason[128];		/* why there is no projection; "" when both are ok */
+};
+
+/**
+ * btrfsx_monitor_projections() - the projections of `btrfsx monitor report`.
+ * @db: the history; NULL for BTRFSX_MONITOR_DEFAULT_DB.
+ * @filesystems: fsids, recorded mount points or paths on mounted
+ *               filesystems; NULL (with @nr_filesystems 0) for every one in
+ *               the history.
+ * @nr_filesystems: how many.
+ * @now: the end of the window (seconds since the epoch; days count from it).
+ * @window: its length in seconds (e.g. 30 days: 2592000).
+ * @projections: one per filesystem, in the order asked (or by fsid); free() it.
+ * @nr_projections: how many.
+ *
+ * The pace is a robust fit (Theil-Sen with up to three one-off jumps, a
+ * balance or a deletion, left out); metadata's days run until the metadata
+ * room falls to the global reserve, data taking its share of the room where
+ * the two share devices; data's until free_strict is gone. With fewer than 3
+ * samples in the window a trend is not ok and @reason says so. Errors as
+ * btrfsx_monitor_history(); BTRFSX_ERROR_INVALID_ARGUMENT for a window that
+ * is not positive.
+ * Since: 0.2
+ */
+enum btrfsx_error btrfsx_monitor_projections(const char *db, const char *const *filesystems,
+					     size_t nr_filesystems, int64_t now, int64_t window,
+					     struct btrfsx_monitor_projection **projections,
+					     size_t *nr_projections);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 
 #include "common/atomic-file.h"
 #include "common/error.h"
+#include "fsops/mounted-fs.h"
 #include "monitor/history.h"
 
 struct bx_mon_db {
@@ -656,6 +657,38 @@ static int fs_of_row(void *arg, sqlite3_stmt *st)
 	fs->first = sqlite3_column_int64(st, 5);
 	fs->last = sqlite3_column_int64(st, 6);
 	return 0;
+}
+
+int bx_mon_find_fs(struct bx_mon_fs *list, size_t nr, const char *name, const char *db_path,
+		   struct bx_mon_fs **found)
+{
+	struct bx_mounted_fs mfs;
+	bool have_fsid;
+	char real[PATH_MAX];
+	uint8_t fsid[16];
+
+	have_fsid = !uuid_parse(name, fsid);
+	if (!have_fsid && realpath(name, real)) {
+		for (size_t i = 0; i < nr; i++) {
+			if (!strcmp(list[i].mountpoint, real)) {
+				*found = &list[i];
+				return 0;
+			}
+		}
+		if (!bx_mounted_open(real, &mfs)) {
+			memcpy(fsid, mfs.fsid, sizeof(fsid));
+			have_fsid = true;
+			bx_mounted_close(&mfs);
+		}
+		bx_error_clear();
+	}
+	for (size_t i = 0; have_fsid && i < nr; i++) {
+		if (!memcmp(list[i].fsid, fsid, sizeof(fsid))) {
+			*found = &list[i];
+			return 0;
+		}
+	}
+	return bx_error(-ENOENT, "%s: no such filesystem in the history %s", name, db_path);
 }
 
 int bx_mon_db_filesystems(struct bx_mon_db *db, struct bx_mon_fs **list, size_t *nr)

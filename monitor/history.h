@@ -70,6 +70,14 @@ struct bx_mon_fs {
 /* Every filesystem in the history, by fsid; free() *@list. */
 int bx_mon_db_filesystems(struct bx_mon_db *db, struct bx_mon_fs **list, size_t *nr);
 
+/*
+ * The filesystem of @list (@nr of them) that @name names: an fsid, a
+ * recorded mount point, or a path on a mounted filesystem. -ENOENT (naming
+ * @db_path) when it is not in the history.
+ */
+int bx_mon_find_fs(struct bx_mon_fs *list, size_t nr, const char *name, const char *db_path,
+		   struct bx_mon_fs **found);
+
 /* The figures of the samples of @fs_id with since <= time <= until, in time order; free() *@figs. */
 int bx_mon_db_figures(struct bx_mon_db *db, int64_t fs_id, int64_t since, int64_t until,
 		      struct bx_mon_figures **figs, size_t *nr);

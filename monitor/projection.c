@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,4 +149,17 @@ int bx_mon_project(struct bx_mon_db *db, int64_t fs_id, int64_t now, int64_t win
 bool bx_mon_projection_ok(const struct bx_mon_projection *p)
 {
 	return p->metadata.status == BX_TREND_OK && p->data.status == BX_TREND_OK;
+}
+
+void bx_mon_projection_reason(const struct bx_mon_projection *p, char *buf, size_t len)
+{
+	if (p->metadata.status == BX_TREND_TOO_FEW_SAMPLES)
+		snprintf(buf, len, "%zu sample%s in the last %.0fd; at least %d are needed",
+			 p->nr_samples, p->nr_samples == 1 ? "" : "s",
+			 (double)p->window / SECONDS_PER_DAY, BX_TREND_MIN_SAMPLES);
+	else if (!bx_mon_projection_ok(p))
+		snprintf(buf, len, "%s", bx_trend_status_str(p->metadata.status != BX_TREND_OK ?
+							      p->metadata.status : p->data.status));
+	else
+		buf[0] = '\0';
 }

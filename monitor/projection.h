@@ -55,6 +55,12 @@ int bx_mon_project_figures(const struct bx_mon_figures *figs, size_t n, int64_t 
 int bx_mon_project(struct bx_mon_db *db, int64_t fs_id, int64_t now, int64_t window,
 		   struct bx_mon_projection *proj);
 
+/*
+ * Why there is no projection ("2 samples in the last 30d; at least 3 are
+ * needed"), "" when there is one.
+ */
+void bx_mon_projection_reason(const struct bx_mon_projection *proj, char *buf, size_t len);
+
 /* True when both fits had enough history. */
 bool bx_mon_projection_ok(const struct bx_mon_projection *proj);
 

@@ -585,3 +585,44 @@ def test_bad_input(fs, state, tmp_path, run_btrfsx):
     rc, out, err = run_btrfsx("monitor", "report", "--check", "--db", str(tmp_path / "x.db"),
                               env=e, check=3)
     assert out.startswith("BTRFSX UNKNOWN - ") and "no history yet" in out
+
+
+# --------------------------------------------------------------------------- library, Python
+
+def test_python_history_and_projections(fs, state, run_btrfsx, btrfsx_json):
+    """btrfsx.monitor_history / monitor_projections (libbtrfsx underneath)
+    return plain lists of dataclasses that agree with the command line."""
+    from test_python import build_dir, make_variable, run_py, sanitizer_runtime
+    history(fs, state, run_btrfsx)
+    rep = report(btrfsx_json, state, 3)["filesystems"][0]
+    package = build_dir() / "libbtrfsutil" / "python"
+    env = dict(os.environ, PYTHONPATH=str(package), PYTHONDONTWRITEBYTECODE="1")
+    runtime = sanitizer_runtime()
+    if runtime:
+        env.update(LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0")
+    p = run_py(env, make_variable("PYTHON") or "python3", '''
+        db = sys.argv[1] + "/monitor.db"
+        h = btrfsx.monitor_history(sys.argv[2], db=db)
+        p = btrfsx.monitor_projections(db=db, now=int(sys.argv[3]))
+        q = btrfsx.monitor_projections([sys.argv[2]], db=db, now=int(sys.argv[3]), window=86400)
+        err = error(btrfsx.monitor_history, "/nowhere", db=db)
+        missing = error(btrfsx.monitor_projections, db=sys.argv[1] + "/none.db")
+        emit({"types": [type(h).__name__, type(h[0]).__name__, type(p).__name__,
+                        type(p[0]).__name__, type(p[0].metadata).__name__],
+              "history": [[s.time.timestamp(), s.metadata_room, s.free_strict] for s in h],
+              "p": p[0], "metadata": p[0].metadata, "data": p[0].data,
+              "q": [q[0].nr_samples, q[0].reason, q[0].data.days_left],
+              "err": err, "missing": missing})
+    ''', state, fs, T0 + 3 * DAY)
+    doc = json.loads(p.stdout)
+    assert doc["types"] == ["list", "MonitorSample", "list", "MonitorProjection", "MonitorTrend"]
+    stored = db_rows(state, "SELECT time, metadata_room, free_strict FROM samples ORDER BY time")
+    assert [tuple(s) for s in doc["history"]] == [tuple(r) for r in stored]
+    assert doc["p"]["fsid"] == rep["fsid"] and doc["p"]["nr_samples"] == rep["samples"] == 4
+    assert math.isclose(doc["data"]["days_left"], rep["data_days_left"], abs_tol=0.01)
+    assert math.isclose(doc["data"]["growth"] * DAY, rep["data_growth_per_day"], rel_tol=1e-6)
+    assert doc["q"] == [2, "2 samples in the last 1d; at least 3 are needed", None]
+    assert doc["err"]["class"] == "NotFoundError" and "no such filesystem" in doc["err"]["message"]
+    assert doc["missing"]["class"] == "NotFoundError" and "no history yet" in \
+        doc["missing"]["message"]
+

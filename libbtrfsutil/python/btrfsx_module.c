@@ -355,6 +355,67 @@ static const struct field scrub_progress_fields[] = {
 	END_FIELDS
 };
 
+static const struct field monitor_sample_fields[] = {
+	FIELD(struct btrfsx_monitor_sample, time),
+	FIELD(struct btrfsx_monitor_sample, device_size),
+	FIELD(struct btrfsx_monitor_sample, device_allocated),
+	FIELD(struct btrfsx_monitor_sample, used),
+	FIELD(struct btrfsx_monitor_sample, data_size),
+	FIELD(struct btrfsx_monitor_sample, data_used),
+	FIELD(struct btrfsx_monitor_sample, metadata_size),
+	FIELD(struct btrfsx_monitor_sample, metadata_used),
+	FIELD(struct btrfsx_monitor_sample, free_estimated),
+	FIELD(struct btrfsx_monitor_sample, free_strict),
+	FIELD(struct btrfsx_monitor_sample, have_statfs),
+	FIELD(struct btrfsx_monitor_sample, free_statfs),
+	FIELD(struct btrfsx_monitor_sample, metadata_room),
+	FIELD(struct btrfsx_monitor_sample, metadata_room_after_data),
+	FIELD(struct btrfsx_monitor_sample, global_reserve),
+	FIELD(struct btrfsx_monitor_sample, global_reserve_used),
+	END_FIELDS
+};
+
+static const struct field monitor_trend_fields[] = {
+	FIELD(struct btrfsx_monitor_trend, ok),
+	FIELD(struct btrfsx_monitor_trend, growth),
+	FIELD(struct btrfsx_monitor_trend, growth_low),
+	FIELD(struct btrfsx_monitor_trend, growth_high),
+	FIELD(struct btrfsx_monitor_trend, one_off_changes),
+	FIELD(struct btrfsx_monitor_trend, exhausts),
+	FIELD(struct btrfsx_monitor_trend, days_left),
+	FIELD(struct btrfsx_monitor_trend, days_left_low),
+	FIELD(struct btrfsx_monitor_trend, days_left_high),
+	END_FIELDS
+};
+
+static const struct field monitor_projection_fields[] = {
+	FIELD(struct btrfsx_monitor_projection, fsid),
+	FIELD(struct btrfsx_monitor_projection, label),
+	FIELD(struct btrfsx_monitor_projection, mountpoint),
+	FIELD(struct btrfsx_monitor_projection, now),
+	FIELD(struct btrfsx_monitor_projection, window),
+	FIELD(struct btrfsx_monitor_projection, nr_samples),
+	FIELD(struct btrfsx_monitor_projection, have_latest),
+	FIELD(struct btrfsx_monitor_projection, metadata_left),
+	FIELD(struct btrfsx_monitor_projection, reason),
+	END_FIELDS
+};
+
+static PyObject *projection_to_dict(const struct btrfsx_monitor_projection *p)
+{
+	PyObject *dict = to_dict(p, monitor_projection_fields);
+
+	if (!p->have_latest)
+		Py_INCREF(Py_None);
+	if (dict &&
+	    (put_new(dict, "latest", p->have_latest ? to_dict(&p->latest, monitor_sample_fields)
+						    : Py_None) ||
+	     put_new(dict, "metadata", to_dict(&p->metadata, monitor_trend_fields)) ||
+	     put_new(dict, "data", to_dict(&p->data, monitor_trend_fields))))
+		Py_CLEAR(dict);
+	return dict;
+}
+
 static PyObject *usage_to_dict(const struct btrfsx_usage *usage)
 {
 	PyObject *dict = to_dict(usage, usage_fields);
@@ -962,6 +1023,66 @@ static PyObject *py_set_error_factory(PyObject *module, PyObject *factory)
 	Py_RETURN_NONE;
 }
 
+static PyObject *py_monitor_history(PyObject *module, PyObject *args)
+{
+	struct btrfsx_monitor_sample *samples = NULL;
+	PyObject *db = NULL, *fs = NULL, *ret;
+	long long since, until;
+	size_t nr = 0;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&LL:monitor_history", optional_path, &db,
+			      PyUnicode_FSConverter, &fs, &since, &until))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_monitor_history(path_or_null(db), PyBytes_AS_STRING(fs), since, until,
+				     &samples, &nr);
+	Py_END_ALLOW_THREADS
+	release_paths(db, fs, NULL);
+	if (err)
+		ret = raise_error(module, err, NULL);
+	else
+		ret = with_warnings(to_list(samples, nr, sizeof(*samples), monitor_sample_fields));
+	free(samples);
+	return ret;
+}
+
+static PyObject *py_monitor_projections(PyObject *module, PyObject *args)
+{
+	struct btrfsx_monitor_projection *proj = NULL;
+	struct path_list list = { 0 };
+	PyObject *db = NULL, *result;
+	long long now, window;
+	size_t nr = 0;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&LL:monitor_projections", optional_path, &db,
+			      path_list_converter, &list, &now, &window))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_monitor_projections(path_or_null(db), list.paths, list.count, now, window,
+					 &proj, &nr);
+	Py_END_ALLOW_THREADS
+	path_list_free(&list);
+	Py_XDECREF(db);
+	if (err) {
+		free(proj);
+		return raise_error(module, err, NULL);
+	}
+	result = PyList_New((Py_ssize_t)nr);
+	for (size_t i = 0; result && i < nr; i++) {
+		PyObject *item = projection_to_dict(&proj[i]);
+
+		if (!item) {
+			Py_CLEAR(result);
+			break;
+		}
+		PyList_SET_ITEM(result, (Py_ssize_t)i, item);
+	}
+	free(proj);
+	return with_warnings(result);
+}
+
 static PyMethodDef methods[] = {
 	{ "strerror", py_strerror, METH_VARARGS, "strerror(code) -> str" },
 	{ "hint_name", py_hint_name, METH_VARARGS, "hint_name(hint) -> str or None" },
@@ -986,6 +1107,10 @@ static PyMethodDef methods[] = {
 	{ "scrub_offline", py_scrub_offline, METH_VARARGS,
 	  "scrub_offline(paths, readonly, no_readahead, progress, cancel, interval, memory) -> "
 	  "(dict, warnings)" },
+	{ "monitor_history", py_monitor_history, METH_VARARGS,
+	  "monitor_history(db, filesystem, since, until) -> (list, warnings)" },
+	{ "monitor_projections", py_monitor_projections, METH_VARARGS,
+	  "monitor_projections(db, filesystems, now, window) -> (list, warnings)" },
 	{ "_set_error_factory", py_set_error_factory, METH_O,
 	  "_set_error_factory(callable): how errors become exceptions" },
 	{ NULL, NULL, 0, NULL }
