@@ -78,8 +78,9 @@ static int parse_days_option(const char *option, const char *arg, double *days)
 	return 0;
 }
 
-/* The option shared by every command: --db <path>. */
+/* Options several commands share: --db <path>, --window <duration>. */
 #define DB_OPTION 'D'
+#define WINDOW_OPTION 'W'
 
 /* A path option's value; one that looks like an option (--db --help) was a slip. */
 static int path_option(const char *option, const char *arg, char *path, size_t len)
@@ -90,6 +91,21 @@ static int path_option(const char *option, const char *arg, char *path, size_t l
 	if (!arg[0] || snprintf(path, len, "%s", arg) >= (int)len)
 		return bx_usage_error("%s: invalid path '%s'", option, arg);
 	return 0;
+}
+
+/*
+ * Takes --db and --window for the command: true when @opt was one of them,
+ * with *@ret 0 or the usage error.
+ */
+static bool shared_option(int opt, char *db_path, size_t db_len, int64_t *window, int *ret)
+{
+	if (opt == DB_OPTION)
+		*ret = path_option("--db", optarg, db_path, db_len);
+	else if (opt == WINDOW_OPTION && window)
+		*ret = parse_duration_option("--window", optarg, window);
+	else
+		return false;
+	return true;
 }
 
 /* ---- record ---- */
@@ -257,12 +273,12 @@ static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 
 	default_db(ctx, db_path, sizeof(db_path));
 	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
-		switch (opt) {
-		case DB_OPTION:
-			ret = path_option("--db", optarg, db_path, sizeof(db_path));
+		if (shared_option(opt, db_path, sizeof(db_path), NULL, &ret)) {
 			if (ret)
 				return ret;
-			break;
+			continue;
+		}
+		switch (opt) {
 		case 'k':
 			ret = parse_duration_option("--keep", optarg, &keep);
 			if (ret)
@@ -458,8 +474,8 @@ static void print_projection(struct bx_out *out, const struct bx_mon_fs *fs,
 	char first[48], last[48];
 	const struct bx_mon_figures *l = &p->latest;
 
-	snprintf(heading, sizeof(heading), "%s%s%s%s (fsid %s):", fs->mountpoint,
-		 fs->label[0] ? " (label " : "", fs->label, fs->label[0] ? ")" : "", fs->fsid_str);
+	snprintf(heading, sizeof(heading), "%s (%s%s%sfsid %s):", fs->mountpoint,
+		 fs->label[0] ? "label " : "", fs->label, fs->label[0] ? ", " : "", fs->fsid_str);
 	bx_out_obj_begin(out, NULL, BX_OBJ_LINES, heading);
 	bx_out_str(out, "fsid", fs->fsid_str, BX_F_JSON_ONLY);
 	bx_out_str(out, "label", fs->label, BX_F_JSON_ONLY);
@@ -613,10 +629,10 @@ static int report_projections(struct bx_ctx *ctx, struct bx_mon_db *db, const ch
 
 static int cmd_report(struct bx_ctx *ctx, int argc, char **argv)
 {
-	enum { OPT_WINDOW = 256, OPT_CHECK };
+	enum { OPT_CHECK = 256 };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, DB_OPTION },
-		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "window", required_argument, NULL, WINDOW_OPTION },
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "warning", required_argument, NULL, 'w' },
 		{ "critical", required_argument, NULL, 'c' },
@@ -632,17 +648,12 @@ static int cmd_report(struct bx_ctx *ctx, int argc, char **argv)
 
 	default_db(ctx, db_path, sizeof(db_path));
 	while ((opt = bx_getopt(ctx, argc, argv, "w:c:h", longopts)) != -1) {
+		if (shared_option(opt, db_path, sizeof(db_path), &window, &ret)) {
+			if (ret)
+				return ret;
+			continue;
+		}
 		switch (opt) {
-		case DB_OPTION:
-			ret = path_option("--db", optarg, db_path, sizeof(db_path));
-			if (ret)
-				return ret;
-			break;
-		case OPT_WINDOW:
-			ret = parse_duration_option("--window", optarg, &window);
-			if (ret)
-				return ret;
-			break;
 		case OPT_CHECK:
 			co.enabled = true;
 			break;
@@ -809,10 +820,10 @@ static int export_metrics(struct bx_ctx *ctx, struct bx_mon_db *db, const char *
 
 static int cmd_metrics(struct bx_ctx *ctx, int argc, char **argv)
 {
-	enum { OPT_WINDOW = 256, OPT_TEXTFILE };
+	enum { OPT_TEXTFILE = 256 };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, DB_OPTION },
-		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "window", required_argument, NULL, WINDOW_OPTION },
 		{ "textfile", required_argument, NULL, OPT_TEXTFILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -824,17 +835,12 @@ static int cmd_metrics(struct bx_ctx *ctx, int argc, char **argv)
 
 	default_db(ctx, db_path, sizeof(db_path));
 	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
+		if (shared_option(opt, db_path, sizeof(db_path), &window, &ret)) {
+			if (ret)
+				return ret;
+			continue;
+		}
 		switch (opt) {
-		case DB_OPTION:
-			ret = path_option("--db", optarg, db_path, sizeof(db_path));
-			if (ret)
-				return ret;
-			break;
-		case OPT_WINDOW:
-			ret = parse_duration_option("--window", optarg, &window);
-			if (ret)
-				return ret;
-			break;
 		case OPT_TEXTFILE:
 			ret = path_option("--textfile", optarg, textfile, sizeof(textfile));
 			if (ret)
