@@ -157,10 +157,20 @@ def test_projection_meets_enospc_within_10_percent(fs, state, run_btrfsx, btrfsx
             for i in range(n - 1200, n):
                 (small / f"{i:07d}").unlink()
         if day == 11:                                 # a balance frees data chunks
+            before = btrfsx_json("filesystem", "usage", str(fs))["metadata_room"]
             os.truncate(fs / "big", 200 * MiB)
             fsutil.run(["btrfs", "filesystem", "sync", str(fs)])
             fsutil.run(["btrfs", "balance", "start", "-dusage=90", str(fs)])
+            for _ in range(100):                      # the kernel's cleaner drops them
+                fsutil.run(["btrfs", "filesystem", "sync", str(fs)])
+                if btrfsx_json("filesystem", "usage", str(fs))["metadata_room"] > before + 50 * MiB:
+                    break
+                time.sleep(0.1)
         record(run_btrfsx, state, fs, day)
+    room = dict(db_rows(state, f"SELECT (time - {T0}) / {DAY}, metadata_room FROM samples"))
+    used = dict(db_rows(state, f"SELECT (time - {T0}) / {DAY}, metadata_used FROM samples"))
+    assert used[6] < used[5], "the deletion freed metadata"
+    assert room[11] > room[10] + 50 * MiB, "the balance freed room for metadata"
     doc = report(btrfsx_json, state, 20)
     proj = doc["filesystems"][0]
     assert proj["status"] == "OK" and proj["samples"] == 21
@@ -177,6 +187,8 @@ def test_projection_meets_enospc_within_10_percent(fs, state, run_btrfsx, btrfsx
                 n += 1
     assert enospc.value.errno == 28
     truth = day - 1 + written / count - 20
+    print(f"projected {predicted:.2f} days (95%: {proj['metadata_days_left_low']:.2f} to "
+          f"{proj['metadata_days_left_high']:.2f}), ENOSPC after {truth:.2f}")
     assert abs(predicted - truth) <= 0.10 * truth, (predicted, truth)
 
 
