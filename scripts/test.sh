@@ -16,7 +16,12 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 cd "$top"
 if [ $# -gt 0 ]; then
-	exec python3 -m pytest -q -p no:cacheprovider tests "$@"
+	# Paths name the tests to run; without one, options (-k, -m) select from all.
+	where=tests
+	for arg in "$@"; do
+		[ -e "${arg%%::*}" ] && where=
+	done
+	exec python3 -m pytest -q -p no:cacheprovider $where "$@"
 fi
 status=0
 python3 -m pytest -q -p no:cacheprovider tests || status=$?
