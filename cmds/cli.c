@@ -66,14 +66,15 @@ static int option_error(struct bx_ctx *ctx, int argc, char **argv, const char *s
 int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
 	      const struct option *longopts)
 {
-	static const struct option help_only[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
+	static const struct option help_only[] = { BX_HELP_LONGOPT, { 0 } };
+	bool h_is_help = !strstr(shortopts, BX_UNITS_SHORTOPTS);
 	int opt;
 
 	opterr = 0;
 	if (!longopts)
 		longopts = help_only;
 	opt = getopt_long(argc, argv, shortopts, longopts, NULL);
-	if (opt == 'h' || opt == -2) {
+	if (opt == BX_OPT_HELP_LONG || (opt == 'h' && h_is_help)) {
 		bx_print_usage(ctx->usage, true);
 		return BX_OPT_HELP;
 	}
@@ -102,10 +103,26 @@ bool bx_units_option(int opt, unsigned int *units)
 {
 	unsigned int fixed;
 
+	if (opt >= BX_OPT_UNITS && opt < BX_OPT_UNITS + 256)
+		opt -= BX_OPT_UNITS;
+	else if (opt < 0 || opt > 255 || !strchr(BX_UNITS_SHORTOPTS, opt))
+		return false;
 	switch (opt) {
 	case 'b':
-		fixed = BX_UNITS_RAW;
-		break;
+		*units = BX_UNITS_RAW;
+		return true;
+	case 'h':
+		*units = BX_UNITS_BINARY;
+		return true;
+	case 'H':
+		*units = BX_UNITS_DECIMAL;
+		return true;
+	case 'i':
+		*units &= ~BX_UNITS_DECIMAL;
+		return true;
+	case 's':
+		*units |= BX_UNITS_DECIMAL;
+		return true;
 	case 'k':
 		fixed = BX_UNITS_KIB;
 		break;
@@ -118,15 +135,6 @@ bool bx_units_option(int opt, unsigned int *units)
 	case 't':
 		fixed = BX_UNITS_TIB;
 		break;
-	case BX_OPT_UNITS + 0:
-		fixed = 0;
-		break;
-	case BX_OPT_UNITS + 1:
-		*units &= ~BX_UNITS_DECIMAL;
-		return true;
-	case BX_OPT_UNITS + 2:
-		*units |= BX_UNITS_DECIMAL;
-		return true;
 	default:
 		return false;
 	}

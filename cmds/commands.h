@@ -70,13 +70,18 @@ struct bx_cmd_group {
 int bx_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
- * getopt_long with the conventions every command shares: --help/-h prints
- * the usage and makes the command return 0; an unknown option or missing
- * argument is a usage error. Returns the option, -1 at the end, or
- * BX_OPT_HELP / BX_OPT_ERROR (return bx_opt_result(...) then).
+ * getopt_long with the conventions every command shares (btrfsx(8), OPTION
+ * CONVENTIONS): --help prints the usage and makes the command return 0, and
+ * so does -h unless the command takes the short size options
+ * (BX_UNITS_SHORTOPTS), where -h means --human-readable as in btrfs-progs;
+ * an unknown option or missing argument is a usage error. Returns the
+ * option, -1 at the end, or BX_OPT_HELP / BX_OPT_ERROR (return
+ * bx_opt_result(...) then). Put BX_HELP_LONGOPT in every longopts table.
  */
 #define BX_OPT_HELP (-100)
 #define BX_OPT_ERROR (-101)
+#define BX_OPT_HELP_LONG 0x1100
+#define BX_HELP_LONGOPT { "help", no_argument, NULL, BX_OPT_HELP_LONG }
 struct option;
 int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
 	      const struct option *longopts);
@@ -88,20 +93,32 @@ int bx_check_argc(int nargs, int min, int max);
 void bx_print_usage(const char *const *usage, bool full);
 
 /*
- * The size unit options of btrfs-progs: --raw|-b, --human-readable, --iec,
- * --si, -k -m -g -t (--kbytes ...). Put BX_UNITS_LONGOPTS in the longopts and
- * "bkmgt" in the short options; bx_units_option() consumes them.
+ * The size unit options of btrfs-progs. Every command that prints sizes takes
+ * the long ones (BX_UNITS_LONGOPTS: --raw, --human-readable, --iec, --si,
+ * --kbytes ... --tbytes); the commands where btrfs-progs has the short ones
+ * (filesystem usage, device usage, io-stats) add BX_UNITS_SHORTOPTS to their
+ * short options: -b -h -H -k -m -g -t, -h then being --human-readable and -H
+ * human-readable in base 1000. The command handles its own options first and
+ * passes the rest to bx_units_option(), which consumes the unit options.
  */
 #define BX_OPT_UNITS 0x1000
+#define BX_UNITS_SHORTOPTS "bhHkmgt"
 #define BX_UNITS_LONGOPTS \
-	{ "raw", no_argument, NULL, 'b' }, \
-	{ "human-readable", no_argument, NULL, BX_OPT_UNITS + 0 }, \
-	{ "iec", no_argument, NULL, BX_OPT_UNITS + 1 }, \
-	{ "si", no_argument, NULL, BX_OPT_UNITS + 2 }, \
-	{ "kbytes", no_argument, NULL, 'k' }, \
-	{ "mbytes", no_argument, NULL, 'm' }, \
-	{ "gbytes", no_argument, NULL, 'g' }, \
-	{ "tbytes", no_argument, NULL, 't' }
+	{ "raw", no_argument, NULL, BX_OPT_UNITS + 'b' }, \
+	{ "human-readable", no_argument, NULL, BX_OPT_UNITS + 'h' }, \
+	{ "iec", no_argument, NULL, BX_OPT_UNITS + 'i' }, \
+	{ "si", no_argument, NULL, BX_OPT_UNITS + 's' }, \
+	{ "kbytes", no_argument, NULL, BX_OPT_UNITS + 'k' }, \
+	{ "mbytes", no_argument, NULL, BX_OPT_UNITS + 'm' }, \
+	{ "gbytes", no_argument, NULL, BX_OPT_UNITS + 'g' }, \
+	{ "tbytes", no_argument, NULL, BX_OPT_UNITS + 't' }
+/* The usage text lines for the two sets. */
+#define BX_UNITS_HELP_SHORT \
+	"Sizes: -b|--raw, -h|--human-readable (default), -H (base 1000), --iec, --si,", \
+	"       -k|--kbytes, -m|--mbytes, -g|--gbytes, -t|--tbytes"
+#define BX_UNITS_HELP_LONG \
+	"Sizes: --raw, --human-readable (default), --iec, --si, --kbytes, --mbytes,", \
+	"       --gbytes, --tbytes"
 /* True if @opt was a unit option; *units updated (see common/units.h). */
 bool bx_units_option(int opt, unsigned int *units);
 

@@ -26,7 +26,7 @@ static const char *const io_stats_usage[] = {
 	"",
 	"-i|--interval <seconds>  length of a sample (default 1, fractions allowed)",
 	"-c|--count <count>       number of samples (default 1)",
-	"--raw, --human-readable, --iec, --si, -b, -k, -m, -g, -t   units of sizes",
+	BX_UNITS_HELP_SHORT,
 	NULL
 };
 
@@ -108,19 +108,15 @@ static int parse_interval(const char *arg, double *seconds)
 
 static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 {
-	enum { OPT_RAW = 256, OPT_HUMAN, OPT_IEC, OPT_SI };
 	static const struct option longopts[] = {
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
-		{ "raw", no_argument, NULL, OPT_RAW },
-		{ "human-readable", no_argument, NULL, OPT_HUMAN },
-		{ "iec", no_argument, NULL, OPT_IEC },
-		{ "si", no_argument, NULL, OPT_SI },
-		{ "help", no_argument, NULL, 'h' },
+		BX_UNITS_LONGOPTS,
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_dev_reads *before = NULL, *after = NULL, *tmp;
-	unsigned int units = 0, base = BX_UNITS_BINARY;
+	unsigned int units = 0;
 	struct bx_mounted_fs fs;
 	struct bx_rp_state st;
 	double interval = 1.0, start;
@@ -128,7 +124,7 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 	char policy[64];
 	int opt, ret;
 
-	while ((opt = bx_getopt(ctx, argc, argv, "i:c:bkmgth", longopts)) != -1) {
+	while ((opt = bx_getopt(ctx, argc, argv, "i:c:" BX_UNITS_SHORTOPTS, longopts)) != -1) {
 		switch (opt) {
 		case 'i':
 			ret = parse_interval(optarg, &interval);
@@ -139,36 +135,11 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 			if (bx_parse_u64(optarg, &count) || count == 0 || count > 1000000)
 				return bx_usage_error("invalid count '%s' (a number from 1)", optarg);
 			break;
-		case OPT_RAW:
-		case 'b':
-			units = BX_UNITS_RAW;
-			break;
-		case OPT_HUMAN:
-			units = 0;
-			break;
-		case OPT_IEC:
-			base = BX_UNITS_BINARY;
-			break;
-		case OPT_SI:
-			base = BX_UNITS_DECIMAL;
-			break;
-		case 'k':
-			units = BX_UNITS_KIB;
-			break;
-		case 'm':
-			units = BX_UNITS_MIB;
-			break;
-		case 'g':
-			units = BX_UNITS_GIB;
-			break;
-		case 't':
-			units = BX_UNITS_TIB;
-			break;
 		default:
-			return bx_opt_result(opt);
+			if (!bx_units_option(opt, &units))
+				return bx_opt_result(opt);
 		}
 	}
-	units |= base;
 	ret = bx_check_argc(argc - optind, 1, 1);
 	if (ret)
 		return ret;

@@ -36,7 +36,7 @@ const char *const bx_filesystem_usage_usage[] = {
 	"-T              a per-device table with the allocation hint",
 	"--strict        model every preference as strict (metadata_preferred as",
 	"                metadata_only, data_preferred as data_only)",
-	"Sizes: --raw, --human-readable (default), --iec, --si, -b -k -m -g -t.",
+	BX_UNITS_HELP_SHORT,
 	NULL
 };
 
@@ -279,7 +279,7 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
 		{ "strict", no_argument, NULL, OPT_STRICT },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_usage_report rep;
@@ -288,14 +288,12 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 	bool table = false;
 	int opt, ret;
 
-	while ((opt = bx_getopt(ctx, argc, argv, "bkmgtTh", longopts)) != -1) {
-		if (bx_units_option(opt, &units))
-			continue;
+	while ((opt = bx_getopt(ctx, argc, argv, BX_UNITS_SHORTOPTS "T", longopts)) != -1) {
 		if (opt == 'T')
 			table = true;
 		else if (opt == OPT_STRICT)
 			flags |= BX_USAGE_STRICT;
-		else
+		else if (!bx_units_option(opt, &units))
 			return bx_opt_result(opt);
 	}
 	if (bx_check_argc(argc - optind, 1, -1))

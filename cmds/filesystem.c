@@ -1,5 +1,6 @@
 /* btrfsx filesystem: show (devices with their allocation hints). */
 #include <errno.h>
+#include <linux/btrfs.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +20,16 @@
 #include "kernel-shared/hints.h"
 
 static const char *const show_usage[] = {
-	"btrfsx filesystem show [<units>] [<path>...]",
+	"btrfsx filesystem show [-d|-m] [<units>] [<path>...]",
 	"Show filesystems with their devices' sizes, usage and allocation hints.",
 	"",
 	"<path> is a mount point, or member devices / image files of an",
 	"unmounted filesystem (other members are found by fsid). Without a",
 	"path: every btrfs filesystem on the block devices libblkid sees.",
-	"Sizes: --raw, --human-readable (default), --iec, --si, -b -k -m -g -t.",
+	"",
+	"-d|--all-devices   every filesystem on the block devices (the default)",
+	"-m|--mounted       only mounted filesystems",
+	BX_UNITS_HELP_LONG,
 	NULL
 };
 
@@ -68,8 +72,10 @@ static void print_fs_header(struct bx_out *out, const char *label, const uint8_t
 
 	uuid_unparse(fsid, fsid_str);
 	bx_pretty_size(bytes_used, units, used, sizeof(used));
-	snprintf(heading, sizeof(heading), "Label: %s  uuid: %s\n\tTotal devices %llu FS bytes "
-		 "used %s%s%s", *label ? label : "none", fsid_str, (unsigned long long)nr_devices,
+	/* The first two lines are btrfs-progs': 'label' quoted, none without quotes. */
+	snprintf(heading, sizeof(heading), "Label: %s%s%s  uuid: %s\n\tTotal devices %llu FS bytes "
+		 "used %s%s%s", *label ? "'" : "", *label ? label : "none", *label ? "'" : "",
+		 fsid_str, (unsigned long long)nr_devices,
 		 used, mountpoint ? "  mounted at " : "", mountpoint ? mountpoint : "");
 	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, heading);
 	bx_out_str(out, "label", label, BX_F_JSON_ONLY);
@@ -103,21 +109,31 @@ static int show_dev_item(void *arg, const struct btrfs_dev_item *item)
 	return 0;
 }
 
-static int show_offline(struct bx_ctx *ctx, char *const *paths, int nr_paths, unsigned int units)
+static int show_mounted(struct bx_ctx *ctx, const char *path, unsigned int units);
+
+/* A filesystem named by members; one that is mounted is shown through its mount point. */
+static int show_offline(struct bx_ctx *ctx, char *const *paths, int nr_paths, unsigned int units,
+			bool mounted_only)
 {
 	struct offline_show os = { ctx, NULL, units };
 	char mnt[4096], label[BTRFS_LABEL_SIZE + 1];
-	bool mounted;
 	int ret;
 
 	ret = bx_fs_open(&os.fs, paths, nr_paths, BX_OPEN_DEGRADED);
 	if (ret)
 		return ret;
-	mounted = bx_fs_is_mounted(ctx->sysfs_root, os.fs->fsid, mnt, sizeof(mnt));
+	if (bx_fs_is_mounted(ctx->sysfs_root, os.fs->fsid, mnt, sizeof(mnt))) {
+		bx_fs_close(os.fs);
+		return show_mounted(ctx, mnt, units);
+	}
+	if (mounted_only) {
+		bx_fs_close(os.fs);
+		return 0;
+	}
 	memcpy(label, os.fs->sb.label, BTRFS_LABEL_SIZE);
 	label[BTRFS_LABEL_SIZE] = '\0';
 	print_fs_header(ctx->out, label, os.fs->fsid, le64toh(os.fs->sb.num_devices),
-			le64toh(os.fs->sb.bytes_used), mounted ? mnt : NULL, units);
+			le64toh(os.fs->sb.bytes_used), NULL, units);
 	ret = bx_for_each_dev_item(os.fs, show_dev_item, &os);
 	bx_out_list_end(ctx->out);
 	bx_out_obj_end(ctx->out);
@@ -125,17 +141,38 @@ static int show_offline(struct bx_ctx *ctx, char *const *paths, int nr_paths, un
 	return ret;
 }
 
+/* "FS bytes used" as btrfs-progs counts it on a mounted filesystem: the spaces' used bytes. */
+static int mounted_bytes_used(const struct bx_mounted_fs *mfs, uint64_t *used)
+{
+	struct btrfs_ioctl_space_args *spaces;
+	int ret = bx_mounted_space_info(mfs->fd, mfs->path, &spaces);
+
+	*used = 0;
+	if (ret)
+		return ret;
+	for (uint64_t i = 0; i < spaces->total_spaces; i++)
+		*used += spaces->spaces[i].used_bytes;
+	free(spaces);
+	return 0;
+}
+
 static int show_mounted(struct bx_ctx *ctx, const char *path, unsigned int units)
 {
+	char label[BTRFS_LABEL_SIZE + 1];
 	struct bx_mounted_fs mfs;
-	uint64_t used = 0;
+	uint64_t used;
 	int ret = bx_mounted_open(path, &mfs);
 
 	if (ret)
 		return ret;
-	for (size_t i = 0; i < mfs.nr_devs; i++)
-		used += mfs.devs[i].bytes_used;
-	print_fs_header(ctx->out, "", mfs.fsid, mfs.nr_devs, used, path, units);
+	ret = bx_mounted_label(&mfs, label, sizeof(label));
+	if (!ret)
+		ret = mounted_bytes_used(&mfs, &used);
+	if (ret) {
+		bx_mounted_close(&mfs);
+		return ret;
+	}
+	print_fs_header(ctx->out, label, mfs.fsid, mfs.nr_devs, used, path, units);
 	for (size_t i = 0; i < mfs.nr_devs; i++) {
 		const struct bx_mounted_dev *d = &mfs.devs[i];
 		struct bx_hint_state st = { .devid = d->devid };
@@ -152,7 +189,7 @@ static int show_mounted(struct bx_ctx *ctx, const char *path, unsigned int units
 }
 
 /* Every btrfs filesystem libblkid sees, one member named per fsid. */
-static int show_all(struct bx_ctx *ctx, unsigned int units)
+static int show_all(struct bx_ctx *ctx, unsigned int units, bool mounted_only)
 {
 	char seen[64][37];
 	int nr_seen = 0, ret = 0;
@@ -174,7 +211,7 @@ static int show_all(struct bx_ctx *ctx, unsigned int units)
 			dup |= !strcmp(seen[i], uuid);
 		if (uuid && !dup && nr_seen < 64) {
 			snprintf(seen[nr_seen++], sizeof(seen[0]), "%s", uuid);
-			ret = show_offline(ctx, &name, 1, units);
+			ret = show_offline(ctx, &name, 1, units, mounted_only);
 		}
 		free(uuid);
 	}
@@ -186,27 +223,33 @@ static int show_all(struct bx_ctx *ctx, unsigned int units)
 static int cmd_show(struct bx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "all-devices", no_argument, NULL, 'd' },
+		{ "mounted", no_argument, NULL, 'm' },
 		BX_UNITS_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	unsigned int units = 0;
+	bool mounted_only = false;
 	struct stat st;
 	int opt, ret;
 
-	while ((opt = bx_getopt(ctx, argc, argv, "bkmgth", longopts)) != -1) {
-		if (bx_units_option(opt, &units))
-			continue;
-		return bx_opt_result(opt);
+	while ((opt = bx_getopt(ctx, argc, argv, "dmh", longopts)) != -1) {
+		if (opt == 'm')
+			mounted_only = true;
+		else if (opt != 'd' && !bx_units_option(opt, &units))
+			return bx_opt_result(opt);
 	}
+	if (mounted_only && argc > optind)
+		return bx_usage_error("--mounted takes no path");
 	bx_out_list_begin(ctx->out, "filesystems");
 	if (argc == optind)
-		ret = show_all(ctx, units);
+		ret = show_all(ctx, units, mounted_only);
 	else if (stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode))
 		ret = bx_check_argc(argc - optind, 1, 1) ? BX_EXIT_USAGE :
 		      show_mounted(ctx, argv[optind], units);
 	else
-		ret = show_offline(ctx, argv + optind, argc - optind, units);
+		ret = show_offline(ctx, argv + optind, argc - optind, units, false);
 	bx_out_list_end(ctx->out);
 	return ret;
 }

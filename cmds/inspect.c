@@ -177,7 +177,7 @@ static int cmd_dump_super(struct bx_ctx *ctx, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "all", no_argument, NULL, 'a' },
 		{ "full", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	bool all = false, full = false;
@@ -438,7 +438,7 @@ static int parse_dump_tree_args(struct bx_ctx *ctx, int argc, char **argv,
 		{ "tree", required_argument, NULL, 't' },
 		{ "block", required_argument, NULL, 'b' },
 		{ "no-readahead", no_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	int opt;
@@ -711,7 +711,7 @@ static int cmd_read_file(struct bx_ctx *ctx, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "mirror", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct file_reader fr = { .mirror = 1, .fp = stdout };

@@ -233,7 +233,7 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 		{ "runtime-features", required_argument, NULL, 'R' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_mkfs_options opts = {

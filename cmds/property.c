@@ -104,7 +104,7 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 	static const struct option longopts[] = {
 		{ "type", required_argument, NULL, 't' },
 		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	int opt, ret;

@@ -153,7 +153,7 @@ static int cmd_set(struct bx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "persistent", no_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_rp_state before;
@@ -283,7 +283,7 @@ static int cmd_apply(struct bx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "watch", no_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_rp_mounts now;

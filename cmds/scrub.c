@@ -162,7 +162,7 @@ static int parse_start(struct bx_ctx *ctx, int argc, char **argv, struct start_a
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 		{ "no-readahead", no_argument, NULL, OPT_NO_READAHEAD },
 		{ "memory", required_argument, NULL, OPT_MEMORY },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	bool progress_set = false, no_progress_set = false;
@@ -339,7 +339,7 @@ static int cmd_status(struct bx_ctx *ctx, int argc, char **argv)
 	enum { OPT_OFFLINE = 0x200 };
 	static const struct option longopts[] = {
 		{ "offline", no_argument, NULL, OPT_OFFLINE },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct scrub_print_opts po = { 0 };

@@ -7,14 +7,21 @@
 
 #include "common/units.h"
 
+/*
+ * btrfs-progs' rounding, digit for digit, so that text output can be
+ * compared field by field: automatic units divide by whole steps and keep
+ * the last value before the final division, which is then divided in
+ * single-precision float and printed with two decimals ("1.67GiB" for
+ * 1.675GiB, "0.00B" for 0); fixed units divide the whole byte count once.
+ */
 void bx_pretty_size(uint64_t bytes, unsigned int units, char *buf, size_t len)
 {
 	static const char *const binary[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	static const char *const decimal[] = { "B", "kB", "MB", "GB", "TB", "PB", "EB" };
 	const char *const *names = (units & BX_UNITS_DECIMAL) ? decimal : binary;
-	double base = (units & BX_UNITS_DECIMAL) ? 1000.0 : 1024.0;
+	uint64_t step = (units & BX_UNITS_DECIMAL) ? 1000 : 1024;
 	unsigned int fixed = units & 0xff;
-	double value = (double)bytes;
+	uint64_t divisor = 1, last = bytes;
 	int exp = 0;
 
 	if (fixed == BX_UNITS_RAW) {
@@ -23,17 +30,16 @@ void bx_pretty_size(uint64_t bytes, unsigned int units, char *buf, size_t len)
 	}
 	if (fixed) {
 		for (exp = 0; exp < (int)fixed - 1; exp++)
-			value /= base;
+			divisor *= step;
 	} else {
-		while (value >= base && exp < 6) {
-			value /= base;
+		for (uint64_t rest = bytes; rest >= step; rest /= step) {
+			last = rest;
 			exp++;
 		}
+		if (exp)
+			divisor = step;
 	}
-	if (exp == 0)
-		snprintf(buf, len, "%" PRIu64 "%s", bytes, fixed ? names[0] : "B");
-	else
-		snprintf(buf, len, "%.2f%s", value, names[exp]);
+	snprintf(buf, len, "%.2f%s", (double)((float)last / (float)divisor), names[exp]);
 }
 
 static int suffix_shift(const char *suffix, unsigned int *shift)

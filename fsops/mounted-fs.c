@@ -152,32 +152,51 @@ int bx_mounted_has_devid(const struct bx_mounted_fs *fs, uint64_t devid)
 	return 0;
 }
 
-int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size_t max,
-			   size_t *nr)
+int bx_mounted_space_info(int fd, const char *path, struct btrfs_ioctl_space_args **spaces)
 {
 	struct btrfs_ioctl_space_args probe = { 0 };
 	struct btrfs_ioctl_space_args *args;
-	uint64_t slots;
 
-	*nr = 0;
-	if (ioctl(fs->fd, BTRFS_IOC_SPACE_INFO, &probe) < 0)
-		return bx_error(-errno, "%s: cannot read space info: %m", fs->path);
-	slots = probe.total_spaces;
-	if (!slots)
-		return 0;
-	args = calloc(1, sizeof(*args) + slots * sizeof(struct btrfs_ioctl_space_info));
+	*spaces = NULL;
+	if (ioctl(fd, BTRFS_IOC_SPACE_INFO, &probe) < 0)
+		return bx_error(-errno, "%s: cannot read space info: %m", path);
+	args = calloc(1, sizeof(*args) + probe.total_spaces * sizeof(args->spaces[0]));
 	if (!args)
 		return bx_error(-ENOMEM, "out of memory");
-	args->space_slots = slots;
-	if (ioctl(fs->fd, BTRFS_IOC_SPACE_INFO, args) < 0) {
-		int ret = bx_error(-errno, "%s: cannot read space info: %m", fs->path);
+	args->space_slots = probe.total_spaces;
+	if (probe.total_spaces && ioctl(fd, BTRFS_IOC_SPACE_INFO, args) < 0) {
+		int ret = bx_error(-errno, "%s: cannot read space info: %m", path);
 
 		free(args);
 		return ret;
 	}
+	*spaces = args;
+	return 0;
+}
+
+int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size_t max,
+			   size_t *nr)
+{
+	struct btrfs_ioctl_space_args *args;
+	int ret = bx_mounted_space_info(fs->fd, fs->path, &args);
+
+	*nr = 0;
+	if (ret)
+		return ret;
 	for (uint64_t i = 0; i < args->total_spaces && *nr < max; i++)
 		flags[(*nr)++] = args->spaces[i].flags;
 	free(args);
+	return 0;
+}
+
+int bx_mounted_label(const struct bx_mounted_fs *fs, char *label, size_t len)
+{
+	char buf[BTRFS_LABEL_SIZE + 1] = "";
+
+	if (ioctl(fs->fd, BTRFS_IOC_GET_FSLABEL, buf) < 0)
+		return bx_error(-errno, "%s: cannot read the label: %m", fs->path);
+	buf[BTRFS_LABEL_SIZE] = '\0';
+	snprintf(label, len, "%s", buf);
 	return 0;
 }
 

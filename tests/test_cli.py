@@ -51,6 +51,8 @@ def test_every_command_has_help(run_btrfsx):
         for cmd in commands(run_btrfsx, group):
             rc, out, err = run_btrfsx(group, cmd, "--help")
             assert out.startswith(f"usage: btrfsx {group} "), (group, cmd)
+            if "-h|--human-readable" in out:
+                continue  # -h is a unit option there, as in btrfs-progs
             rc, out2, err = run_btrfsx(group, cmd, "-h")
             assert out2 == out
 
@@ -120,3 +122,18 @@ def test_json_error_object(run_btrfsx, tmp_path):
     assert doc["error"]["code"] == 22
     assert "not a btrfs filesystem" in doc["error"]["message"]
     assert "not a btrfs filesystem" in err
+
+
+def test_h_is_human_readable_where_progs_says_so(run_btrfsx):
+    """-h prints help, except in the commands where btrfs-progs means --human-readable;
+    -H is accepted there; --help works everywhere."""
+    rc, out, err = run_btrfsx("filesystem", "usage", "-h", check=2)
+    assert "not enough arguments" in err and not out
+    rc, out, err = run_btrfsx("filesystem", "usage", "-H", "--iec", "-T", check=2)
+    assert "not enough arguments" in err
+    rc, out, err = run_btrfsx("filesystem", "usage", "--help")
+    assert out.startswith("usage: btrfsx filesystem usage")
+    rc, out, err = run_btrfsx("filesystem", "show", "-h")
+    assert out.startswith("usage: btrfsx filesystem show")
+    rc, out, err = run_btrfsx("filesystem", "show", "-k", check=2)
+    assert "unknown option" in err

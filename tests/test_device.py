@@ -103,6 +103,17 @@ def test_text_and_count(raid1, run_btrfsx):
     assert sum(1 for l in lines if l.strip().startswith("total reads ")) == 2
 
 
+def test_unit_options_are_the_shared_ones(raid1, run_btrfsx):
+    """io-stats takes every unit option of btrfs-progs' device usage, -h and -H included."""
+    mnt, devs, big = raid1
+    for opts, unit in ((["--kbytes"], "KiB"), (["-k", "--si"], "kB"), (["-H"], "B"),
+                       (["-h"], "B"), (["--mbytes"], "MiB"), (["-b"], "")):
+        rc, out, err = run_btrfsx("device", "io-stats", "-i", "0.1", *opts, mnt)
+        total = [l for l in out.splitlines() if l.strip().startswith("total reads ")][0]
+        assert total.split()[-1].endswith(unit), (opts, total)
+        assert not out.startswith("usage:"), opts
+
+
 def test_json_count(raid1, btrfsx_json):
     mnt, devs, big = raid1
     doc = btrfsx_json("device", "io-stats", "-i", "0.1", "-c", "3", mnt)

@@ -110,6 +110,26 @@ def test_overall_equals_progs(loopdevs, run_btrfsx, btrfsx_json, sizes, data, me
         assert f"Size:{s['size']}, Used:{s['used']}" in out
 
 
+UNIT_OPTIONS = [(), ("-h",), ("--human-readable",), ("-H",), ("--si",), ("--iec",), ("-k",),
+                ("-m",), ("-g",), ("-t",), ("--si", "-m"), ("-H", "--iec"), ("--raw",), ("-b",)]
+
+
+def test_units_and_rounding_equal_progs(loopdevs, run_btrfsx):
+    """Every unit option of btrfs-progs, with its rounding, field by field (text output)."""
+    loops = make_fs(loopdevs, ["1G", "3G"], "raid1", "raid1")
+    with fsutil.mounted(loops.devs) as mnt:
+        put_data(mnt, prealloc=37 * MiB + 12345)
+        for opts in UNIT_OPTIONS:
+            progs = fsutil.run(["btrfs", "filesystem", "usage", *opts, str(mnt)]).stdout
+            rc, out, err = run_btrfsx("filesystem", "usage", *opts, mnt)
+            ours = overall_section(out)
+            for label, value in overall_section(progs).items():
+                assert ours[label] == value, (opts, label)
+            for line in progs.splitlines():
+                if ": Size:" in line:
+                    assert line + "\n" in out, (opts, line)
+
+
 def test_offline_equals_mounted(loopdevs, btrfsx_json):
     """The unmounted reader (dev tree, block group items) gives the ioctls' figures."""
     loops = make_fs(loopdevs, ["1G", "2G", "3G", "6G"], "raid10", "raid1c3")
