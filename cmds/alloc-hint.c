@@ -34,12 +34,9 @@ int bx_alloc_hint_prop_get(struct bx_ctx *ctx, const char *object, char *value, 
 
 int bx_alloc_hint_prop_details(struct bx_ctx *ctx, const char *object)
 {
-	size_t nr_warnings = bx_warnings_count();
 	struct bx_hint_state st;
 	int ret = bx_hint_get(ctx->sysfs_root, object, &st);
 
-	/* Warnings were already given for the value itself. */
-	bx_warnings_truncate(nr_warnings);
 	if (ret)
 		return ret;
 	bx_out_u64(ctx->out, "devid", st.devid, BX_F_JSON_ONLY);

@@ -95,9 +95,19 @@ void bx_warn(const char *fmt, ...)
 	if (nr_warnings == WARNINGS_MAX)
 		return;
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) >= 0)
-		warnings[nr_warnings++] = msg;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
 	va_end(ap);
+	if (!msg)
+		return;
+	/* Said once: a per-device query repeats the same warning for every member. */
+	for (size_t i = 0; i < nr_warnings; i++) {
+		if (!strcmp(warnings[i], msg)) {
+			free(msg);
+			return;
+		}
+	}
+	warnings[nr_warnings++] = msg;
 }
 
 size_t bx_warnings_count(void)
@@ -110,13 +120,8 @@ const char *bx_warning(size_t i)
 	return i < nr_warnings ? warnings[i] : NULL;
 }
 
-void bx_warnings_truncate(size_t count)
-{
-	while (nr_warnings > count)
-		free(warnings[--nr_warnings]);
-}
-
 void bx_warnings_clear(void)
 {
-	bx_warnings_truncate(0);
+	while (nr_warnings > 0)
+		free(warnings[--nr_warnings]);
 }

@@ -44,14 +44,12 @@ int bx_error_about(int code, const char *object);
 const char *bx_error_message(int code);
 void bx_error_clear(void);
 
-/* Records a warning for the caller to present. */
+/* Records a warning for the caller to present; one already pending is not repeated. */
 void bx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Number of pending warnings and the i-th one; valid until bx_warnings_clear(). */
 size_t bx_warnings_count(void);
 const char *bx_warning(size_t i);
 void bx_warnings_clear(void);
-/* Drops the warnings recorded after the first @count (to undo a repeated query's). */
-void bx_warnings_truncate(size_t count);
 
 #endif

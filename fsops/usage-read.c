@@ -182,22 +182,11 @@ static uint64_t device_size(const char *path)
 
 static int read_space_info(int fd, const char *path, struct builder *b)
 {
-	struct btrfs_ioctl_space_args probe = { 0 };
 	struct btrfs_ioctl_space_args *args;
-	int ret = 0;
+	int ret = bx_mounted_space_info(fd, path, &args);
 
-	if (ioctl(fd, BTRFS_IOC_SPACE_INFO, &probe) < 0)
-		return bx_error(-errno, "%s: cannot read space info: %m", path);
-	if (!probe.total_spaces)
-		return 0;
-	args = calloc(1, sizeof(*args) + probe.total_spaces * sizeof(args->spaces[0]));
-	if (!args)
-		return bx_error(-ENOMEM, "out of memory");
-	args->space_slots = probe.total_spaces;
-	if (ioctl(fd, BTRFS_IOC_SPACE_INFO, args) < 0) {
-		ret = bx_error(-errno, "%s: cannot read space info: %m", path);
-		goto out;
-	}
+	if (ret)
+		return ret;
 	for (uint64_t i = 0; i < args->total_spaces && !ret; i++) {
 		const struct btrfs_ioctl_space_info *s = &args->spaces[i];
 
@@ -208,7 +197,6 @@ static int read_space_info(int fd, const char *path, struct builder *b)
 		}
 		ret = add_space(b, s->flags, s->total_bytes, s->used_bytes);
 	}
-out:
 	free(args);
 	return ret;
 }
@@ -249,7 +237,6 @@ static int dev_extent_cb(void *arg, const struct btrfs_ioctl_search_header *sh, 
 /* Hints of every present device; whether the running kernel honours them. */
 static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
 {
-	size_t nr_warnings = bx_warnings_count();
 	bool all_effective = true, any = false;
 
 	for (size_t i = 0; i < in->nr_devs; i++) {
@@ -267,8 +254,6 @@ static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
 		if (!st.effective)
 			all_effective = false;
 	}
-	/* bx_hint_get warns once per device that hints have no effect: usage says it once. */
-	bx_warnings_truncate(nr_warnings);
 	in->hints_effective = any && all_effective;
 }
 

@@ -242,7 +242,7 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 		struct bx_eb *eb;
 
 		if (bx_read_tree_block_mirror(fs, bytenr, mirror, expect, &eb, &status) == 0) {
-			if (mirror > 1)
+			if (mirror > 1 && !fs->bad_mirrors_counted)
 				bx_warn("tree block %llu: mirror 1 bad, read mirror %d (%s)",
 					(unsigned long long)bytenr, mirror, reasons + 2);
 			if (slot) {

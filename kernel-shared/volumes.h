@@ -108,6 +108,7 @@ struct bx_fs {
 	struct bx_chunk_map chunks;
 	struct bx_block_cache *cache;
 	bool readahead;               /* forward readahead on tree walks */
+	bool bad_mirrors_counted;     /* the caller (scrub) reports bad copies: no warning */
 	unsigned int flags;
 	char scan_failures[512];      /* members found by fsid that could not be opened */
 	bool member_busy;             /* ... one because another program holds it */

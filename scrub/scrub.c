@@ -850,7 +850,6 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 		 struct bx_scrub_result **out)
 {
 	struct scrub_ctx ctx = { .fs = fs, .opts = opts };
-	size_t nr_warnings = bx_warnings_count();
 	struct bx_scrub_result *res;
 	double start;
 	int ret;
@@ -858,6 +857,8 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	ret = check_supported(fs);
 	if (ret)
 		return ret;
+	/* Tree reads that fall back to another mirror: the result lists the bad copy. */
+	fs->bad_mirrors_counted = true;
 	res = calloc(1, sizeof(*res));
 	ctx.errors = calloc(BX_SCRUB_MAX_ERRORS, sizeof(*ctx.errors));
 	if (!res || !ctx.errors) {
@@ -907,8 +908,6 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	*out = res;
 	res = NULL;
 out:
-	/* Tree reads that fell back to another mirror warned; the result says more. */
-	bx_warnings_truncate(nr_warnings);
 	for (size_t i = 0; !ret && i < (*out)->nr_devs; i++)
 		if ((*out)->devs[i].missing)
 			bx_warn("devid %llu is missing: its copies were not scrubbed",

@@ -358,6 +358,30 @@ def test_filesystem_show(three_devs, run_btrfsx, btrfsx_json):
         assert all(d["effective"] is False for d in fs["devices"])
 
 
+def test_filesystem_show_mounted_equals_progs(three_devs, run_btrfsx, btrfsx_json):
+    """Label and FS bytes used as btrfs-progs shows them, by mount point and by device;
+    the warning that the kernel ignores hints once, not once per device; -m is --mounted."""
+    devs = three_devs.devs
+    fsutil.run(["btrfs", "filesystem", "label", devs[0], "tank"])
+    with fsutil.mounted(devs) as mnt:
+        fsutil.fill_files(mnt, big_files=1, small_files=4)
+        fsutil.run(["sync"])
+        progs = fsutil.run(["btrfs", "filesystem", "show", str(mnt)]).stdout.splitlines()[:2]
+        for obj in (str(mnt), devs[1]):
+            rc, out, err = run_btrfsx("filesystem", "show", obj)
+            lines = out.splitlines()
+            assert lines[0] == progs[0], obj
+            assert lines[1].startswith(progs[1] + "  mounted at "), obj
+            assert err.count("warning:") == 1, err
+        rc, out, err = run_btrfsx("filesystem", "show", "-m")
+        assert progs[0] in out
+        rc, out, err = run_btrfsx("filesystem", "show", "--mounted", "--raw")
+        assert progs[0] in out and "MiB" not in out
+    rc, out, err = run_btrfsx("filesystem", "show", "-m")
+    assert progs[0] not in out
+    rc, out, err = run_btrfsx("filesystem", "show", "-m", devs[0], check=2)
+
+
 def test_busy_device_refused(three_devs, run_btrfsx):
     """A member another program holds open exclusively is not written."""
     before = fsutil.images_state(three_devs.images)
