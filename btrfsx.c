@@ -1,6 +1,7 @@
 /* The dispatcher: global options, command lookup by unique prefix, errors, exit codes. */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +11,12 @@
 #include "common/error.h"
 
 static const char *const btrfsx_usage[] = {
-	"btrfsx [--format text|json] [--verbose] <group> <command> [<args>]",
+	"btrfsx [--format text|json] <group> <command> [<args>]",
 	"Manage btrfs allocation hints, read policies, usage, offline scrub and monitoring.",
 	"",
 	"Global options:",
 	"--format text|json   output format; JSON is the stable interface for scripts",
-	"-v|--verbose         say more about what is done",
+	"                     (also accepted after the group or the command)",
 	"--version            print the version and exit",
 	"-h|--help            print this help and exit",
 	"",
@@ -79,10 +80,24 @@ static const struct bx_cmd *find_cmd(const struct bx_cmd_group *group, const cha
 	return NULL;
 }
 
+/* The JSON document of a failure before a command could start (usage errors). */
+static void open_output(struct bx_ctx *ctx)
+{
+	if (!ctx->out && ctx->format == BX_FORMAT_JSON)
+		ctx->out = bx_out_new(ctx->format, stdout);
+}
+
+/*
+ * The one place that ends a command: warnings, the error (stderr, and the
+ * "error" object in JSON, usage errors included), the exit code.
+ */
 static int report(struct bx_ctx *ctx, int ret)
 {
 	size_t nr_warnings = bx_warnings_count();
+	int exit_code = ret == BX_DONE ? BX_EXIT_OK : ret < 0 ? BX_EXIT_FAILURE :
+			ret >= BX_EXIT_WITH(0) ? ret - BX_EXIT_WITH(0) : ret;
 
+	open_output(ctx);
 	if (ctx->out && nr_warnings) {
 		bx_out_list_begin(ctx->out, "warnings");
 		for (size_t i = 0; i < nr_warnings; i++)
@@ -92,37 +107,77 @@ static int report(struct bx_ctx *ctx, int ret)
 	for (size_t i = 0; i < nr_warnings; i++)
 		fprintf(stderr, "btrfsx: warning: %s\n", bx_warning(i));
 	bx_warnings_clear();
-	if (ret < 0 && ctx->out) {
+	if ((ret < 0 || ret == BX_EXIT_USAGE) && ctx->out) {
+		int code = ret < 0 ? -ret : EINVAL;
+
 		bx_out_obj_begin(ctx->out, "error", BX_OBJ_LINES, NULL);
-		bx_out_s64(ctx->out, "code", -ret, BX_F_JSON_ONLY);
-		bx_out_str(ctx->out, "message", bx_error_message(ret), BX_F_JSON_ONLY);
+		bx_out_s64(ctx->out, "code", code, BX_F_JSON_ONLY);
+		bx_out_str(ctx->out, "message", bx_error_message(-code), BX_F_JSON_ONLY);
+		bx_out_s64(ctx->out, "exit_code", exit_code, BX_F_JSON_ONLY);
 		bx_out_obj_end(ctx->out);
 	}
 	bx_out_finish(ctx->out);
 	ctx->out = NULL;
-	if (ret == BX_DONE)
-		return BX_EXIT_OK;
-	if (ret >= BX_EXIT_WITH(0))
-		return ret - BX_EXIT_WITH(0);
-	if (ret < 0) {
-		fprintf(stderr, "btrfsx: %s\n", bx_error_message(ret));
-		return BX_EXIT_FAILURE;
+	if (ret < 0 || ret == BX_EXIT_USAGE)
+		fprintf(stderr, "btrfsx: %s\n", bx_error_message(ret < 0 ? ret : -EINVAL));
+	if (ret == BX_EXIT_USAGE && ctx->cmd_path)
+		fprintf(stderr, "Try 'btrfsx %s --help'.\n", ctx->cmd_path);
+	return exit_code;
+}
+
+static int parse_format(struct bx_ctx *ctx, const char *value)
+{
+	if (!strcmp(value, "json"))
+		ctx->format = BX_FORMAT_JSON;
+	else if (!strcmp(value, "text"))
+		ctx->format = BX_FORMAT_TEXT;
+	else
+		return bx_usage_error("unknown format '%s' (text or json)", value);
+	return 0;
+}
+
+/*
+ * Takes "--format X" / "--format=X" out of the arguments after the global
+ * options (up to "--"), so the global option works after the group and the
+ * command too: every command gets it without declaring it.
+ */
+static int take_format_options(struct bx_ctx *ctx, int *argc, char **argv)
+{
+	int kept = 0, i;
+
+	for (i = 0; i < *argc && strcmp(argv[i], "--"); i++) {
+		const char *value = NULL;
+		int ret;
+
+		if (!strncmp(argv[i], "--format=", 9)) {
+			value = argv[i] + 9;
+		} else if (!strcmp(argv[i], "--format")) {
+			if (i + 1 == *argc)
+				return bx_usage_error("option '--format' needs a value");
+			value = argv[++i];
+		} else {
+			argv[kept++] = argv[i];
+			continue;
+		}
+		ret = parse_format(ctx, value);
+		if (ret)
+			return ret;
 	}
-	if (ret == BX_EXIT_USAGE) {
-		fprintf(stderr, "btrfsx: %s\n", bx_error_message(-22));
-		if (ctx->cmd_path)
-			fprintf(stderr, "Try 'btrfsx %s --help'.\n", ctx->cmd_path);
-	}
-	return ret;
+	while (i < *argc)
+		argv[kept++] = argv[i++];
+	*argc = kept;
+	argv[kept] = NULL;
+	return 0;
 }
 
 static int run_cmd(struct bx_ctx *ctx, const struct bx_cmd *cmd, char *path, int argc,
 		   char **argv)
 {
+	ctx->cmd_path = path;
 	if (!(cmd->flags & BX_CMD_JSON) && ctx->format == BX_FORMAT_JSON)
 		return report(ctx, bx_usage_error("%s does not support --format json", path));
 	ctx->usage = cmd->usage;
-	ctx->cmd_path = path;
+	ctx->writes.refused = !(cmd->flags & BX_CMD_WRITES);
 	ctx->out = bx_out_new(ctx->format, stdout);
 	if (!ctx->out)
 		return report(ctx, bx_error(-12, "out of memory"));
@@ -140,6 +195,9 @@ static int dispatch(struct bx_ctx *ctx, int argc, char **argv)
 		const struct bx_cmd *cmd;
 
 		if (i == argc) {
+			ctx->cmd_path = *path ? path : NULL;
+			if (ctx->format == BX_FORMAT_JSON)
+				return report(ctx, bx_usage_error("no command given"));
 			print_group_help(group, path);
 			return BX_EXIT_USAGE;
 		}
@@ -165,7 +223,6 @@ static int parse_global(struct bx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -174,25 +231,22 @@ static int parse_global(struct bx_ctx *ctx, int argc, char **argv)
 
 	opterr = 0;
 	/* '+': stop at the first non-option, the group name. */
-	while ((opt = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
-			if (!strcmp(optarg, "json"))
-				ctx->format = BX_FORMAT_JSON;
-			else if (!strcmp(optarg, "text"))
-				ctx->format = BX_FORMAT_TEXT;
-			else
-				return bx_usage_error("unknown format '%s' (text or json)", optarg);
-			break;
-		case 'v':
-			ctx->verbose++;
+			if (parse_format(ctx, optarg))
+				return BX_EXIT_USAGE;
 			break;
 		case 'V':
+#ifdef BTRFSX_FAULT_INJECTION
+			printf("btrfsx %s (test build: fault injection)\n", PACKAGE_VERSION);
+#else
 			printf("btrfsx %s\n", PACKAGE_VERSION);
-			return -1;
+#endif
+			return BX_DONE;
 		case 'h':
 			print_group_help(&top_group, "");
-			return -1;
+			return BX_DONE;
 		default:
 			return bx_usage_error("unknown global option '%s'", argv[optind - 1]);
 		}
@@ -200,7 +254,28 @@ static int parse_global(struct bx_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/*
+ * util-linux's close_stdout: output that could not be written (a full disk,
+ * a closed pipe's EIO) is a failure, not a silent exit 0.
+ */
+static int close_stdout(int exit_code)
+{
+	bool failed = ferror(stdout);
+	int err;
+
+	errno = 0;
+	if (fclose(stdout) != 0)
+		failed = true;
+	err = errno;
+	if (!failed || err == EPIPE)
+		return exit_code;
+	/* An error of an earlier flush left no errno behind. */
+	fprintf(stderr, "btrfsx: write error on standard output%s%s\n", err ? ": " : "",
+		err ? strerror(err) : "");
+	return exit_code == BX_EXIT_OK ? BX_EXIT_FAILURE : exit_code;
+}
+
+static int run(int argc, char **argv)
 {
 	struct bx_ctx ctx = { .format = BX_FORMAT_TEXT };
 	const char *env;
@@ -212,15 +287,27 @@ int main(int argc, char **argv)
 	ctx.config_dir = env && *env ? env : SYSCONFDIR "/btrfsx";
 	env = getenv("BTRFSX_STATE_DIR");
 	ctx.state_dir = env && *env ? env : "/var/lib/btrfsx";
-	ret = bx_fault_plan_parse(&ctx.fault, getenv("BTRFSX_FAULT_AFTER_WRITES"),
+#ifdef BTRFSX_FAULT_INJECTION
+	ret = bx_fault_plan_parse(&ctx.writes, getenv("BTRFSX_FAULT_AFTER_WRITES"),
 				  getenv("BTRFSX_FAULT_DROP_UNFLUSHED"),
 				  getenv("BTRFSX_FAULT_PAUSE_BEFORE_WRITE"));
 	if (ret)
 		return report(&ctx, ret);
+#endif
 	ret = parse_global(&ctx, argc, argv);
-	if (ret < 0)
+	if (ret == BX_DONE)
 		return BX_EXIT_OK;
 	if (ret)
 		return report(&ctx, ret);
-	return dispatch(&ctx, argc - optind, argv + optind);
+	argc -= optind;
+	argv += optind;
+	ret = take_format_options(&ctx, &argc, argv);
+	if (ret)
+		return report(&ctx, ret);
+	return dispatch(&ctx, argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	return close_stdout(run(argc, argv));
 }

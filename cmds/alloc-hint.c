@@ -59,9 +59,9 @@ int bx_alloc_hint_prop_set(struct bx_ctx *ctx, const char *object, const char *v
 
 	ret = bx_hint_parse(value, ctx->force, &hint);
 	if (ret)
-		return ret;
+		return bx_bad_value(ret);
 	ret = bx_hint_set(ctx->sysfs_root, object, hint, ctx->force ? BX_HINT_SET_FORCE : 0,
-			  &ctx->fault, &before, &after);
+			  &ctx->writes, &before, &after);
 	if (ret)
 		return bx_error_about(ret, object);
 	bx_hint_describe(before.hint, old, sizeof(old));

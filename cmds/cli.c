@@ -20,6 +20,11 @@ int bx_usage_error(const char *fmt, ...)
 	return BX_EXIT_USAGE;
 }
 
+int bx_bad_value(int ret)
+{
+	return ret < 0 ? BX_EXIT_USAGE : ret;
+}
+
 void bx_print_usage(const char *const *usage, bool full)
 {
 	printf("usage: %s\n", usage[0]);

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "cmds/format-output.h"
-#include "kernel-shared/fault.h"
+#include "kernel-shared/write-plan.h"
 
 #define BX_EXIT_OK 0
 #define BX_EXIT_FAILURE 1
@@ -30,20 +30,19 @@
 
 /* What a command declares about itself. */
 #define BX_CMD_JSON (1u << 0)      /* accepts --format json */
-#define BX_CMD_WRITES (1u << 1)    /* may change devices */
+#define BX_CMD_WRITES (1u << 1)    /* may change devices: others get ctx->writes.refused */
 #define BX_CMD_HIDDEN (1u << 2)    /* not listed in the group help */
 
 /* Everything a command gets from the command line besides its arguments. */
 struct bx_ctx {
 	enum bx_format format;
 	struct bx_out *out;        /* set up by the dispatcher for the command */
-	int verbose;
 	const char *sysfs_root;    /* BTRFSX_SYSFS_ROOT or "/sys" */
 	const char *config_dir;    /* BTRFSX_CONFIG_DIR or SYSCONFDIR "/btrfsx" */
 	const char *const *usage;  /* the running command's, for usage errors */
 	const char *cmd_path;      /* "inspect dump-super" */
 	bool force;                /* --force of the running command */
-	struct bx_fault_plan fault; /* BTRFSX_FAULT_*, crash tests only */
+	struct bx_write_plan writes; /* refused unless BX_CMD_WRITES; BTRFSX_FAULT_* in tests */
 	const char *state_dir;     /* BTRFSX_STATE_DIR or /var/lib/btrfsx (scrub status) */
 };
 
@@ -86,6 +85,12 @@ struct option;
 int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
 	      const struct option *longopts);
 int bx_opt_result(int opt);
+
+/*
+ * For a value parsed from the arguments that was refused (@ret < 0, the
+ * message recorded): a usage error, exit 2, like an unknown option. 0 passes.
+ */
+int bx_bad_value(int ret);
 
 /* Checks the number of positional arguments left after options. */
 int bx_check_argc(int nargs, int min, int max);

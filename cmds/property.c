@@ -87,14 +87,15 @@ static const struct bx_property *find_property(const char *name, const char *obj
 		if (strcmp(p->name, name))
 			continue;
 		if (!(p->objects & type)) {
-			*ret = bx_error(-EINVAL, "%s: property '%s' does not apply to a %s object",
-					object, name, object_type_name(type));
+			*ret = bx_bad_value(bx_error(-EINVAL, "%s: property '%s' does not apply "
+						     "to a %s object", object, name,
+						     object_type_name(type)));
 			return NULL;
 		}
 		return p;
 	}
-	*ret = bx_error(-EINVAL, "unknown property '%s' (try 'btrfsx property list %s')", name,
-			object);
+	*ret = bx_bad_value(bx_error(-EINVAL, "unknown property '%s' (try 'btrfsx property list "
+					 "%s')", name, object));
 	return NULL;
 }
 

@@ -175,7 +175,7 @@ static int cmd_set(struct bx_ctx *ctx, int argc, char **argv)
 		return ret;
 	ret = bx_rp_parse(argv[optind + 1], &value);
 	if (ret)
-		return ret;
+		return bx_bad_value(ret);
 	ret = bx_mounted_open(argv[optind], &fs);
 	if (ret)
 		return ret;
@@ -554,7 +554,7 @@ int bx_read_policy_prop_set(struct bx_ctx *ctx, const char *object, const char *
 
 	ret = bx_rp_parse(str, &value);
 	if (ret)
-		return ret;
+		return bx_bad_value(ret);
 	ret = bx_mounted_open(object, &fs);
 	if (ret)
 		return ret;

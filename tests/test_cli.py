@@ -3,6 +3,7 @@ exit codes, and --help synopses that match the man pages."""
 from __future__ import annotations
 
 import json
+import subprocess
 import re
 from pathlib import Path
 
@@ -118,8 +119,8 @@ def test_json_error_object(run_btrfsx, tmp_path):
     img.write_bytes(bytes(1 << 20))
     rc, out, err = run_btrfsx("--format", "json", "inspect", "dump-super", str(img), check=1)
     doc = json.loads(out)
-    assert doc["__header"] == {"version": "1"}
-    assert doc["error"]["code"] == 22
+    assert doc["__header"]["version"] == "1"
+    assert doc["error"]["code"] == 22 and doc["error"]["exit_code"] == 1
     assert "not a btrfs filesystem" in doc["error"]["message"]
     assert "not a btrfs filesystem" in err
 
@@ -137,3 +138,86 @@ def test_h_is_human_readable_where_progs_says_so(run_btrfsx):
     assert out.startswith("usage: btrfsx filesystem show")
     rc, out, err = run_btrfsx("filesystem", "show", "-k", check=2)
     assert "unknown option" in err
+
+
+@pytest.mark.parametrize("args", [
+    ["inspect", "dump-super", "--bogus", "x"],
+    ["nosuchgroup"],
+    ["inspect", "nosuch"],
+    ["inspect"],
+    ["mkfs", "-d", "foo", "x.img"],
+])
+def test_json_usage_errors_have_an_error_object(run_btrfsx, args):
+    """A usage error in JSON mode is a JSON document with an error object, exit 2."""
+    rc, out, err = run_btrfsx("--format", "json", *args, check=2)
+    doc = json.loads(out)
+    assert doc["error"]["code"] == 22 and doc["error"]["exit_code"] == 2
+    assert doc["error"]["message"] and doc["error"]["message"] in err
+
+
+@pytest.fixture(scope="module")
+def small_image(tmp_path_factory):
+    """A small btrfs image file; tests only read it (the bad-value test checks that)."""
+    img = tmp_path_factory.mktemp("cli") / "fs.img"
+    with open(img, "wb") as f:
+        f.truncate(300 << 20)
+    subprocess.run(["mkfs.btrfs", "-q", "-f", str(img)], check=True, capture_output=True)
+    return img
+
+
+def test_format_after_the_group_and_the_command(run_btrfsx, small_image):
+    img = small_image
+    want = json.loads(run_btrfsx("--format", "json", "inspect", "dump-super", img)[1])
+    for args in (["inspect", "--format", "json", "dump-super", img],
+                 ["inspect", "dump-super", "--format=json", img],
+                 ["inspect", "dump-super", img, "--format", "json"]):
+        assert json.loads(run_btrfsx(*args)[1]) == want, args
+    rc, out, err = run_btrfsx("inspect", "dump-super", img, "--format", check=2)
+    assert "'--format' needs a value" in err
+    rc, out, err = run_btrfsx("inspect", "dump-super", "--format", "xml", img, check=2)
+    assert "unknown format 'xml'" in err
+
+
+def test_output_write_errors_fail(btrfsx, small_image):
+    """util-linux's close_stdout: output lost to a full disk is a failure."""
+    img = small_image
+    for args in (["--format", "json", "inspect", "dump-tree", str(img)],
+                 ["inspect", "dump-tree", str(img)], ["--help"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([btrfsx, *args], stdout=full, stderr=subprocess.PIPE, text=True)
+        assert p.returncode == 1, args
+        assert "write error on standard output" in p.stderr, args
+
+
+@pytest.mark.parametrize("args, message", [
+    (["mkfs", "-d", "foo", "IMG"], "unknown profile 'foo'"),
+    (["mkfs", "-b", "xyz", "IMG"], "invalid byte count"),
+    (["mkfs", "-O", "bogus", "IMG"], "unknown feature"),
+    (["mkfs", "IMG:bogus"], "unknown allocation hint 'bogus'"),
+    (["property", "set", "IMG", "allocation_hint", "bogus"], "unknown allocation hint"),
+    (["property", "set", "IMG", "nosuchprop", "x"], "unknown property 'nosuchprop'"),
+    (["property", "get", "IMG", "nosuchprop"], "unknown property 'nosuchprop'"),
+    (["--verbose", "inspect"], "unknown global option '--verbose'"),
+])
+def test_bad_values_are_usage_errors(run_btrfsx, small_image, args, message):
+    """Every value a command can refuse from its arguments alone exits 2 and writes nothing."""
+    img = small_image
+    before = img.read_bytes()
+    args = [a.replace("IMG", str(img)) for a in args]
+    rc, out, err = run_btrfsx(*args, check=2)
+    assert message in err
+    assert img.read_bytes() == before
+
+
+def test_top_man_page_names_every_group_and_variable(run_btrfsx):
+    """btrfsx(8) lists every command group and every BTRFSX_* variable the code reads."""
+    page = (DOC / "btrfsx.adoc").read_text()
+    for group in groups(run_btrfsx):
+        assert f"*{group}*::" in page, group
+    src = Path(__file__).resolve().parent.parent
+    names = set()
+    for path in list(src.glob("*.c")) + list(src.glob("*/*.c")):
+        names |= set(re.findall(r'getenv\("(BTRFSX_[A-Z_]+)"\)', path.read_text()))
+    assert names
+    for name in names:
+        assert f"*{name}*" in page, name

@@ -90,7 +90,7 @@ def test_option_arguments_match_binary(btrfsx, tree, tmp_path):
                 assert run.returncode != 0, (path, opt)
             checked += 1
     assert checked > 50
-    for opt in ["--format", "-v", "--verbose"]:
+    for opt in ["--format", "--version"]:
         run = run_quietly(btrfsx, tmp_path, opt, "--help")
         assert (run.returncode != 0) == bool(call("_btrfsx_option_value", "", opt)), opt
 
@@ -147,13 +147,13 @@ def test_groups_commands_and_prefixes():
     assert complete("btrfsx insp dump-s -") == ["-a", "--all", "-f", "--full", "-h", "--help"]
     assert complete("btrfsx device ") == ["io-stats", "property"]
     assert complete("btrfsx dev prop s") == ["set"]
-    assert complete("btrfsx --format json --verbose scr ") == ["start", "status"]
+    assert complete("btrfsx --format json scr ") == ["start", "status"]
     assert complete("btrfsx nosuch ") == []
     assert complete("btrfsx inspect dump ") == [], "ambiguous prefix"
 
 
 def test_options():
-    assert complete("btrfsx --") == ["--format", "--verbose", "--version", "--help"]
+    assert complete("btrfsx --") == ["--format", "--version", "--help"]
     assert complete("btrfsx scrub start --no-") == ["--no-progress", "--no-readahead"]
     assert complete("btrfsx filesystem usage --s") == ["--strict", "--si"]
     assert "--persistent" in complete("btrfsx read-policy set /mnt -")
