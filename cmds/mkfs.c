@@ -241,7 +241,7 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 		.csum_type = BTRFS_CSUM_TYPE_CRC32,
 		.features = BX_MKFS_F_DEFAULT,
 		.sysfs_root = ctx->sysfs_root,
-		.fault = ctx->fault,
+		.writes = ctx->writes,
 	};
 	struct bx_mkfs_device *devs = NULL;
 	struct bx_mkfs_result *res = NULL;
@@ -296,7 +296,7 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 			return bx_opt_result(opt);
 		}
 		if (ret)
-			return ret;
+			return bx_bad_value(ret);
 	}
 	nargs = argc - optind;
 	if (nargs < 1)
@@ -305,7 +305,7 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 	if (!devs)
 		return bx_error(-ENOMEM, "out of memory");
 	for (int i = 0; i < nargs && !ret; i++)
-		ret = parse_device(argv[optind + i], &devs[i]);
+		ret = bx_bad_value(parse_device(argv[optind + i], &devs[i]));
 	if (!ret) {
 		opts.devs = devs;
 		opts.nr_devs = (size_t)nargs;

@@ -324,7 +324,7 @@ static int cmd_start(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_open_offline_scrub(&fs, argv + optind, argc - optind, a.readonly);
 	if (ret)
 		return ret;
-	fs->fault = ctx->fault;
+	fs->writes = ctx->writes;
 	scrub_status_path(ctx->state_dir, fs->fsid, status_path, sizeof(status_path));
 	if (a.foreground)
 		ret = run_scrub(ctx, fs, &a, status_path, true);

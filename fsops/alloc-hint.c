@@ -400,8 +400,20 @@ static int set_online(const char *sysfs_root, const uint8_t fsid[16], const char
 	return ret;
 }
 
+/*
+ * The device item in the chunk tree and in the device's superblock both hold
+ * @hint: nothing to write (a copy left old by a crash is rewritten).
+ */
+static bool already_set(struct bx_fs *fs, const struct bx_hint_state *before, uint64_t hint)
+{
+	const struct bx_device *dev = bx_fs_device(fs, before->devid);
+	uint64_t type = bx_type_with_hint(before->type, hint);
+
+	return dev && type == before->type && le64toh(dev->sb.dev_item.type) == type;
+}
+
 static int set_offline(const char *device, uint64_t hint, unsigned int flags,
-		       const struct bx_fault_plan *fault, struct bx_hint_state *before,
+		       const struct bx_write_plan *writes, struct bx_hint_state *before,
 		       struct bx_hint_state *after)
 {
 	struct btrfs_dev_item item;
@@ -427,9 +439,11 @@ static int set_offline(const char *device, uint64_t hint, unsigned int flags,
 		if (ret)
 			goto out;
 	}
-	if (fault)
-		fs->fault = *fault;
+	if (writes)
+		fs->writes = *writes;
 	*after = *before;
+	if (already_set(fs, before, hint))
+		goto out;
 	ret = bx_set_dev_type(fs, before->devid, bx_type_with_hint(before->type, hint));
 	if (!ret)
 		ret = bx_read_dev_item(fs, before->devid, &item);
@@ -443,7 +457,7 @@ out:
 }
 
 int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsigned int flags,
-		const struct bx_fault_plan *fault, struct bx_hint_state *before,
+		const struct bx_write_plan *writes, struct bx_hint_state *before,
 		struct bx_hint_state *after)
 {
 	uint8_t fsid[16];
@@ -461,11 +475,13 @@ int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsig
 		bx_warn("writing unknown allocation hint value %llu (forced)",
 			(unsigned long long)hint);
 	}
+	if (writes && writes->refused)
+		return bx_error(-EPERM, "%s: this command does not write (BX_CMD_WRITES)", device);
 	before->mounted = bx_fs_is_mounted(sysfs_root, fsid, NULL, 0);
 	if (before->mounted) {
 		before->iface = detect_iface(sysfs_root, fsid, before->devid);
 		before->effective = before->iface != BX_HINT_IFACE_NONE;
 		return set_online(sysfs_root, fsid, device, hint, flags, before, after);
 	}
-	return set_offline(device, hint, flags, fault, before, after);
+	return set_offline(device, hint, flags, writes, before, after);
 }

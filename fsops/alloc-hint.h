@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kernel-shared/fault.h"
+#include "kernel-shared/write-plan.h"
 
 /* Which kernel interface carries the hint of a mounted filesystem. */
 enum bx_hint_iface {
@@ -42,11 +42,12 @@ int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state
  * Sets the hint of @device to @hint. Mounted: through the kernel interface,
  * read back to confirm. Unmounted: the device items on disk (crash-safe
  * order). Refuses changes that leave a profile in use without enough
- * devices to allocate a chunk, unless BX_HINT_SET_FORCE. @fault is for
- * crash tests (NULL: off). Fills @before and @after.
+ * devices to allocate a chunk, unless BX_HINT_SET_FORCE. @writes: whether
+ * the caller may write, and the crash tests' plan (NULL: it may, no faults).
+ * Fills @before and @after.
  */
 int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsigned int flags,
-		const struct bx_fault_plan *fault, struct bx_hint_state *before,
+		const struct bx_write_plan *writes, struct bx_hint_state *before,
 		struct bx_hint_state *after);
 
 /*

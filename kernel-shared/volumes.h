@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "kernel-shared/ctree.h"
-#include "kernel-shared/fault.h"
+#include "kernel-shared/write-plan.h"
 
 struct bx_block_cache;
 struct bx_unflushed;
@@ -113,7 +113,7 @@ struct bx_fs {
 	char scan_failures[512];      /* members found by fsid that could not be opened */
 	bool member_busy;             /* ... one because another program holds it */
 	uint64_t nr_writes;           /* writes done through the write path */
-	struct bx_fault_plan fault;   /* crash tests; all zero: off */
+	struct bx_write_plan writes;  /* who may write, crash tests; all zero: writes, no faults */
 	struct bx_unflushed *unflushed; /* with a plan that drops: what they overwrote */
 	size_t nr_unflushed;
 	uint64_t first_unflushed_write; /* the write the oldest of them belongs to */

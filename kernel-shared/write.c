@@ -13,73 +13,9 @@
 #include "kernel-shared/csum.h"
 #include "kernel-shared/io.h"
 #include "kernel-shared/write.h"
+#include "kernel-shared/write-private.h"
 
-/* ---- crash simulation (kernel-shared/fault.h) ---- */
-
-/* A write not yet flushed, and what it overwrote, so a simulated crash can lose it. */
-struct bx_unflushed {
-	struct bx_device *dev;
-	uint64_t physical;
-	size_t len;
-	uint8_t *old;
-};
-
-static int parse_count(const char *name, const char *value, uint64_t *out)
-{
-	char *end;
-
-	*out = 0;
-	if (!value || !*value)
-		return 0;
-	errno = 0;
-	*out = strtoull(value, &end, 10);
-	if (errno || *end || *value == '-')
-		return bx_error(-EINVAL, "%s=%s: not a number of writes (0: off)", name, value);
-	return 0;
-}
-
-static int parse_drop_list(const char *value, struct bx_fault_plan *plan)
-{
-	const char *p = value;
-
-	if (!strcmp(value, "all")) {
-		plan->drop_all = true;
-		return 0;
-	}
-	while (*p) {
-		char *end;
-		unsigned long k;
-
-		errno = 0;
-		k = strtoul(p, &end, 10);
-		if (errno || end == p || k < 1 || k > BX_FAULT_MAX_LISTED || (*end && *end != ','))
-			return bx_error(-EINVAL, "BTRFSX_FAULT_DROP_UNFLUSHED=%s: 'all' or a list of "
-					"numbers from 1 to %d", value, BX_FAULT_MAX_LISTED);
-		plan->drop_mask |= 1ULL << (k - 1);
-		p = *end ? end + 1 : end;
-	}
-	return 0;
-}
-
-int bx_fault_plan_parse(struct bx_fault_plan *plan, const char *after_writes,
-			const char *drop_unflushed, const char *pause_before_write)
-{
-	int ret;
-
-	memset(plan, 0, sizeof(*plan));
-	ret = parse_count("BTRFSX_FAULT_AFTER_WRITES", after_writes, &plan->after_writes);
-	if (!ret)
-		ret = parse_count("BTRFSX_FAULT_PAUSE_BEFORE_WRITE", pause_before_write,
-				  &plan->pause_before_write);
-	if (ret || !drop_unflushed || !*drop_unflushed)
-		return ret;
-	if (!plan->after_writes)
-		return bx_error(-EINVAL, "BTRFSX_FAULT_DROP_UNFLUSHED needs "
-				"BTRFSX_FAULT_AFTER_WRITES (the crash point)");
-	return parse_drop_list(drop_unflushed, plan);
-}
-
-static int write_fully(int fd, const uint8_t *buf, size_t len, uint64_t physical)
+int bx_write_fully(int fd, const uint8_t *buf, size_t len, uint64_t physical)
 {
 	size_t done = 0;
 
@@ -95,122 +31,20 @@ static int write_fully(int fd, const uint8_t *buf, size_t len, uint64_t physical
 	return 0;
 }
 
-/* With a plan that drops unflushed writes: keeps what @len bytes at @physical hold now. */
-static int remember_unflushed(struct bx_fs *fs, struct bx_device *dev, size_t len,
-			      uint64_t physical)
-{
-	struct bx_unflushed *log, *rec;
-	int ret;
-
-	if (!bx_fault_drops(&fs->fault))
-		return 0;
-	log = realloc(fs->unflushed, (fs->nr_unflushed + 1) * sizeof(*log));
-	if (!log)
-		return bx_error(-ENOMEM, "out of memory");
-	fs->unflushed = log;
-	rec = &log[fs->nr_unflushed];
-	*rec = (struct bx_unflushed){ dev, physical, len, malloc(len ? len : 1) };
-	if (!rec->old)
-		return bx_error(-ENOMEM, "out of memory");
-	ret = bx_read_physical(dev, rec->old, len, physical);
-	if (ret) {
-		free(rec->old);
-		return bx_error_wrap(ret, "keeping what the write at %llu overwrites",
-				     (unsigned long long)physical);
-	}
-	if (!fs->nr_unflushed++)
-		fs->first_unflushed_write = fs->nr_writes + 1;
-	return 0;
-}
-
-/* Flushed writes of @dev (NULL: every device) can no longer be lost. */
-static void forget_unflushed(struct bx_fs *fs, const struct bx_device *dev)
-{
-	size_t kept = 0;
-
-	for (size_t i = 0; i < fs->nr_unflushed; i++) {
-		if (!dev || fs->unflushed[i].dev == dev)
-			free(fs->unflushed[i].old);
-		else
-			fs->unflushed[kept++] = fs->unflushed[i];
-	}
-	fs->nr_unflushed = kept;
-	if (!kept) {
-		free(fs->unflushed);
-		fs->unflushed = NULL;
-	}
-}
-
 void bx_write_log_release(struct bx_fs *fs)
 {
-	forget_unflushed(fs, NULL);
-}
-
-static bool dropped(const struct bx_fault_plan *plan, size_t index)
-{
-	return plan->drop_all || (index < BX_FAULT_MAX_LISTED && (plan->drop_mask >> index) & 1);
-}
-
-/*
- * The machine stops now: the chosen unflushed writes never reached the disk.
- * They were issued into disjoint ranges (a batch refuses overlaps), so putting
- * back what they overwrote, newest first, is the same as never writing them.
- */
-static int simulate_crash(struct bx_fs *fs)
-{
-	size_t nr = fs->nr_unflushed, nr_dropped = 0;
-	int ret = 0;
-
-	for (size_t i = nr; i-- > 0 && !ret;) {
-		const struct bx_unflushed *rec = &fs->unflushed[i];
-
-		if (!dropped(&fs->fault, i))
-			continue;
-		ret = write_fully(rec->dev->fd, rec->old, rec->len, rec->physical);
-		if (!ret && fdatasync(rec->dev->fd) < 0)
-			ret = -errno;
-		nr_dropped++;
-	}
-	forget_unflushed(fs, NULL);
-	if (ret) {
-		errno = -ret;
-		return bx_error(ret, "fault injection: losing an unflushed write failed: %m");
-	}
-	return bx_error(-EIO, "write stopped by fault injection after %llu writes (writes "
-			"%llu-%llu unflushed: %zu requests, %zu dropped)",
-			(unsigned long long)fs->nr_writes,
-			(unsigned long long)fs->first_unflushed_write,
-			(unsigned long long)fs->nr_writes, nr, nr_dropped);
-}
-
-/* Before each write: the stop (once reached, every write fails) and the pause. */
-static int fault_before_write(struct bx_fs *fs)
-{
-	const struct bx_fault_plan *plan = &fs->fault;
-
-	if (plan->after_writes && fs->nr_writes >= plan->after_writes)
-		return bx_error(-EIO, "write stopped by fault injection after %llu writes",
-				(unsigned long long)fs->nr_writes);
-	if (plan->pause_before_write == fs->nr_writes + 1)
-		raise(SIGSTOP);
-	return 0;
-}
-
-/* After each write, before its flush: the stop, when unflushed writes are to be lost. */
-static int fault_after_write(struct bx_fs *fs)
-{
-	fs->nr_writes++;
-	if (bx_fault_drops(&fs->fault) && fs->nr_writes == fs->fault.after_writes)
-		return simulate_crash(fs);
-	return 0;
+	bx_fault_forget(fs, NULL);
 }
 
 /* ---- writes ---- */
 
-static int check_writable(struct bx_device *dev, size_t len, uint64_t physical)
+static int check_writable(const struct bx_fs *fs, struct bx_device *dev, size_t len,
+			  uint64_t physical)
 {
 	if (!dev->writable)
 		return bx_error(-EROFS, "%s: opened read-only", dev->path);
+	if (fs->writes.refused)
+		return bx_error(-EPERM, "%s: this command does not write (BX_CMD_WRITES)", dev->path);
 	if (physical + len > dev->size)
 		return bx_error(-ENOSPC, "%s: write at %llu beyond the end of the device", dev->path,
 				(unsigned long long)physical);
@@ -220,26 +54,27 @@ static int check_writable(struct bx_device *dev, size_t len, uint64_t physical)
 int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, size_t len,
 		      uint64_t physical)
 {
-	int ret = fault_before_write(fs);
+	int ret = bx_fault_before_write(fs);
 
 	if (!ret)
-		ret = check_writable(dev, len, physical);
+		ret = check_writable(fs, dev, len, physical);
 	if (!ret)
-		ret = remember_unflushed(fs, dev, len, physical);
+		ret = bx_fault_remember(fs, dev, len, physical);
 	if (ret)
 		return ret;
-	ret = write_fully(dev->fd, buf, len, physical);
+	ret = bx_write_fully(dev->fd, buf, len, physical);
 	if (ret) {
 		errno = -ret;
 		return bx_error(ret, "%s: write at %llu failed: %m", dev->path,
 				(unsigned long long)physical);
 	}
-	ret = fault_after_write(fs);
+	fs->nr_writes++;
+	ret = bx_fault_after_write(fs);
 	if (ret)
 		return ret;
 	if (fdatasync(dev->fd) < 0)
 		return bx_error(-errno, "%s: flush failed: %m", dev->path);
-	forget_unflushed(fs, dev);
+	bx_fault_forget(fs, dev);
 	return 0;
 }
 
@@ -398,12 +233,12 @@ static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t n
 	struct iovec iov[IOV_MAX];
 	uint64_t at = reqs[0].physical, end = reqs[nr - 1].physical + reqs[nr - 1].len;
 	size_t first = 0;
-	int ret = fault_before_write(fs);
+	int ret = bx_fault_before_write(fs);
 
 	if (!ret)
-		ret = check_writable(dev, end - at, at);
+		ret = check_writable(fs, dev, end - at, at);
 	for (size_t i = 0; i < nr && !ret; i++)
-		ret = remember_unflushed(fs, dev, reqs[i].len, reqs[i].physical);
+		ret = bx_fault_remember(fs, dev, reqs[i].len, reqs[i].physical);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < nr; i++)
@@ -429,7 +264,8 @@ static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t n
 			}
 		}
 	}
-	return fault_after_write(fs);
+	fs->nr_writes++;
+	return bx_fault_after_write(fs);
 }
 
 struct flush_job {
@@ -508,7 +344,7 @@ int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch)
 	if (!ret)
 		ret = flush_devices(jobs, nr_jobs);
 	if (!ret)
-		forget_unflushed(fs, NULL);
+		bx_fault_forget(fs, NULL);
 out:
 	free(jobs);
 	batch->nr = 0;

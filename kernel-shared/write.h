@@ -5,7 +5,7 @@
  * (fdatasync) before the next one starts, tree blocks are written one
  * mirror at a time, superblocks after the trees they point into.
  *
- * Crash tests: fs->fault (kernel-shared/fault.h) stops the machine after a
+ * Crash tests: fs->writes (kernel-shared/write-plan.h) stops the machine after a
  * chosen write, optionally losing the writes not yet flushed at that point,
  * or pauses before one.
  */

@@ -887,7 +887,7 @@ static int write_everything(struct mkfs *mk)
 	ret = grow_image_files(mk);
 	if (ret)
 		goto out;
-	mk->fs->fault = mk->opts->fault;
+	mk->fs->writes = mk->opts->writes;
 	ret = queue_wipes(mk, &batch);
 	if (!ret)
 		ret = bx_batch_submit(mk->fs, &batch);

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "kernel-shared/ctree.h"
-#include "kernel-shared/fault.h"
+#include "kernel-shared/write-plan.h"
 
 /* Marks superblocks written before the filesystem is complete (never on a finished one). */
 #define BX_MKFS_INCOMPAT_UNFINISHED (1ULL << 63)
@@ -85,7 +85,7 @@ struct bx_mkfs_options {
 	uint32_t features;              /* BX_MKFS_F_* */
 	bool force;                     /* overwrite existing signatures */
 	const char *sysfs_root;         /* for the mounted check; NULL: "/sys" */
-	struct bx_fault_plan fault;     /* crash tests; all zero: off */
+	struct bx_write_plan writes;    /* who may write, crash tests; zero: writes, no faults */
 };
 
 /*

@@ -8,7 +8,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh" --vm
 build="$top/build-test"
-"$top/scripts/build.sh" "$build" --enable-sanitizers CC=clang-14
+"$top/scripts/build.sh" "$build" --enable-sanitizers --enable-fault-injection CC=clang-14
 make -s -C "$build" check
 export BTRFSX="$build/btrfsx"
 export BTRFSX_BUILD_DIR="$build"

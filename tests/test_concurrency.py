@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import crashutil
 import fsutil
 
 pytestmark = pytest.mark.root
@@ -48,6 +49,7 @@ class Paused:
     """A btrfsx writer stopped before its first write, every member claimed."""
 
     def __init__(self, btrfsx, args, env):
+        crashutil.require_fault_injection()
         e = dict(os.environ, BTRFSX_FAULT_PAUSE_BEFORE_WRITE="1", **env)
         self.proc = subprocess.Popen([btrfsx, *map(str, args)], env=e, text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)

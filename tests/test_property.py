@@ -183,6 +183,20 @@ def test_crash_at_every_write(loopdevs, run_btrfsx, tmp_path, layout):
             [new / img.name for img in images]), n
 
 
+def test_same_value_writes_nothing(three_devs, run_btrfsx, btrfsx_json):
+    """Setting the hint a device already has leaves the device alone: the first write
+    would stop the run (fault injection), so exit 0 means nothing was written."""
+    crashutil.require_fault_injection()
+    dev = three_devs.devs[1]
+    run_btrfsx("property", "set", dev, "allocation_hint", "metadata_only")
+    stop = {"BTRFSX_FAULT_AFTER_WRITES": "1", "BTRFSX_FAULT_DROP_UNFLUSHED": "all"}
+    rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "monly", env=stop)
+    assert "metadata_only -> metadata_only" in out
+    rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "data_only", env=stop,
+                              check=1)
+    assert "fault injection" in err
+
+
 def test_mounted_without_kernel_support(loopdevs, run_btrfsx, btrfsx_json):
     """The running kernel has no allocation hint support."""
     loops = loopdevs(2)
