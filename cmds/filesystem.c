@@ -98,14 +98,12 @@ static int show_dev_item(void *arg, const struct btrfs_dev_item *item)
 	uint64_t devid = le64toh(item->devid);
 	struct bx_device *dev = bx_fs_device(os->fs, devid);
 	struct bx_hint_state st = { .devid = devid, .type = le64toh(item->type) };
-	bool known = true;
 
+	/* Unmounted: the stored value is the hint, and no kernel applies it now. */
 	st.hint = bx_hint_of_type(st.type);
-	/* A present member may be mounted with a kernel that reports the live value. */
-	if (dev && bx_hint_get(os->ctx->sysfs_root, dev->path, &st))
-		known = false;
+	bx_hint_warn_unusual(&st);
 	print_device(os->ctx->out, devid, le64toh(item->total_bytes), le64toh(item->bytes_used),
-		     dev ? dev->path : NULL, &st, known, os->units);
+		     dev ? dev->path : NULL, &st, true, os->units);
 	return 0;
 }
 

@@ -276,13 +276,25 @@ static int identify(const char *device, struct bx_hint_state *st, uint8_t fsid[1
 	return 0;
 }
 
-/* The stored value from the chunk tree of an unmounted filesystem, read-only. */
+/*
+ * The stored value of an unmounted filesystem's device: its DEV_ITEM in the
+ * chunk tree, which the kernel reads at mount. When other members cannot be
+ * found (image files are not scanned: one named alone), the copy in the
+ * device's own superblock, which identify() read and every change writes too.
+ */
 static int read_stored(const char *device, struct bx_hint_state *st)
 {
 	struct btrfs_dev_item item;
 	struct bx_fs *fs;
-	int ret = bx_fs_open(&fs, (char *const *)&device, 1, BX_OPEN_DEGRADED);
+	int ret = bx_fs_open(&fs, (char *const *)&device, 1, BX_OPEN_SB_ONLY);
+	bool complete = !ret && fs->nr_devs >= le64toh(fs->sb.num_devices);
 
+	bx_fs_close(fs);
+	if (ret || !complete) {
+		st->hint = bx_hint_of_type(st->type);
+		return ret;
+	}
+	ret = bx_fs_open(&fs, (char *const *)&device, 1, 0);
 	if (ret)
 		return ret;
 	ret = bx_read_dev_item(fs, st->devid, &item);
@@ -293,7 +305,7 @@ static int read_stored(const char *device, struct bx_hint_state *st)
 	return ret;
 }
 
-static void warn_unusual(const struct bx_hint_state *st)
+void bx_hint_warn_unusual(const struct bx_hint_state *st)
 {
 	if (bx_type_is_device_roles(st->type))
 		bx_warn("devid %llu: type 0x%llx uses the device-roles encoding, which btrfsx does "
@@ -368,7 +380,7 @@ int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state
 				"has no effect");
 	}
 	if (!ret)
-		warn_unusual(st);
+		bx_hint_warn_unusual(st);
 	return ret;
 }
 

@@ -38,6 +38,9 @@ struct bx_hint_state {
  */
 int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state *state);
 
+/* Warns about a value btrfsx does not know (device roles, an unknown hint). */
+void bx_hint_warn_unusual(const struct bx_hint_state *st);
+
 /*
  * Sets the hint of @device to @hint. Mounted: through the kernel interface,
  * read back to confirm. Unmounted: the device items on disk (crash-safe

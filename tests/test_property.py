@@ -396,6 +396,22 @@ def test_filesystem_show_mounted_equals_progs(three_devs, run_btrfsx, btrfsx_jso
     rc, out, err = run_btrfsx("filesystem", "show", "-m", devs[0], check=2)
 
 
+def test_image_file_members(run_btrfsx, btrfsx_json, tmp_path):
+    """Image files are not found by fsid: show with every member named, and get on a
+    single member (its superblock's device item), report no missing device."""
+    imgs = fsutil.make_images(tmp_path, ["1G", "1G", "1G"])
+    run_btrfsx("mkfs", "-d", "raid1", "-m", "raid1", imgs[0], f"{imgs[1]}:monly", imgs[2])
+    rc, out, err = run_btrfsx("filesystem", "show", *imgs)
+    assert "missing" not in out + err and "warning" not in err, out + err
+    fs, = btrfsx_json("filesystem", "show", *imgs)["filesystems"]
+    assert [(d["path"], d["allocation_hint"]) for d in fs["devices"]] == \
+        [(str(imgs[0]), "data_preferred"), (str(imgs[1]), "metadata_only"),
+         (str(imgs[2]), "data_preferred")]
+    for img, want in zip(imgs, ["data_preferred", "metadata_only", "data_preferred"]):
+        rc, out, err = run_btrfsx("device", "property", "get", img)
+        assert out == f"allocation_hint={want}\n" and not err, (img, err)
+
+
 def test_busy_device_refused(three_devs, run_btrfsx):
     """A member another program holds open exclusively is not written."""
     before = fsutil.images_state(three_devs.images)
