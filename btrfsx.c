@@ -116,7 +116,11 @@ static int report(struct bx_ctx *ctx, int ret)
 		bx_out_s64(ctx->out, "exit_code", exit_code, BX_F_JSON_ONLY);
 		bx_out_obj_end(ctx->out);
 	}
-	bx_out_finish(ctx->out);
+	if (bx_out_finish(ctx->out)) {
+		fprintf(stderr, "btrfsx: internal error: output nested too deep, part of it left out\n");
+		if (exit_code == BX_EXIT_OK)
+			exit_code = BX_EXIT_FAILURE;
+	}
 	ctx->out = NULL;
 	if (ret < 0 || ret == BX_EXIT_USAGE)
 		fprintf(stderr, "btrfsx: %s\n", bx_error_message(ret < 0 ? ret : -EINVAL));

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@ struct bx_out {
 	enum bx_format format;
 	FILE *fp;
 	int depth;
+	int overflow;            /* levels opened beyond MAX_DEPTH: left out, counted to close */
+	bool overflow_seen;      /* ... which bx_out_finish reports */
 	struct level levels[MAX_DEPTH];
 };
 
@@ -34,13 +37,28 @@ static struct level *top(struct bx_out *out)
 	return &out->levels[out->depth];
 }
 
-/* A JSON string literal; bytes >= 0x80 pass through as json-c would pass them. */
-static void json_string(FILE *fp, const char *s)
+/* A key's JSON name: the part before '=' of "json_key=text label". */
+static size_t json_key_len(const char *key)
+{
+	return strcspn(key, "=");
+}
+
+/* A key's text label: the part after '=', or the whole key. */
+static const char *text_label(const char *key)
+{
+	const char *eq = key ? strchr(key, '=') : NULL;
+
+	return eq ? eq + 1 : key;
+}
+
+/* A JSON string literal of @len bytes; bytes >= 0x80 pass through as json-c would. */
+static void json_string_len(FILE *fp, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 
 	fputc_unlocked('"', fp);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)s; p < (const unsigned char *)s + len;
+	     p++) {
 		switch (*p) {
 		case '"':
 			fputs_unlocked("\\\"", fp);
@@ -70,6 +88,11 @@ static void json_string(FILE *fp, const char *s)
 	fputc_unlocked('"', fp);
 }
 
+static void json_string(FILE *fp, const char *s)
+{
+	json_string_len(fp, s, strlen(s));
+}
+
 /* JSON: the separator and "key": before a member. */
 static void json_member(struct bx_out *out, const char *key)
 {
@@ -79,7 +102,7 @@ static void json_member(struct bx_out *out, const char *key)
 		fputc(',', out->fp);
 	lvl->has_items = true;
 	if (key && !lvl->is_list) {
-		json_string(out->fp, key);
+		json_string_len(out->fp, key, json_key_len(key));
 		fputc(':', out->fp);
 	}
 }
@@ -126,10 +149,14 @@ struct bx_out *bx_out_new(enum bx_format format, FILE *fp)
 	return out;
 }
 
-void bx_out_finish(struct bx_out *out)
+int bx_out_finish(struct bx_out *out)
 {
+	int ret;
+
 	if (!out)
-		return;
+		return 0;
+	ret = out->overflow_seen ? -E2BIG : 0;
+	out->overflow = 0;
 	while (out->depth > 0) {
 		if (top(out)->is_list)
 			bx_out_list_end(out);
@@ -142,20 +169,45 @@ void bx_out_finish(struct bx_out *out)
 		text_close_line(out);
 	fflush(out->fp);
 	free(out);
+	return ret;
 }
 
-static bool push(struct bx_out *out, bool is_list, enum bx_obj_style style)
+/*
+ * A level deeper than MAX_DEPTH is left out with everything in it (the
+ * document stays valid) and bx_out_finish() reports it; begin and end stay
+ * balanced through the overflow count.
+ */
+static bool overflowed(struct bx_out *out)
 {
-	if (out->depth + 1 >= MAX_DEPTH)
-		return false;
+	if (out->overflow || out->depth + 1 >= MAX_DEPTH) {
+		out->overflow++;
+		out->overflow_seen = true;
+		return true;
+	}
+	return false;
+}
+
+static void push(struct bx_out *out, bool is_list, enum bx_obj_style style)
+{
 	out->depth++;
 	*top(out) = (struct level){ .is_list = is_list, .style = style };
+}
+
+/* Closes a level: false when it was one left out. */
+static bool pop(struct bx_out *out)
+{
+	if (out->overflow) {
+		out->overflow--;
+		return false;
+	}
 	return true;
 }
 
 void bx_out_obj_begin(struct bx_out *out, const char *key, enum bx_obj_style style,
 		      const char *heading)
 {
+	if (overflowed(out))
+		return;
 	if (out->format == BX_FORMAT_JSON) {
 		json_member(out, key);
 		fputc('{', out->fp);
@@ -179,6 +231,8 @@ void bx_out_obj_begin(struct bx_out *out, const char *key, enum bx_obj_style sty
 
 void bx_out_obj_end(struct bx_out *out)
 {
+	if (!pop(out))
+		return;
 	if (out->format == BX_FORMAT_JSON)
 		fputc('}', out->fp);
 	else if (top(out)->style != BX_OBJ_JSON_ONLY)
@@ -189,6 +243,8 @@ void bx_out_obj_end(struct bx_out *out)
 
 void bx_out_list_begin(struct bx_out *out, const char *key)
 {
+	if (overflowed(out))
+		return;
 	if (out->format == BX_FORMAT_JSON) {
 		json_member(out, key);
 		fputc('[', out->fp);
@@ -200,6 +256,8 @@ void bx_out_list_begin(struct bx_out *out, const char *key)
 
 void bx_out_list_end(struct bx_out *out)
 {
+	if (!pop(out))
+		return;
 	if (out->format == BX_FORMAT_JSON)
 		fputc(']', out->fp);
 	if (out->depth > 0)
@@ -212,6 +270,7 @@ static void text_field(struct bx_out *out, const char *key, const char *value, u
 	struct level *lvl = top(out);
 	bool named = key && !(flags & BX_F_NO_NAME);
 
+	key = text_label(key);
 	if (lvl->style == BX_OBJ_INLINE) {
 		if (!lvl->line_open) {
 			text_indent(out, (text_depth(out) > 0 ? text_depth(out) - 1 : 0) +
@@ -238,6 +297,8 @@ static void text_field(struct bx_out *out, const char *key, const char *value, u
 
 static bool wanted(const struct bx_out *out, unsigned int flags)
 {
+	if (out->overflow)
+		return false;
 	if (out->format == BX_FORMAT_JSON)
 		return !(flags & BX_F_TEXT_ONLY);
 	return !(flags & BX_F_JSON_ONLY) && out->levels[out->depth].style != BX_OBJ_JSON_ONLY;
@@ -355,7 +416,7 @@ void bx_out_double(struct bx_out *out, const char *key, double value, int decima
 
 void bx_out_text_break(struct bx_out *out)
 {
-	if (out->format == BX_FORMAT_JSON)
+	if (out->format == BX_FORMAT_JSON || out->overflow)
 		return;
 	text_close_line(out);
 	top(out)->extra_indent++;
@@ -366,7 +427,7 @@ void bx_out_textf(struct bx_out *out, const char *fmt, ...)
 	char buf[512];
 	va_list ap;
 
-	if (out->format == BX_FORMAT_JSON)
+	if (out->format == BX_FORMAT_JSON || out->overflow)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);

@@ -9,6 +9,11 @@
  * Text: an object opens a new line indented by its depth. BX_OBJ_INLINE puts
  * its fields on that line as "name value"; BX_OBJ_LINES puts each field on a
  * line of its own, name padded into a column.
+ *
+ * A key names the field in both forms. Where text wants another label than
+ * the JSON key, write "json_key=text label": one call, both forms, no
+ * BX_F_JSON_ONLY / BX_F_TEXT_ONLY pair. JSON keys follow the scheme in
+ * Documentation/dev/json.md.
  */
 #ifndef BTRFSX_FORMAT_OUTPUT_H
 #define BTRFSX_FORMAT_OUTPUT_H
@@ -33,8 +38,11 @@ enum bx_obj_style { BX_OBJ_LINES, BX_OBJ_INLINE, BX_OBJ_JSON_ONLY };
 struct bx_out;
 
 struct bx_out *bx_out_new(enum bx_format format, FILE *fp);
-/* Closes every open level, ends the JSON document, frees @out. */
-void bx_out_finish(struct bx_out *out);
+/*
+ * Closes every open level, ends the JSON document, frees @out. Returns 0, or
+ * -E2BIG when objects nested deeper than the formatter keeps were left out.
+ */
+int bx_out_finish(struct bx_out *out);
 enum bx_format bx_out_format(const struct bx_out *out);
 
 /* @key is NULL inside lists. Text shows @heading (if not NULL) before the fields. */

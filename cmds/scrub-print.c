@@ -217,7 +217,10 @@ int scrub_status_save(const char *path, const struct bx_scrub_result *res, const
 	}
 	bx_out_s64(out, "pid", pid, 0);
 	scrub_print(out, res, status, &po);
-	bx_out_finish(out);
+	if (bx_out_finish(out)) {
+		bx_atomic_abort(&af);
+		return bx_error(-E2BIG, "%s: the status does not fit the formatter", path);
+	}
 	return bx_atomic_commit(&af);
 }
 
