@@ -40,9 +40,9 @@ int bx_alloc_hint_prop_details(struct bx_ctx *ctx, const char *object)
 	if (ret)
 		return ret;
 	bx_out_u64(ctx->out, "devid", st.devid, BX_F_JSON_ONLY);
-	bx_out_str(ctx->out, "path", st.path, BX_F_JSON_ONLY);
-	bx_out_u64(ctx->out, "value", st.hint, BX_F_JSON_ONLY);
-	bx_out_u64(ctx->out, "type", st.type, BX_F_JSON_ONLY);
+	bx_out_str(ctx->out, "device", st.path, BX_F_JSON_ONLY);
+	bx_out_u64(ctx->out, "hint_value", st.hint, BX_F_JSON_ONLY);
+	bx_out_u64(ctx->out, "dev_item_type", st.type, BX_F_JSON_ONLY);
 	bx_out_bool(ctx->out, "mounted", st.mounted, BX_F_JSON_ONLY);
 	bx_out_str(ctx->out, "kernel_interface", iface_name(st.iface), BX_F_JSON_ONLY);
 	bx_out_bool(ctx->out, "effective", st.effective, BX_F_JSON_ONLY);

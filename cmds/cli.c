@@ -7,6 +7,7 @@
 #include "cmds/commands.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "kernel-shared/hints.h"
 
 int bx_usage_error(const char *fmt, ...)
 {
@@ -145,4 +146,17 @@ bool bx_units_option(int opt, unsigned int *units)
 	}
 	*units = (*units & ~0xffu) | fixed;
 	return true;
+}
+
+void bx_out_hint(struct bx_out *out, const char *text_label, uint64_t hint, unsigned int flags)
+{
+	char key[64], text[32];
+
+	snprintf(key, sizeof(key), "hint=%s", text_label);
+	bx_hint_describe(hint, text, sizeof(text));
+	if (bx_out_format(out) == BX_FORMAT_JSON)
+		bx_out_str(out, key, bx_hint_name(hint), flags);
+	else
+		bx_out_str(out, key, text, flags);
+	bx_out_u64(out, "hint_value", hint, flags | BX_F_JSON_ONLY);
 }

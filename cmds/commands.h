@@ -117,6 +117,14 @@ void bx_print_usage(const char *const *usage, bool full);
 	{ "mbytes", no_argument, NULL, BX_OPT_UNITS + 'm' }, \
 	{ "gbytes", no_argument, NULL, BX_OPT_UNITS + 'g' }, \
 	{ "tbytes", no_argument, NULL, BX_OPT_UNITS + 't' }
+/*
+ * An allocation hint in the JSON key scheme (Documentation/dev/json.md):
+ * "hint" (the name, null for a value btrfsx does not know) and "hint_value"
+ * (the number); text shows the name, or unknown(N), labelled @text_label.
+ * @flags as for the other fields (BX_F_NO_NAME ...).
+ */
+void bx_out_hint(struct bx_out *out, const char *text_label, uint64_t hint, unsigned int flags);
+
 /* The usage text lines for the two sets. */
 #define BX_UNITS_HELP_SHORT \
 	"Sizes: -b|--raw, -h|--human-readable (default), -H (base 1000), --iec, --si,", \

@@ -74,10 +74,9 @@ static void print_sample(struct bx_out *out, unsigned int units, unsigned int in
 		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
 		bx_out_u64(out, "devid", after[i].devid, 0);
 		bx_out_str(out, "device", after[i].path[0] ? after[i].path : NULL, 0);
-		if (!after[i].present)
-			bx_out_bool(out, "present", false, 0);
-		else
-			bx_out_bool(out, "present", true, BX_F_JSON_ONLY);
+		/* Text says so only when a device's counters could not be read. */
+		bx_out_bool(out, "stats_available=present", after[i].present,
+			    after[i].present ? BX_F_JSON_ONLY : 0);
 		bx_out_u64(out, "reads", reads, 0);
 		bx_out_double(out, "reads_pct", share(reads, total_reads), 2, 0);
 		bx_out_size(out, "read_bytes", bytes, units, 0);
@@ -153,7 +152,7 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);
-	bx_out_str(ctx->out, "path", fs.path, 0);
+	bx_out_str(ctx->out, "mountpoint=path", fs.path, 0);
 	if (bx_rp_read(ctx->sysfs_root, fs.fsid_str, &st) == 0) {
 		bx_rp_format(&st.active, policy, sizeof(policy));
 		bx_out_str(ctx->out, "read_policy", policy, 0);

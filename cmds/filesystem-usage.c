@@ -66,12 +66,19 @@ static const char *type_name(uint64_t flags, bool capital)
 	return capital ? "Unknown" : "unknown";
 }
 
-/* A size under a JSON key and, in text, under a btrfs-progs style label. */
+/* "key=label": a JSON key and, in text, a btrfs-progs style label. */
+static const char *keyed(const char *key, const char *label)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof(buf), "%s=%s", key, label);
+	return buf;
+}
+
 static void size_field(struct bx_out *out, const char *key, const char *label, uint64_t bytes,
 		       unsigned int units)
 {
-	bx_out_size(out, key, bytes, units, BX_F_JSON_ONLY);
-	bx_out_size(out, label, bytes, units, BX_F_TEXT_ONLY);
+	bx_out_size(out, keyed(key, label), bytes, units, 0);
 }
 
 /* A size with a second one in parentheses on the text line, e.g. "(min: ...)". */
@@ -109,18 +116,17 @@ static void print_overall(struct bx_out *out, const struct bx_usage_input *in,
 	size_field(out, "device_missing", "    Device missing:", ov->device_missing, units);
 	size_field(out, "device_slack", "    Device slack:", ov->device_slack, units);
 	size_field(out, "used", "    Used:", ov->used, units);
-	size_pair(out, "free_estimated", "    Free (estimated):", ov->free_estimated,
-		  "free_estimated_min", "min:", ov->free_min, units);
+	/* btrfs-progs' ratio shortcut: distinct keys from the model's free_estimated. */
+	size_pair(out, "free_estimated_by_ratio", "    Free (estimated):", ov->free_estimated,
+		  "free_estimated_by_ratio_min", "min:", ov->free_min, units);
 	if (in->have_statfs) {
 		size_field(out, "free_statfs", "    Free (statfs, df):", in->statfs_free, units);
 	} else {
 		bx_out_str(out, "free_statfs", NULL, BX_F_JSON_ONLY);
 		bx_out_str(out, "    Free (statfs, df):", "- (not mounted)", BX_F_TEXT_ONLY);
 	}
-	bx_out_double(out, "data_ratio", ov->data_ratio, 2, BX_F_JSON_ONLY);
-	bx_out_double(out, "    Data ratio:", ov->data_ratio, 2, BX_F_TEXT_ONLY);
-	bx_out_double(out, "metadata_ratio", ov->metadata_ratio, 2, BX_F_JSON_ONLY);
-	bx_out_double(out, "    Metadata ratio:", ov->metadata_ratio, 2, BX_F_TEXT_ONLY);
+	bx_out_double(out, "data_ratio=    Data ratio:", ov->data_ratio, 2, 0);
+	bx_out_double(out, "metadata_ratio=    Metadata ratio:", ov->metadata_ratio, 2, 0);
 	if (in->have_global_reserve) {
 		size_pair(out, "global_reserve", "    Global reserve:", in->global_reserve,
 			  "global_reserve_used", "used:", in->global_reserve_used, units);
@@ -174,13 +180,9 @@ static void print_classes(struct bx_out *out, const struct bx_usage_report *rep,
 	bx_out_list_begin(out, "classes");
 	for (size_t i = 0; i < rep->nr_classes; i++) {
 		const struct bx_usage_class *c = &rep->classes[i];
-		char hint[32];
-
-		bx_hint_describe(c->hint, hint, sizeof(hint));
 		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
 		bx_out_textf(out, "   ");
-		bx_out_str(out, "hint", hint, BX_F_NO_NAME);
-		bx_out_u64(out, "hint_value", c->hint, BX_F_JSON_ONLY);
+		bx_out_hint(out, "hint", c->hint, BX_F_NO_NAME);
 		bx_out_u64(out, "devices", c->devices, 0);
 		bx_out_size(out, "size", c->size, units, 0);
 		bx_out_size(out, "unallocated", c->unallocated, units, 0);
@@ -253,15 +255,13 @@ static void print_devices(struct bx_out *out, const struct bx_usage_report *rep,
 	bx_out_list_begin(out, "devices");
 	for (size_t i = 0; i < rep->nr_dev_rows; i++) {
 		const struct bx_usage_dev_row *r = &rep->dev_rows[i];
-		char hint[32];
-
-		bx_hint_describe(r->hint, hint, sizeof(hint));
 		bx_out_obj_begin(out, NULL, table ? BX_OBJ_INLINE : BX_OBJ_JSON_ONLY, NULL);
 		if (table)
 			bx_out_textf(out, "   ");
 		bx_out_u64(out, "devid", r->devid, 0);
-		bx_out_str(out, "path", r->missing ? NULL : r->path, 0);
-		bx_out_str(out, "hint", hint, 0);
+		bx_out_str(out, "device=path", r->missing ? NULL : r->path, 0);
+		bx_out_bool(out, "missing", r->missing, BX_F_JSON_ONLY);
+		bx_out_hint(out, "hint", r->hint, 0);
 		bx_out_size(out, "size", r->size, units, 0);
 		bx_out_size(out, "unallocated", r->unallocated, units, 0);
 		bx_out_size(out, "data", r->data, units, 0);
@@ -307,8 +307,8 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 		return ret;
 	}
 	bx_out_uuid(ctx->out, "fsid", in.fsid, BX_F_JSON_ONLY);
-	bx_out_str(ctx->out, "path", in.path, BX_F_JSON_ONLY);
 	bx_out_bool(ctx->out, "mounted", in.mounted, BX_F_JSON_ONLY);
+	bx_out_str(ctx->out, "mountpoint", in.mounted ? in.path : NULL, BX_F_JSON_ONLY);
 	print_overall(ctx->out, &in, &rep, units);
 	print_spaces(ctx->out, &in, units);
 	print_classes(ctx->out, &rep, units);

@@ -39,16 +39,14 @@ struct show_opts {
 
 static void print_hint_fields(struct bx_out *out, const struct bx_hint_state *st, bool known)
 {
-	char name[32];
-
+	/* A mounted member the kernel names by a path btrfsx cannot read: hint unknown. */
 	if (!known) {
-		bx_out_str(out, "allocation_hint", NULL, 0);
-		return;
+		bx_out_str(out, "hint=allocation_hint", NULL, 0);
+		bx_out_str(out, "hint_value", NULL, BX_F_JSON_ONLY);
+	} else {
+		bx_out_hint(out, "allocation_hint", st->hint, 0);
 	}
-	bx_hint_describe(st->hint, name, sizeof(name));
-	bx_out_str(out, "allocation_hint", name, 0);
-	bx_out_u64(out, "hint_value", st->hint, BX_F_JSON_ONLY);
-	bx_out_bool(out, "effective", st->effective, BX_F_JSON_ONLY);
+	bx_out_bool(out, "effective", known && st->effective, BX_F_JSON_ONLY);
 }
 
 static void print_device(struct bx_out *out, uint64_t devid, uint64_t size, uint64_t used,
@@ -58,8 +56,9 @@ static void print_device(struct bx_out *out, uint64_t devid, uint64_t size, uint
 	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
 	bx_out_u64(out, "devid", devid, 0);
 	bx_out_size(out, "size", size, units, 0);
-	bx_out_size(out, "used", used, units, 0);
-	bx_out_str(out, "path", path ? path : "missing", 0);
+	bx_out_size(out, "allocated=used", used, units, 0);
+	bx_out_str(out, "device=path", path, 0);
+	bx_out_bool(out, "missing", !path, BX_F_JSON_ONLY);
 	print_hint_fields(out, st, hint_known);
 	bx_out_obj_end(out);
 }
@@ -78,10 +77,11 @@ static void print_fs_header(struct bx_out *out, const char *label, const uint8_t
 		 fsid_str, (unsigned long long)nr_devices,
 		 used, mountpoint ? "  mounted at " : "", mountpoint ? mountpoint : "");
 	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, heading);
-	bx_out_str(out, "label", label, BX_F_JSON_ONLY);
+	bx_out_str(out, "label", *label ? label : NULL, BX_F_JSON_ONLY);
 	bx_out_uuid(out, "fsid", fsid, BX_F_JSON_ONLY);
-	bx_out_u64(out, "total_devices", nr_devices, BX_F_JSON_ONLY);
+	bx_out_u64(out, "num_devices", nr_devices, BX_F_JSON_ONLY);
 	bx_out_u64(out, "bytes_used", bytes_used, BX_F_JSON_ONLY);
+	bx_out_bool(out, "mounted", mountpoint != NULL, BX_F_JSON_ONLY);
 	bx_out_str(out, "mountpoint", mountpoint, BX_F_JSON_ONLY);
 	bx_out_list_begin(out, "devices");
 }

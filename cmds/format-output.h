@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define BX_JSON_VERSION "1"
+#define BX_JSON_VERSION "2"
 
 enum bx_format { BX_FORMAT_TEXT, BX_FORMAT_JSON };
 

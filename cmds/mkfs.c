@@ -133,18 +133,13 @@ static const char *const chunk_kinds[3] = { "system", "metadata", "data" };
 static void print_device(struct bx_out *out, const struct bx_mkfs_result *res,
 			 const struct bx_mkfs_dev_result *d)
 {
-	char hint_raw[32];
-	const char *hint = bx_hint_name(d->hint);
-
-	snprintf(hint_raw, sizeof(hint_raw), "unknown(%llu)", (unsigned long long)d->hint);
 	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
 	bx_out_u64(out, "devid", d->devid, 0);
 	bx_out_size(out, "size", d->size, 0, 0);
-	bx_out_str(out, "path", d->path, 0);
-	bx_out_str(out, "allocation_hint", hint ? hint : hint_raw, 0);
-	bx_out_u64(out, "hint_value", d->hint, BX_F_JSON_ONLY);
+	bx_out_str(out, "device=path", d->path, 0);
+	bx_out_hint(out, "allocation_hint", d->hint, 0);
 	bx_out_uuid(out, "uuid", d->uuid, BX_F_JSON_ONLY);
-	bx_out_u64(out, "bytes_used", d->bytes_used, BX_F_JSON_ONLY);
+	bx_out_u64(out, "allocated", d->bytes_used, BX_F_JSON_ONLY);
 	/* Which chunks it got: one line per device extent. */
 	bx_out_list_begin(out, "chunks");
 	for (int c = 0; c < 3; c++) {
@@ -173,17 +168,17 @@ static void print_result(struct bx_out *out, const struct bx_mkfs_result *res)
 	bx_mkfs_feature_names(res->features, features, sizeof(features));
 	bx_out_obj_begin(out, "filesystem", BX_OBJ_LINES, NULL);
 	bx_out_str(out, "label", *res->label ? res->label : NULL, 0);
-	bx_out_uuid(out, "uuid", res->fsid, 0);
-	bx_out_u64(out, "node_size", res->nodesize, 0);
-	bx_out_u64(out, "sector_size", res->sectorsize, 0);
-	bx_out_size(out, "filesystem_size", res->total_bytes, 0, 0);
+	bx_out_uuid(out, "fsid=uuid", res->fsid, 0);
+	bx_out_u64(out, "nodesize=node_size", res->nodesize, 0);
+	bx_out_u64(out, "sectorsize=sector_size", res->sectorsize, 0);
+	bx_out_size(out, "total_bytes=filesystem_size", res->total_bytes, 0, 0);
 	bx_out_str(out, "checksum", btrfsx_csum_name(res->csum_type), 0);
 	bx_out_str(out, "features", features, BX_F_TEXT_ONLY);
 	bx_out_list_begin(out, "features");
 	for (char *name = strtok(features, ","); name; name = strtok(NULL, ","))
 		bx_out_str(out, NULL, name, BX_F_JSON_ONLY);
 	bx_out_list_end(out);
-	bx_out_u64(out, "number_of_devices", res->nr_devs, 0);
+	bx_out_u64(out, "num_devices=number_of_devices", res->nr_devs, 0);
 	bx_out_u64(out, "generation", res->generation, BX_F_JSON_ONLY);
 	bx_out_u64(out, "bytes_used", res->bytes_used, BX_F_JSON_ONLY);
 	bx_out_uuid(out, "chunk_tree_uuid", res->chunk_tree_uuid, BX_F_JSON_ONLY);

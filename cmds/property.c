@@ -174,9 +174,12 @@ int bx_property_get(struct bx_ctx *ctx, int argc, char **argv, unsigned int obje
 		if (!(p->objects & type))
 			continue;
 		ret = p->get(ctx, object, value, sizeof(value));
+		if (!ret) {
+			print_value(ctx->out, p->name, value);
+			ret = p->details ? p->details(ctx, object) : 0;
+		}
 		if (ret)
 			return bx_error_wrap(ret, "%s", p->name);
-		print_value(ctx->out, p->name, value);
 	}
 	return 0;
 }

@@ -104,7 +104,7 @@ static int cmd_get(struct bx_ctx *ctx, int argc, char **argv)
 	bx_rp_format(&info.state.active, active, sizeof(active));
 
 	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);
-	bx_out_str(ctx->out, "path", fs.path, 0);
+	bx_out_str(ctx->out, "mountpoint=path", fs.path, 0);
 	bx_out_str(ctx->out, "interface", bx_rp_iface_name(info.state.iface), 0);
 	bx_out_str(ctx->out, "policy", active, 0);
 	print_offered(ctx->out, &info.state);
@@ -186,7 +186,7 @@ static int cmd_set(struct bx_ctx *ctx, int argc, char **argv)
 	bx_rp_format(&before.active, previous, sizeof(previous));
 	bx_rp_format(&after.state.active, now, sizeof(now));
 	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);
-	bx_out_str(ctx->out, "path", fs.path, 0);
+	bx_out_str(ctx->out, "mountpoint=path", fs.path, 0);
 	bx_out_str(ctx->out, "previous", previous, 0);
 	bx_out_str(ctx->out, "policy", now, 0);
 	bx_out_bool(ctx->out, "changed", changed, 0);
@@ -225,7 +225,7 @@ static void print_apply(void *arg, const struct bx_rp_applied *a)
 
 	bx_out_obj_begin(ctx->out, NULL, BX_OBJ_INLINE, NULL);
 	bx_out_str(ctx->out, "fsid", a->fsid, 0);
-	bx_out_str(ctx->out, "path", a->path, 0);
+	bx_out_str(ctx->out, "mountpoint=path", a->path, 0);
 	bx_out_str(ctx->out, "policy", a->policy, 0);
 	bx_out_str(ctx->out, "status", status_names[a->status], 0);
 	if (a->message)
@@ -373,7 +373,8 @@ static int cmd_list(struct bx_ctx *ctx, int argc, char **argv)
 		bx_out_obj_begin(ctx->out, NULL, BX_OBJ_INLINE, NULL);
 		bx_out_str(ctx->out, "fsid", rec->fsid, 0);
 		bx_out_str(ctx->out, "policy", rec->policy, 0);
-		bx_out_str(ctx->out, "mounted", mnt, 0);
+		bx_out_bool(ctx->out, "mounted", mnt != NULL, BX_F_JSON_ONLY);
+		bx_out_str(ctx->out, "mountpoint=mounted", mnt, 0);
 		bx_out_obj_end(ctx->out);
 	}
 	bx_out_list_end(ctx->out);

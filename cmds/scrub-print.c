@@ -92,7 +92,7 @@ static void print_device(struct bx_out *out, const struct bx_scrub_device *d,
 		 d->path ? d->path : "missing", d->missing ? ", not scrubbed" : "");
 	bx_out_obj_begin(out, NULL, po->per_device ? BX_OBJ_LINES : BX_OBJ_JSON_ONLY, heading);
 	bx_out_u64(out, "devid", d->devid, BX_F_JSON_ONLY);
-	bx_out_str(out, "path", d->path, BX_F_JSON_ONLY);
+	bx_out_str(out, "device", d->path, BX_F_JSON_ONLY);
 	bx_out_bool(out, "missing", d->missing, BX_F_JSON_ONLY);
 	bx_out_size(out, "bytes_to_scrub", d->bytes_to_scrub, po->units, BX_F_JSON_ONLY);
 	bx_out_size(out, "bytes_scrubbed", d->c.data_bytes_scrubbed + d->c.tree_bytes_scrubbed,
@@ -175,7 +175,7 @@ void scrub_print(struct bx_out *out, const struct bx_scrub_result *res, const ch
 	bx_out_obj_begin(out, "total", po->raw ? BX_OBJ_LINES : BX_OBJ_JSON_ONLY, "total:");
 	print_counters(out, &res->total, 0);
 	bx_out_obj_end(out);
-	bx_out_bool(out, "uncorrectable", bx_scrub_has_uncorrectable(res), BX_F_JSON_ONLY);
+	bx_out_bool(out, "has_uncorrectable", bx_scrub_has_uncorrectable(res), BX_F_JSON_ONLY);
 	bx_out_list_begin(out, "devices");
 	for (size_t i = 0; i < res->nr_devs; i++)
 		print_device(out, &res->devs[i], res, po);
@@ -292,7 +292,8 @@ static int load_lists(struct scrub_status *st, struct json_object *scrub)
 	for (size_t i = 0; devs && i < json_object_array_length(devs); i++) {
 		struct json_object *d = json_object_array_get_idx(devs, i);
 		struct bx_scrub_device *dev = &res->devs[res->nr_devs++];
-		const char *path = json_str(d, "path");
+		/* "path" in status files written before JSON version 2 */
+		const char *path = json_get(d, "device") ? json_str(d, "device") : json_str(d, "path");
 
 		dev->devid = json_u64(d, "devid");
 		dev->path = path ? strdup(path) : NULL;

@@ -359,7 +359,7 @@ static int read_stored_mounted(const uint8_t fsid[16], struct bx_hint_state *st)
 	return 0;
 }
 
-int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state *st)
+int bx_hint_query(const char *sysfs_root, const char *device, struct bx_hint_state *st)
 {
 	uint8_t fsid[16];
 	int ret = identify(device, st, fsid);
@@ -371,17 +371,23 @@ int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state
 		st->iface = detect_iface(sysfs_root, fsid, st->devid);
 	if (st->iface != BX_HINT_IFACE_NONE) {
 		st->effective = true;
-		ret = sysfs_get_hint(sysfs_root, fsid, st);
-	} else {
-		ret = st->mounted ? read_stored_mounted(fsid, st) :
-				    read_stored(device, st);
-		if (!ret && st->mounted)
-			bx_warn("the running kernel has no allocation hint support: the stored hint "
-				"has no effect");
+		return sysfs_get_hint(sysfs_root, fsid, st);
 	}
-	if (!ret)
-		bx_hint_warn_unusual(st);
-	return ret;
+	return st->mounted ? read_stored_mounted(fsid, st) : read_stored(device, st);
+}
+
+int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state *st)
+{
+	int ret = bx_hint_query(sysfs_root, device, st);
+
+	if (ret)
+		return ret;
+	/* data_preferred is what a kernel without hints does anyway. */
+	if (st->mounted && !st->effective && st->hint != BX_HINT_DATA_PREFERRED)
+		bx_warn("the running kernel has no allocation hint support: the stored hint "
+			"has no effect");
+	bx_hint_warn_unusual(st);
+	return 0;
 }
 
 static int set_online(const char *sysfs_root, const uint8_t fsid[16], const char *device,

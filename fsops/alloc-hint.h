@@ -34,7 +34,14 @@ struct bx_hint_state {
 /*
  * The hint of the device (block device or image file) @device. Mounted:
  * from sysfs when the kernel exposes it, else the stored value with
- * effective = false.
+ * effective = false. No warnings: for callers that present many devices.
+ */
+int bx_hint_query(const char *sysfs_root, const char *device, struct bx_hint_state *state);
+
+/*
+ * bx_hint_query() for one device, with the warnings its value deserves: a
+ * hint other than data_preferred that the running kernel ignores, a value
+ * btrfsx does not know.
  */
 int bx_hint_get(const char *sysfs_root, const char *device, struct bx_hint_state *state);
 

@@ -245,7 +245,7 @@ static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
 
 		if (d->missing)
 			continue;
-		if (bx_hint_get(sysfs_root, d->path, &st)) {
+		if (bx_hint_query(sysfs_root, d->path, &st)) {
 			bx_error_clear();
 			continue;
 		}

@@ -34,7 +34,7 @@ def test_top_level_help_and_version(run_btrfsx):
     assert out.startswith("usage: btrfsx ")
     assert "inspect" in groups(run_btrfsx)
     rc, out, err = run_btrfsx("--version")
-    assert re.fullmatch(r"btrfsx \d+\.\d+\.\d+\n", out)
+    assert re.fullmatch(r"btrfsx \d+\.\d+\.\d+( \(test build: fault injection\))?\n", out)
 
 
 def test_no_arguments_is_usage_error(run_btrfsx):
@@ -119,7 +119,7 @@ def test_json_error_object(run_btrfsx, tmp_path):
     img.write_bytes(bytes(1 << 20))
     rc, out, err = run_btrfsx("--format", "json", "inspect", "dump-super", str(img), check=1)
     doc = json.loads(out)
-    assert doc["__header"]["version"] == "1"
+    assert doc["__header"]["version"] == "2"
     assert doc["error"]["code"] == 22 and doc["error"]["exit_code"] == 1
     assert "not a btrfs filesystem" in doc["error"]["message"]
     assert "not a btrfs filesystem" in err

@@ -77,14 +77,14 @@ def test_reading_a_file_shows_reads(raid1, btrfsx):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     doc = json.loads(out)
-    assert doc["path"] == str(mnt)
+    assert doc["mountpoint"] == str(mnt)
     assert doc["read_policy"] == "pid"
     assert doc["interval"] == 3.0
     [sample] = doc["samples"]
     assert sample["sample"] == 1 and 2.9 < sample["seconds"] < 4.0
     assert [d["devid"] for d in sample["devices"]] == [1, 2]
     assert [d["device"] for d in sample["devices"]] == devs
-    assert all(d["present"] for d in sample["devices"])
+    assert all(d["stats_available"] for d in sample["devices"])
     check_sums(sample)
     # 48MiB read directly from the devices (the pid policy keeps one reader on one mirror)
     assert sample["total"]["read_bytes"] >= 40 * MiB
@@ -171,7 +171,7 @@ def test_device_without_stats(raid1, btrfsx_json, tmp_path):
     p.write_text(STAT.format(reads=5, sectors=5))
     doc = btrfsx_json("device", "io-stats", "-i", "0.1", mnt, env={"BTRFSX_SYSFS_ROOT": root})
     d1, d2 = doc["samples"][0]["devices"]
-    assert d1["present"] is True and d2["present"] is False
+    assert d1["stats_available"] is True and d2["stats_available"] is False
     assert d2["reads"] == 0 and d2["read_bytes"] == 0
     assert any(f"device 2 ({devs[1]}) has no block device statistics" in w
                for w in doc["warnings"])

@@ -26,7 +26,7 @@ OVERALL_KEYS = {
     "Device size": ("device_size",), "Device allocated": ("device_allocated",),
     "Device unallocated": ("device_unallocated",), "Device missing": ("device_missing",),
     "Device slack": ("device_slack",), "Used": ("used",),
-    "Free (estimated)": ("free_estimated", "free_estimated_min"),
+    "Free (estimated)": ("free_estimated_by_ratio", "free_estimated_by_ratio_min"),
     "Free (statfs, df)": ("free_statfs",), "Data ratio": ("data_ratio",),
     "Metadata ratio": ("metadata_ratio",), "Global reserve": ("global_reserve",
                                                              "global_reserve_used"),
@@ -34,7 +34,7 @@ OVERALL_KEYS = {
 
 TOP_KEYS = {"free_estimated", "free_strict", "free_statfs", "metadata_room",
             "metadata_room_after_data", "classes", "devices", "overall", "spaces", "model",
-            "fsid", "path", "mounted"}
+            "fsid", "mountpoint", "mounted"}
 CLASS_KEYS = {"hint", "hint_value", "devices", "size", "unallocated", "data_allocatable",
               "metadata_allocatable"}
 
@@ -154,7 +154,7 @@ def test_device_of_mounted_fs_is_read_through_the_mount(loopdevs, btrfsx_json):
     loops = make_fs(loopdevs, ["1G", "2G"], "single", "raid1")
     with fsutil.mounted(loops.devs) as mnt:
         doc = btrfsx_json("filesystem", "usage", loops.devs[1])
-        assert doc["mounted"] is True and doc["path"] == str(mnt)
+        assert doc["mounted"] is True and doc["mountpoint"] == str(mnt)
         assert doc["free_statfs"] > 0 and doc["overall"]["global_reserve"] > 0
 
 
@@ -321,7 +321,7 @@ def test_table_and_units(loopdevs, run_btrfsx, btrfsx_json):
     assert len(lines) == 3
     for line, d in zip(lines, doc["devices"]):
         assert line.split() == [
-            "devid", str(d["devid"]), "path", d["path"], "hint", d["hint"], "size",
+            "devid", str(d["devid"]), "path", d["device"], "hint", d["hint"], "size",
             str(d["size"]), "unallocated", str(d["unallocated"]), "data", str(d["data"]),
             "metadata", str(d["metadata"]), "system", str(d["system"])]
     assert lines[0].split()[5] == "metadata_only"

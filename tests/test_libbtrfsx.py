@@ -163,8 +163,8 @@ def three_devs(loopdevs):
 def cli_hint(btrfsx_json, dev, env=None) -> dict:
     doc = btrfsx_json("property", "get", dev, "allocation_hint", env=env)
     iface = doc["kernel_interface"] or "none"
-    return {"devid": doc["devid"], "path": doc["path"], "type": doc["type"],
-            "hint": doc["value"], "name": doc["allocation_hint"], "mounted": doc["mounted"],
+    return {"devid": doc["devid"], "path": doc["device"], "type": doc["dev_item_type"],
+            "hint": doc["hint_value"], "name": doc["allocation_hint"], "mounted": doc["mounted"],
             "iface": iface, "effective": doc["effective"]}
 
 
@@ -281,8 +281,8 @@ def usage_as_cli(res: dict) -> dict:
         "device_size": res["device_size"], "device_allocated": res["device_allocated"],
         "device_unallocated": res["device_unallocated"],
         "device_missing": res["device_missing"], "device_slack": res["device_slack"],
-        "used": res["used"], "free_estimated": res["progs_free_estimated"],
-        "free_estimated_min": res["progs_free_min"],
+        "used": res["used"], "free_estimated_by_ratio": res["progs_free_estimated"],
+        "free_estimated_by_ratio_min": res["progs_free_min"],
         "free_statfs": res["free_statfs"] if res["have_statfs"] else None,
         "data_ratio": round(res["data_ratio"], 2), "metadata_ratio": round(res["metadata_ratio"], 2),
         "global_reserve": res["global_reserve"] if res["have_global_reserve"] else None,
@@ -299,9 +299,10 @@ def usage_as_cli(res: dict) -> dict:
         "metadata_free_in_chunks": res["metadata_free_in_chunks"],
         "metadata_needed": res["metadata_needed"],
     }
-    hint = lambda v: NAMES[v] if v < len(NAMES) else f"unknown({v})"  # noqa: E731
+    hint = lambda v: NAMES[v] if v < len(NAMES) else None  # noqa: E731
     doc = {
-        "fsid": res["fsid"], "path": res["path"], "mounted": res["mounted"], "overall": overall,
+        "fsid": res["fsid"], "mountpoint": res["path"] if res["mounted"] else None,
+        "mounted": res["mounted"], "overall": overall,
         "spaces": [{"type": TYPES[s["flags"] & 7], "profile": profile(s["flags"]),
                     "size": s["size"], "used": s["used"]} for s in res["spaces"]],
         "classes": [dict(c, hint=hint(c["hint_value"])) for c in res["classes"]],
@@ -310,7 +311,8 @@ def usage_as_cli(res: dict) -> dict:
         "free_statfs": res["free_statfs"] if res["have_statfs"] else None,
         "metadata_room": res["metadata_room"],
         "metadata_room_after_data": res["metadata_room_after_data"],
-        "devices": [{"devid": d["devid"], "path": d["path"], "hint": hint(d["hint"]),
+        "devices": [{"devid": d["devid"], "device": d["path"], "missing": d["missing"],
+                     "hint": hint(d["hint"]), "hint_value": d["hint"],
                      "size": d["size"], "unallocated": d["unallocated"], "data": d["data"],
                      "metadata": d["metadata"], "system": d["system"], "slack": d["slack"]}
                     for d in res["devices"]],
@@ -429,7 +431,7 @@ def rp_fake(tmp_path, raid1, kind, **kw):
 
 def rp_as_cli(res: dict, path) -> dict:
     """The library's read policy in the shape of `btrfsx --format json read-policy get`."""
-    doc = {"fsid": res["fsid"], "path": str(path), "interface": res["interface"],
+    doc = {"fsid": res["fsid"], "mountpoint": str(path), "interface": res["interface"],
            "policy": res["policy"], "available": res["available"],
            "kernel_shows": res["kernel_shows"] if res["interface"] != "none" else None,
            "persistent": res["persistent"]}
@@ -521,8 +523,9 @@ def test_read_policy_apply(raid1, probe, btrfsx_json, tmp_path):
         f"{other} round-robin\n{raid1.fsid} devid:1\n")
     rep = probe("rp-apply", "-", fake.root, fake.config)
     assert ok(rep) == [
-        {"fsid": other, "path": None, "policy": "round-robin", "status": "not-mounted"},
-        {"fsid": raid1.fsid, "path": str(raid1.mnt), "policy": "devid:1", "status": "applied"},
+        {"fsid": other, "mountpoint": None, "policy": "round-robin", "status": "not-mounted"},
+        {"fsid": raid1.fsid, "mountpoint": str(raid1.mnt), "policy": "devid:1",
+         "status": "applied"},
     ]
     assert fake.read("read_policy") == "devid:1"
     fake.write("read_policy", read_policy_tests.EXPERIMENTAL + "\n")
@@ -553,7 +556,7 @@ def test_read_policy_errors(raid1, probe, tmp_path):
     failed(probe("rp-set", raid1.mnt, "round-robin:0", 0, "-", tmp_path), INVALID_ARGUMENT)
     rep = probe("rp-apply", tmp_path, "-", tmp_path)
     failed(rep, NOT_BTRFS, "not on a mounted btrfs")
-    assert rep["result"] == [{"fsid": None, "path": str(tmp_path), "policy": None,
+    assert rep["result"] == [{"fsid": None, "mountpoint": str(tmp_path), "policy": None,
                               "status": "failed", "error": rep["message"]}]
 
 
@@ -622,11 +625,11 @@ def compare_scrub(report: dict, cli: dict) -> dict:
     assert res["fsid"] == doc["fsid"]
     assert res["readonly"] == (doc["mode"] == "read-only")
     assert (res["degraded"], res["uncorrectable"], res["bytes_to_scrub"]) == \
-        (doc["degraded"], doc["uncorrectable"], doc["bytes_to_scrub"])
+        (doc["degraded"], doc["has_uncorrectable"], doc["bytes_to_scrub"])
     assert res["total"] == {k: doc["total"][k] for k in COUNTERS}
     assert [(d["devid"], d["path"], d["missing"], d["bytes_to_scrub"], d["counters"])
             for d in res["devices"]] == \
-        [(d["devid"], d["path"], d["missing"], d["bytes_to_scrub"],
+        [(d["devid"], d["device"], d["missing"], d["bytes_to_scrub"],
           {k: d[k] for k in COUNTERS}) for d in doc["devices"]]
     assert [(e["what"], e["fault"], e["fix"], e["logical"], e["len"], e["devid"],
              e["physical"], e["reason"]) for e in res["errors"]] == \

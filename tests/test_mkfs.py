@@ -194,7 +194,7 @@ def test_block_group_and_device_accounting(loopdevs, btrfsx_json):
         assert items[d["devid"]]["bytes_used"] == d["bytes_used"] == \
             sum(c["length"] for c in d["chunks"])
         assert items[d["devid"]]["total_bytes"] == d["size"]
-    tree_blocks = sum(t["blocks"] for t in doc["trees"]) * doc["filesystem"]["node_size"]
+    tree_blocks = sum(t["blocks"] for t in doc["trees"]) * doc["filesystem"]["nodesize"]
     assert int(oracle.progs_dump_super(loops.devs[0])["bytes_used"]) == tree_blocks
 
 
@@ -217,7 +217,7 @@ def test_node_sizes_and_label(loopdevs, btrfsx_json, extra):
     loops = loopdevs(1, size=SIZE)
     doc = mkfs_json(btrfsx_json, "-q", *extra, loops.devs[0])
     sb = oracle.progs_dump_super(loops.devs[0])
-    assert int(sb["nodesize"]) == doc["filesystem"]["node_size"]
+    assert int(sb["nodesize"]) == doc["filesystem"]["nodesize"]
     if "-L" in extra:
         assert sb["label"] == "a label" == doc["filesystem"]["label"]
     progs_check(loops.devs)
@@ -228,7 +228,7 @@ def test_node_sizes_and_label(loopdevs, btrfsx_json, extra):
 # ---------------------------------------------------------------- hints
 
 def hint_of(doc, devid):
-    return next(d["allocation_hint"] for d in doc["devices"] if d["devid"] == devid)
+    return next(d["hint"] for d in doc["devices"] if d["devid"] == devid)
 
 
 @pytest.mark.parametrize("layout,meta,data", [
@@ -242,7 +242,7 @@ def test_hints_place_chunks(loopdevs, btrfsx_json, layout, meta, data):
     loops = loopdevs(len(layout), size=SIZE)
     args = [d + (f":{h}" if h else "") for d, h in zip(loops.devs, layout)]
     doc = mkfs_json(btrfsx_json, "-q", "-m", meta, "-d", data, *args)
-    hints = {d["devid"]: d["allocation_hint"] for d in doc["devices"]}
+    hints = {d["devid"]: d["hint"] for d in doc["devices"]}
     # As btrfs-progs reads the chunk tree: metadata and system stripes only on
     # devices that allow metadata, data only on devices that allow data.
     for c in oracle.progs_chunks(loops.devs):
@@ -286,7 +286,7 @@ def test_no_hints_default_profiles(loopdevs, btrfsx_json):
     loops = loopdevs(2, size=SIZE)
     doc = mkfs_json(btrfsx_json, "-q", *loops.devs)
     assert [bg["profile"] for bg in doc["block_groups"]] == ["raid1", "raid1", "single"]
-    assert all(d["allocation_hint"] == "data_preferred" for d in doc["devices"])
+    assert all(d["hint"] == "data_preferred" for d in doc["devices"])
     assert not any(bg["fallback"] for bg in doc["block_groups"])
 
 
@@ -386,7 +386,7 @@ def test_image_files_and_byte_count(run_btrfsx, btrfsx_json, tmp_path):
     new = tmp_path / "new.img"
     doc = mkfs_json(btrfsx_json, "-q", "-b", "300M", f"{new}:m")
     assert new.stat().st_size == 300 * MiB
-    assert doc["devices"][0]["allocation_hint"] == "metadata_preferred"
+    assert doc["devices"][0]["hint"] == "metadata_preferred"
     assert doc["devices"][0]["size"] == 300 * MiB
     progs_check([str(new)])
     big = tmp_path / "big.img"

@@ -63,8 +63,8 @@ def test_set_each_value_offline(three_devs, run_btrfsx, btrfsx_json, value):
     progs_check(devs)
     assert progs_dev_type(devs, 3) == value
     doc = get_hint(btrfsx_json, devs[2])
-    assert doc["allocation_hint"] == NAMES[value] and doc["value"] == value
-    assert doc["devid"] == 3 and doc["path"] == devs[2]
+    assert doc["allocation_hint"] == NAMES[value] and doc["hint_value"] == value
+    assert doc["devid"] == 3 and doc["device"] == devs[2]
     assert doc["effective"] is False and doc["mounted"] is False
 
 
@@ -73,16 +73,16 @@ def test_device_property_grammar_and_spellings(three_devs, run_btrfsx, btrfsx_js
     for spelling, value in [("METADATA_ONLY", 2), ("Data_Only", 3), ("m", 1), ("monly", 2),
                             ("donly", 3), ("d", 0), ("none", 4)]:
         run_btrfsx("device", "property", "set", dev, "allocation_hint", spelling)
-        assert btrfsx_json("device", "property", "get", dev, "allocation_hint")["value"] == value
+        assert btrfsx_json("device", "property", "get", dev, "allocation_hint")["hint_value"] == value
     rc, out, err = run_btrfsx("dev", "prop", "get", dev, "allocation_hint")
     assert out == "allocation_hint=none\n"
 
 
 def test_unknown_values(three_devs, run_btrfsx, btrfsx_json):
     dev = three_devs.devs[1]
-    rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "fast", check=1)
+    rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "fast", check=2)
     assert "unknown allocation hint 'fast'" in err and "metadata_only" in err
-    rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "5", check=1)
+    rc, out, err = run_btrfsx("property", "set", dev, "allocation_hint", "5", check=2)
     assert "unknown allocation hint '5'" in err
     rc, out, err = run_btrfsx("property", "set", "-f", dev, "allocation_hint", "9", check=1)
     assert "does not fit the 3-bit hint field" in err
@@ -287,7 +287,7 @@ def test_read_back_disagrees(fake_fs, run_btrfsx, preload):
 def test_fork_type_interface(fake_fs, run_btrfsx, btrfsx_json):
     devs, fake = fake_fs("type", "0x00000100\n")
     doc = btrfsx_json("property", "get", devs[2], "allocation_hint", env=fake.env)
-    assert doc["kernel_interface"] == "type" and doc["type"] == 0x100
+    assert doc["kernel_interface"] == "type" and doc["dev_item_type"] == 0x100
     run_btrfsx("property", "set", devs[2], "allocation_hint", "none", env=fake.env)
     assert fake.file.read_text() == "0x104"
     run_btrfsx("property", "set", devs[2], "allocation_hint", "metadata_only", env=fake.env)
@@ -320,7 +320,7 @@ def test_bad_objects(run_btrfsx, tmp_path, loopdevs):
     assert "No such file" in err
     rc, out, err = run_btrfsx("property", "set", "/dev/null", "allocation_hint", "d", check=1)
     assert "not a mount point, block device or image file" in err
-    rc, out, err = run_btrfsx("property", "set", tmp_path, "allocation_hint", "d", check=1)
+    rc, out, err = run_btrfsx("property", "set", tmp_path, "allocation_hint", "d", check=2)
     assert "does not apply to a filesystem object" in err
 
 
@@ -355,19 +355,19 @@ def test_filesystem_show(three_devs, run_btrfsx, btrfsx_json):
     run_btrfsx("property", "set", devs[2], "allocation_hint", "data_only")
     doc = btrfsx_json("filesystem", "show", devs[1])
     fs, = doc["filesystems"]
-    assert fs["total_devices"] == 3 and fs["mountpoint"] is None
-    assert [(d["devid"], d["path"], d["allocation_hint"]) for d in fs["devices"]] == \
+    assert fs["num_devices"] == 3 and fs["mountpoint"] is None and fs["mounted"] is False
+    assert [(d["devid"], d["device"], d["hint"]) for d in fs["devices"]] == \
         [(1, devs[0], "metadata_only"), (2, devs[1], "data_preferred"), (3, devs[2], "data_only")]
     items = oracle.progs_dev_items(devs)
     assert [d["size"] for d in fs["devices"]] == [int(items[i]["total_bytes"]) for i in (1, 2, 3)]
-    assert [d["used"] for d in fs["devices"]] == [int(items[i]["bytes_used"]) for i in (1, 2, 3)]
+    assert [d["allocated"] for d in fs["devices"]] == [int(items[i]["bytes_used"]) for i in (1, 2, 3)]
     rc, out, err = run_btrfsx("filesystem", "show", "--raw", devs[0])
     assert f"devid 1 size {items[1]['total_bytes']} used" in out and "metadata_only" in out
     with fsutil.mounted(devs) as mnt:
         doc = btrfsx_json("filesystem", "show", mnt)
         fs, = doc["filesystems"]
         assert fs["mountpoint"] == str(mnt)
-        assert [d["allocation_hint"] for d in fs["devices"]] == \
+        assert [d["hint"] for d in fs["devices"]] == \
             ["metadata_only", "data_preferred", "data_only"]
         assert all(d["effective"] is False for d in fs["devices"])
 
@@ -404,7 +404,7 @@ def test_image_file_members(run_btrfsx, btrfsx_json, tmp_path):
     rc, out, err = run_btrfsx("filesystem", "show", *imgs)
     assert "missing" not in out + err and "warning" not in err, out + err
     fs, = btrfsx_json("filesystem", "show", *imgs)["filesystems"]
-    assert [(d["path"], d["allocation_hint"]) for d in fs["devices"]] == \
+    assert [(d["device"], d["hint"]) for d in fs["devices"]] == \
         [(str(imgs[0]), "data_preferred"), (str(imgs[1]), "metadata_only"),
          (str(imgs[2]), "data_preferred")]
     for img, want in zip(imgs, ["data_preferred", "metadata_only", "data_preferred"]):

@@ -231,7 +231,8 @@ def test_hint_set_get_offline_round_trip(three_devs, py, btrfsx_json):
         assert got == dict(after, warnings=got["warnings"])
         cli = btrfsx_json("device", "property", "get", devs[2], "allocation_hint")
         assert (got["hint"], got["type"], got["devid"], got["path"], got["mounted"],
-                got["effective"]) == (cli["value"], cli["type"], cli["devid"], cli["path"],
+                got["effective"]) == (cli["hint_value"], cli["dev_item_type"], cli["devid"],
+                                      cli["device"],
                                       cli["mounted"], cli["effective"])
         assert (got["devid"], got["interface"], got["mounted"]) == (3, 0, False)
         assert got["warnings"] == cli.get("warnings", [])
@@ -296,7 +297,7 @@ def test_hint_mounted_without_kernel_support(loopdevs, py, btrfsx_json):
     assert "no allocation hint support" in doc["set"]["message"]
     got = doc["get"]
     assert got["mounted"] is True and got["effective"] is False and got["interface"] == 0
-    assert got["hint"] == 1 == cli["value"]
+    assert got["hint"] == 1 == cli["hint_value"]
     assert got["warnings"] == cli["warnings"]
     assert any("has no effect" in w for w in got["warnings"])
     assert progs_dev_type(loops.devs, 2) == 1
@@ -338,15 +339,16 @@ def test_hint_on_fake_type_sysfs(fake_fs, py):
 
 def assert_usage_equals_cli(u, cli):
     """Every figure of btrfsx.usage() against `btrfsx --format json filesystem usage`."""
-    assert u["fsid"] == cli["fsid"] and u["path"] == cli["path"]
+    assert u["fsid"] == cli["fsid"]
+    assert cli["mountpoint"] == (u["path"] if u["mounted"] else None)
     assert u["mounted"] == cli["mounted"]
     ov = cli["overall"]
     for key in ("device_size", "device_allocated", "device_unallocated", "device_missing",
                 "device_slack", "used", "global_reserve", "global_reserve_used",
                 "free_statfs"):
         assert u[key] == ov[key], key
-    assert u["progs_free_estimated"] == ov["free_estimated"]
-    assert u["progs_free_min"] == ov["free_estimated_min"]
+    assert u["progs_free_estimated"] == ov["free_estimated_by_ratio"]
+    assert u["progs_free_min"] == ov["free_estimated_by_ratio_min"]
     assert round(u["data_ratio"], 2) == ov["data_ratio"]
     assert round(u["metadata_ratio"], 2) == ov["metadata_ratio"]
     assert bool(u["multiple_profiles"]) == ov["multiple_profiles"]
@@ -366,7 +368,7 @@ def assert_usage_equals_cli(u, cli):
         assert u[key] == cli[key], key
     assert [(d["devid"], d["path"], NAMES[d["hint"]], d["size"], d["unallocated"], d["data"],
              d["metadata"], d["system"], d["slack"]) for d in u["devices"]] == \
-        [(d["devid"], d["path"], d["hint"], d["size"], d["unallocated"], d["data"],
+        [(d["devid"], d["device"], d["hint"], d["size"], d["unallocated"], d["data"],
           d["metadata"], d["system"], d["slack"]) for d in cli["devices"]]
     assert u["warnings"] == cli.get("warnings", [])
     # figures the command shows only inside its per-profile lines
@@ -591,12 +593,12 @@ def assert_scrub_equals_cli(result, cli):
     assert result["fsid"] == cli["fsid"]
     assert result["bytes_to_scrub"] == cli["bytes_to_scrub"]
     assert result["degraded"] == cli["degraded"]
-    assert result["uncorrectable"] == cli["uncorrectable"]
+    assert result["uncorrectable"] == cli["has_uncorrectable"]
     assert {k: result["total"][k] for k in COUNTERS} == {k: cli["total"][k] for k in COUNTERS}
     assert [(d["devid"], d["path"], d["missing"], d["bytes_to_scrub"], d["counters"])
             for d in result["devices"]] == \
-        [(d["devid"], d["path"], d["missing"], d["bytes_to_scrub"], {k: d[k] for k in COUNTERS})
-         for d in cli["devices"]]
+        [(d["devid"], d["device"], d["missing"], d["bytes_to_scrub"],
+          {k: d[k] for k in COUNTERS}) for d in cli["devices"]]
     assert [(e["what"], e["fault"], e["fix"], e["logical"], e["len"], e["devid"], e["physical"])
             for e in result["errors"]] == \
         [(e["what"], e["fault"], e["fix"], e["logical"], e["len"], e["devid"], e["physical"])

@@ -373,7 +373,7 @@ def test_clean_equals_kernel(fs_cache, scrub, profile, csum):
     total = doc["scrub"]["total"]
     assert all(total[name] == 0 for name in ERROR_COUNTERS), total
     assert total["data_bytes_scrubbed"] > 10 << 20 and total["tree_bytes_scrubbed"] > 0
-    assert doc["scrub"]["status"] == "finished" and not doc["scrub"]["uncorrectable"]
+    assert doc["scrub"]["status"] == "finished" and not doc["scrub"]["has_uncorrectable"]
     _, kernel = kernel_scrub(fs.devs)
     assert_same_as_kernel(doc, kernel)
 
@@ -438,7 +438,7 @@ def test_status_keeps_the_last_run(fs_cache, run_btrfsx, btrfsx_json, scrub, sta
     assert "no offline scrub recorded" in err
     _, doc = scrub(fs.devs, "-r", rc=0)
     status = btrfsx_json("scrub", "status", "--offline", fs.devs[1], env=state_env)
-    assert status["__header"] == {"version": "1"}
+    assert status["__header"] == {"version": "2"}
     for key in ("fsid", "status", "mode", "started", "bytes_to_scrub", "total"):
         assert status["scrub"][key] == doc["scrub"][key], key
     assert per_device(status) == per_device(doc)

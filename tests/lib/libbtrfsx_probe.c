@@ -399,7 +399,7 @@ static int probe_rp_apply(int argc, char **argv)
 
 		open_block(NULL, '{');
 		j_str("fsid", r->fsid[0] ? r->fsid : NULL);
-		j_str("path", r->path[0] ? r->path : NULL);
+		j_str("mountpoint", r->path[0] ? r->path : NULL);  /* the CLI's key */
 		j_str("policy", r->policy[0] ? r->policy : NULL);
 		j_str("status", apply_statuses[r->status]);
 		if (r->error[0])
