@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "fsops/read-policy.h"
 #include "common/units.h"
+#include "kernel-shared/profiles.h"
 
 #define NEW_POLICIES_KERNEL "Linux 6.14 or later built with CONFIG_BTRFS_EXPERIMENTAL=y"
 
@@ -468,14 +469,10 @@ int bx_rp_set(const char *sysfs_root, const struct bx_mounted_fs *fs,
 
 /* ---- RAID1-family block groups ---- */
 
-static const struct {
-	const char *name;
-	uint64_t flag;
-} mirrored_profiles[] = {
-	{ "raid1", BTRFS_BLOCK_GROUP_RAID1 },
-	{ "raid1c3", BTRFS_BLOCK_GROUP_RAID1C3 },
-	{ "raid1c4", BTRFS_BLOCK_GROUP_RAID1C4 },
-	{ "raid10", BTRFS_BLOCK_GROUP_RAID10 },
+/* The RAID1-family profiles, whose reads the policy spreads. */
+static const uint64_t mirrored_profiles[] = {
+	BTRFS_BLOCK_GROUP_RAID1, BTRFS_BLOCK_GROUP_RAID1C3, BTRFS_BLOCK_GROUP_RAID1C4,
+	BTRFS_BLOCK_GROUP_RAID10,
 };
 
 static void add_mirrored(struct bx_rp_mirrored *m, const char *type, const char *profile)
@@ -507,11 +504,12 @@ int bx_rp_mirrored(const char *sysfs_root, const struct bx_mounted_fs *fs,
 			for (size_t p = 0; p < sizeof(mirrored_profiles) / sizeof(mirrored_profiles[0]); p++) {
 				char rel[64];
 
-				snprintf(rel, sizeof(rel), "allocation/%s/%s", types[t],
-					 mirrored_profiles[p].name);
+				const char *name = bx_profile_name(mirrored_profiles[p]);
+
+				snprintf(rel, sizeof(rel), "allocation/%s/%s", types[t], name);
 				fs_path(path, sizeof(path), sysfs_root, fs->fsid_str, rel);
 				if (exists(path))
-					add_mirrored(m, types[t], mirrored_profiles[p].name);
+					add_mirrored(m, types[t], name);
 			}
 		}
 		return 0;
@@ -532,9 +530,8 @@ int bx_rp_mirrored(const char *sysfs_root, const struct bx_mounted_fs *fs,
 			type = "system";
 		else
 			continue;
-		for (size_t p = 0; p < sizeof(mirrored_profiles) / sizeof(mirrored_profiles[0]); p++)
-			if (flags[i] & mirrored_profiles[p].flag)
-				add_mirrored(m, type, mirrored_profiles[p].name);
+		if (bx_profile_is_mirrored(flags[i]))
+			add_mirrored(m, type, bx_profile_name(flags[i]));
 	}
 	return 0;
 }

@@ -62,62 +62,43 @@
 #define MAX_DEVS_SYS_CHUNK \
 	((BTRFS_SYSTEM_CHUNK_ARRAY_SIZE - 2 * DISK_KEY_SIZE - 2 * CHUNK_ITEM_SIZE) / STRIPE_SIZE + 1)
 
-enum raid_index {
-	RAID_SINGLE, RAID_RAID0, RAID_RAID1, RAID_DUP, RAID_RAID10,
-	RAID_RAID5, RAID_RAID6, RAID_RAID1C3, RAID_RAID1C4, RAID_NR,
+/* bits, name, sub_stripes, dev_stripes, devs_max, devs_min, devs_increment, ncopies, nparity */
+static const struct bx_alloc_raid_attr raid_table[] = {
+	{ 0, "single", 1, 1, 1, 1, 1, 1, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID0, "raid0", 1, 1, 0, 1, 1, 1, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID1, "raid1", 1, 1, 2, 2, 2, 2, 0 },
+	{ BTRFS_BLOCK_GROUP_DUP, "dup", 1, 2, 1, 1, 1, 2, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID10, "raid10", 2, 1, 0, 2, 2, 2, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID5, "raid5", 1, 1, 0, 2, 1, 1, 1 },
+	{ BTRFS_BLOCK_GROUP_RAID6, "raid6", 1, 1, 0, 3, 1, 1, 2 },
+	{ BTRFS_BLOCK_GROUP_RAID1C3, "raid1c3", 1, 1, 3, 3, 3, 3, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID1C4, "raid1c4", 1, 1, 4, 4, 4, 4, 0 },
 };
 
-/* name, sub_stripes, dev_stripes, devs_max, devs_min, devs_increment, ncopies, nparity */
-static const struct bx_alloc_raid_attr raid_table[RAID_NR] = {
-	[RAID_SINGLE] = { "single", 1, 1, 1, 1, 1, 1, 0 },
-	[RAID_RAID0] = { "raid0", 1, 1, 0, 1, 1, 1, 0 },
-	[RAID_RAID1] = { "raid1", 1, 1, 2, 2, 2, 2, 0 },
-	[RAID_DUP] = { "dup", 1, 2, 1, 1, 1, 2, 0 },
-	[RAID_RAID10] = { "raid10", 2, 1, 0, 2, 2, 2, 0 },
-	[RAID_RAID5] = { "raid5", 1, 1, 0, 2, 1, 1, 1 },
-	[RAID_RAID6] = { "raid6", 1, 1, 0, 3, 1, 1, 2 },
-	[RAID_RAID1C3] = { "raid1c3", 1, 1, 3, 3, 3, 3, 0 },
-	[RAID_RAID1C4] = { "raid1c4", 1, 1, 4, 4, 4, 4, 0 },
-};
-
-static int raid_index(uint64_t type)
-{
-	uint64_t profile = type & ~BTRFS_BLOCK_GROUP_TYPE_MASK;
-
-	if (profile & ~BTRFS_BLOCK_GROUP_PROFILE_MASK)
-		return -EINVAL;
-	if (profile & (profile - 1))
-		return -EINVAL;
-	switch (profile) {
-	case 0:
-		return RAID_SINGLE;
-	case BTRFS_BLOCK_GROUP_RAID0:
-		return RAID_RAID0;
-	case BTRFS_BLOCK_GROUP_RAID1:
-		return RAID_RAID1;
-	case BTRFS_BLOCK_GROUP_DUP:
-		return RAID_DUP;
-	case BTRFS_BLOCK_GROUP_RAID10:
-		return RAID_RAID10;
-	case BTRFS_BLOCK_GROUP_RAID5:
-		return RAID_RAID5;
-	case BTRFS_BLOCK_GROUP_RAID6:
-		return RAID_RAID6;
-	case BTRFS_BLOCK_GROUP_RAID1C3:
-		return RAID_RAID1C3;
-	default:
-		return RAID_RAID1C4;
-	}
-}
+#define NR_PROFILES (sizeof(raid_table) / sizeof(raid_table[0]))
 
 int bx_alloc_raid_attr(uint64_t type, struct bx_alloc_raid_attr *attr)
 {
-	int idx = raid_index(type);
+	uint64_t profile = type & ~BTRFS_BLOCK_GROUP_TYPE_MASK;
 
-	if (idx < 0)
-		return idx;
-	*attr = raid_table[idx];
-	return 0;
+	for (size_t i = 0; i < NR_PROFILES; i++) {
+		if (raid_table[i].bits == profile) {
+			*attr = raid_table[i];
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int bx_alloc_profile_parse(const char *name, uint64_t *bits)
+{
+	for (size_t i = 0; i < NR_PROFILES; i++) {
+		if (!strcasecmp(name, raid_table[i].name)) {
+			*bits = raid_table[i].bits;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 static bool is_mixed(uint64_t type)
@@ -134,10 +115,10 @@ static uint64_t ten_percent(uint64_t x)
 int bx_alloc_limits(uint64_t type, uint64_t fs_total_bytes, uint32_t nodesize,
 		    struct bx_alloc_limits *lim)
 {
+	struct bx_alloc_raid_attr raid;
 	uint64_t chunk_size;
-	int idx = raid_index(type);
 
-	if (idx < 0 || !(type & BTRFS_BLOCK_GROUP_TYPE_MASK))
+	if (bx_alloc_raid_attr(type, &raid) || !(type & BTRFS_BLOCK_GROUP_TYPE_MASK))
 		return -EINVAL;
 	if (nodesize == 0)
 		nodesize = 16384;
@@ -145,7 +126,7 @@ int bx_alloc_limits(uint64_t type, uint64_t fs_total_bytes, uint32_t nodesize,
 		return -EINVAL;
 
 	memset(lim, 0, sizeof(*lim));
-	lim->raid = raid_table[idx];
+	lim->raid = raid;
 
 	/* calc_chunk_size(): the data bit wins for mixed block groups. */
 	if (type & BTRFS_BLOCK_GROUP_DATA)

@@ -114,8 +114,12 @@ struct bx_alloc_chunk {
 	struct bx_alloc_stripe *stripes;	/* num_stripes, in the kernel's stripe order */
 };
 
-/* Per-profile constants (btrfs_raid_array). */
+/*
+ * Per-profile constants (btrfs_raid_array): the one profile table of btrfsx;
+ * names, copies and stripe counts elsewhere come from it.
+ */
 struct bx_alloc_raid_attr {
+	uint64_t bits;		/* the BTRFS_BLOCK_GROUP_* profile bit; 0: single */
 	const char *name;	/* "single", "raid1", ... */
 	int sub_stripes;
 	int dev_stripes;
@@ -142,6 +146,9 @@ struct bx_alloc_limits {
  * or unknown bits.
  */
 int bx_alloc_raid_attr(uint64_t type, struct bx_alloc_raid_attr *attr);
+
+/* "single", "RAID1", ... (any case) -> profile bits. 0, or -EINVAL (no message). */
+int bx_alloc_profile_parse(const char *name, uint64_t *bits);
 
 /*
  * Limits for a chunk of @type on a filesystem of @fs_total_bytes writable

@@ -4,40 +4,21 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "kernel-shared/allocator.h"
 #include "kernel-shared/volumes.h"
-
-static const struct {
-	uint64_t bit;
-	const char *name;
-	int min_stripes;
-	int ncopies;
-} profiles[] = {
-	{ 0, "single", 1, 1 },
-	{ BTRFS_BLOCK_GROUP_DUP, "dup", 2, 2 },
-	{ BTRFS_BLOCK_GROUP_RAID0, "raid0", 1, 1 },
-	{ BTRFS_BLOCK_GROUP_RAID1, "raid1", 2, 2 },
-	{ BTRFS_BLOCK_GROUP_RAID1C3, "raid1c3", 3, 3 },
-	{ BTRFS_BLOCK_GROUP_RAID1C4, "raid1c4", 4, 4 },
-	{ BTRFS_BLOCK_GROUP_RAID10, "raid10", 2, 2 },
-	{ BTRFS_BLOCK_GROUP_RAID5, "raid5", 2, 2 },
-	{ BTRFS_BLOCK_GROUP_RAID6, "raid6", 3, 3 },
-};
-
-static int profile_index(uint64_t type)
-{
-	uint64_t bits = type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-
-	for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
-		if (profiles[i].bit == bits)
-			return (int)i;
-	return -1;
-}
 
 const char *bx_profile_name(uint64_t type)
 {
-	int i = profile_index(type);
+	struct bx_alloc_raid_attr attr;
 
-	return i < 0 ? "unknown" : profiles[i].name;
+	return bx_alloc_raid_attr(type & BTRFS_BLOCK_GROUP_PROFILE_MASK, &attr) ? "unknown" :
+	       attr.name;
+}
+
+bool bx_profile_is_mirrored(uint64_t type)
+{
+	return type & (BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_RAID1C3 |
+		       BTRFS_BLOCK_GROUP_RAID1C4 | BTRFS_BLOCK_GROUP_RAID10);
 }
 
 const char *bx_block_group_type_name(uint64_t type)
@@ -57,9 +38,9 @@ const char *bx_block_group_type_name(uint64_t type)
 
 int bx_profile_ncopies(uint64_t type)
 {
-	int i = profile_index(type);
+	struct bx_alloc_raid_attr attr;
 
-	return i < 0 ? 0 : profiles[i].ncopies;
+	return bx_alloc_raid_attr(type & BTRFS_BLOCK_GROUP_PROFILE_MASK, &attr) ? 0 : attr.ncopies;
 }
 
 static int raid56_parity(uint64_t type)
@@ -73,8 +54,9 @@ static int raid56_parity(uint64_t type)
 
 int bx_check_chunk_item(const struct btrfs_chunk *chunk, size_t size, uint32_t sectorsize)
 {
+	struct bx_alloc_raid_attr raid;
 	uint64_t type, length, stripe_len;
-	int num_stripes, sub_stripes, pi;
+	int num_stripes, sub_stripes;
 
 	if (size < sizeof(*chunk))
 		return bx_error(-EUCLEAN, "chunk item too small (%zu bytes)", size);
@@ -100,12 +82,11 @@ int bx_check_chunk_item(const struct btrfs_chunk *chunk, size_t size, uint32_t s
 	if (!(type & BTRFS_BLOCK_GROUP_TYPE_MASK))
 		return bx_error(-EUCLEAN, "chunk type 0x%llx has no data/metadata/system bit",
 				(unsigned long long)type);
-	pi = profile_index(type);
-	if (pi < 0)
+	if (bx_alloc_raid_attr(type, &raid))
 		return bx_error(-EUCLEAN, "chunk type 0x%llx has several profile bits",
 				(unsigned long long)type);
-	if (num_stripes < profiles[pi].min_stripes)
-		return bx_error(-EUCLEAN, "%s chunk with %d stripes", profiles[pi].name, num_stripes);
+	if (num_stripes < raid.devs_min * raid.dev_stripes)
+		return bx_error(-EUCLEAN, "%s chunk with %d stripes", raid.name, num_stripes);
 	if ((type & BTRFS_BLOCK_GROUP_RAID10) && (sub_stripes != 2 || num_stripes % 2))
 		return bx_error(-EUCLEAN, "raid10 chunk with %d stripes and %d sub stripes",
 				num_stripes, sub_stripes);
@@ -114,8 +95,8 @@ int bx_check_chunk_item(const struct btrfs_chunk *chunk, size_t size, uint32_t s
 	if (!(type & BTRFS_BLOCK_GROUP_PROFILE_MASK) && num_stripes != 1)
 		return bx_error(-EUCLEAN, "single chunk with %d stripes", num_stripes);
 	if ((type & (BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_RAID1C3 |
-		     BTRFS_BLOCK_GROUP_RAID1C4)) && num_stripes != profiles[pi].ncopies)
-		return bx_error(-EUCLEAN, "%s chunk with %d stripes", profiles[pi].name, num_stripes);
+		     BTRFS_BLOCK_GROUP_RAID1C4)) && num_stripes != raid.ncopies)
+		return bx_error(-EUCLEAN, "%s chunk with %d stripes", raid.name, num_stripes);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernel-shared/ctree.h"
+#include "kernel-shared/profiles.h"
 #include "kernel-shared/write-plan.h"
 
 struct bx_block_cache;
@@ -160,12 +161,8 @@ int bx_map_logical(const struct bx_fs *fs, uint64_t logical, uint64_t *len, int 
 /* The RAID5/6 full stripe row holding @logical. */
 int bx_map_full_stripe(const struct bx_fs *fs, uint64_t logical, struct bx_full_stripe *fstripe);
 
-/* Profile name ("single", "raid1", ...) of chunk type bits. */
-const char *bx_profile_name(uint64_t type);
 /* Type name ("data", "metadata", "system", "data+metadata") of chunk type bits. */
 const char *bx_block_group_type_name(uint64_t type);
-/* How many devices may fail before data is lost, per profile. */
-int bx_profile_ncopies(uint64_t type);
 
 /* Iterates the items of a system chunk array; for the parser and its fuzzer. */
 int bx_parse_sys_chunk_array(const struct btrfs_super_block *sb,

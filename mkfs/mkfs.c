@@ -111,29 +111,10 @@ void bx_mkfs_feature_names(uint32_t features, char *buf, size_t len)
 	}
 }
 
-static const struct {
-	const char *name;
-	uint64_t bits;
-} profile_table[] = {
-	{ "single", 0 },
-	{ "dup", BTRFS_BLOCK_GROUP_DUP },
-	{ "raid0", BTRFS_BLOCK_GROUP_RAID0 },
-	{ "raid1", BTRFS_BLOCK_GROUP_RAID1 },
-	{ "raid1c3", BTRFS_BLOCK_GROUP_RAID1C3 },
-	{ "raid1c4", BTRFS_BLOCK_GROUP_RAID1C4 },
-	{ "raid10", BTRFS_BLOCK_GROUP_RAID10 },
-	{ "raid5", BTRFS_BLOCK_GROUP_RAID5 },
-	{ "raid6", BTRFS_BLOCK_GROUP_RAID6 },
-};
-
 int bx_mkfs_parse_profile(const char *name, uint64_t *profile)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(profile_table); i++) {
-		if (!strcasecmp(name, profile_table[i].name)) {
-			*profile = profile_table[i].bits;
-			return 0;
-		}
-	}
+	if (!bx_alloc_profile_parse(name, profile))
+		return 0;
 	return bx_error(-EINVAL, "unknown profile '%s' (single, dup, raid0, raid1, raid1c3, "
 			"raid1c4, raid10, raid5, raid6)", name);
 }

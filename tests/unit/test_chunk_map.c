@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel-shared/allocator.h"
 #include "kernel-shared/volumes.h"
 #include "tests/unit/unit.h"
 
@@ -135,10 +136,31 @@ static void test_bad_chunks(struct bx_fs *fs)
 	CHECK(bx_map_logical(fs, 1ULL << 30, &len, 2, &loc) == -EINVAL);
 }
 
+/* One profile table: every name parses to bits that name it again. */
+static void test_profile_names(void)
+{
+	static const char *const names[] = { "single", "dup", "raid0", "raid1", "raid1c3",
+					      "raid1c4", "raid10", "raid5", "raid6" };
+	uint64_t bits;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		CHECK(bx_alloc_profile_parse(names[i], &bits) == 0);
+		CHECK(!strcmp(bx_profile_name(bits | BTRFS_BLOCK_GROUP_DATA), names[i]));
+	}
+	CHECK(bx_alloc_profile_parse("RAID1C3", &bits) == 0 && bits == BTRFS_BLOCK_GROUP_RAID1C3);
+	CHECK(bx_alloc_profile_parse("raid7", &bits) == -EINVAL);
+	CHECK(!strcmp(bx_profile_name(BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_DUP), "unknown"));
+	CHECK(bx_profile_ncopies(BTRFS_BLOCK_GROUP_RAID1C4) == 4);
+	CHECK(bx_profile_ncopies(BTRFS_BLOCK_GROUP_RAID5) == 1);
+	CHECK(bx_profile_is_mirrored(BTRFS_BLOCK_GROUP_RAID10));
+	CHECK(!bx_profile_is_mirrored(BTRFS_BLOCK_GROUP_DUP));
+}
+
 int main(void)
 {
 	struct bx_fs fs;
 
+	test_profile_names();
 	memset(&fs, 0, sizeof(fs));
 	test_single_dup_raid1(&fs);
 	test_raid0_raid10(&fs);
