@@ -235,7 +235,6 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 		.metadata_profile_default = true,
 		.csum_type = BTRFS_CSUM_TYPE_CRC32,
 		.features = BX_MKFS_F_DEFAULT,
-		.sysfs_root = ctx->sysfs_root,
 		.writes = ctx->writes,
 	};
 	struct bx_mkfs_device *devs = NULL;

@@ -377,3 +377,31 @@ int bx_check_not_loop_backed(const char *path)
 	closedir(dir);
 	return ret;
 }
+
+int bx_open_claimed(const char *path, const struct stat *st, bool write, int *fd)
+{
+	int ret, ro = 0;
+
+	*fd = -1;
+	ret = bx_check_member_type(st, path);
+	if (!ret && !S_ISBLK(st->st_mode))
+		ret = bx_check_not_loop_backed(path);
+	if (ret)
+		return ret;
+	*fd = open(path, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC |
+		   (S_ISBLK(st->st_mode) ? O_EXCL : 0));
+	if (*fd < 0)
+		return errno == EBUSY ? bx_busy_error(path, st)
+				      : bx_error(-errno, "%s: cannot open%s: %m", path,
+						 write ? " for writing" : "");
+	ret = bx_claim_image_file(*fd, path);
+	/* A read-only block device opens read-write; only the writes would fail. */
+	if (!ret && write && S_ISBLK(st->st_mode) && ioctl(*fd, BLKROGET, &ro) == 0 && ro)
+		ret = bx_error(-EROFS, "%s: cannot open for writing: the device is read-only",
+			       path);
+	if (ret) {
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
+}

@@ -61,4 +61,14 @@ int bx_busy_error(const char *path, const struct stat *st);
 /* -EBUSY naming the loop device when the image file @path is attached to one. */
 int bx_check_not_loop_backed(const char *path);
 
+/*
+ * "May I have this device to myself (and write it)": the one answer for
+ * every claiming open (bx_fs_open with BX_OPEN_EXCL, mkfs). @path must be a
+ * block device or an image file (@st from stat); an image file must not be
+ * attached to a loop device. Opened read-write when @write, O_EXCL for a
+ * block device, flocked for an image file; a read-only block device is
+ * refused for writing. *@fd is -1 on failure.
+ */
+int bx_open_claimed(const char *path, const struct stat *st, bool write, int *fd);
+
 #endif

@@ -115,33 +115,16 @@ static int device_open(const char *path, unsigned int flags, struct bx_device **
 		ret = bx_error(-errno, "%s: %m", path);
 		goto fail;
 	}
-	ret = bx_check_member_type(&st, path);
+	if (flags & BX_OPEN_EXCL) {
+		ret = bx_open_claimed(path, &st, flags & BX_OPEN_WRITE, &dev->fd);
+	} else {
+		ret = bx_check_member_type(&st, path);
+		if (!ret && (dev->fd = open(path, oflags | O_CLOEXEC)) < 0)
+			ret = bx_error(-errno, "%s: cannot open: %m", path);
+	}
 	if (ret)
 		goto fail;
-	if (S_ISBLK(st.st_mode) && (flags & BX_OPEN_EXCL))
-		oflags |= O_EXCL;
-	dev->fd = open(path, oflags | O_CLOEXEC);
-	if (dev->fd < 0) {
-		ret = errno == EBUSY ? bx_busy_error(path, &st)
-				     : bx_error(-errno, "%s: cannot open: %m", path);
-		goto fail;
-	}
-	if (flags & BX_OPEN_EXCL) {
-		ret = bx_claim_image_file(dev->fd, path);
-		if (ret)
-			goto fail;
-	}
 	dev->writable = flags & BX_OPEN_WRITE;
-	if (dev->writable && S_ISBLK(st.st_mode)) {
-		int ro = 0;
-
-		/* A read-only block device opens read-write; only the writes fail. */
-		if (ioctl(dev->fd, BLKROGET, &ro) == 0 && ro) {
-			ret = bx_error(-EROFS, "%s: cannot open for writing: the device is read-only",
-				       path);
-			goto fail;
-		}
-	}
 	ret = device_size(dev->fd, &st, path, &dev->size);
 	if (!ret)
 		ret = device_read_supers(dev);

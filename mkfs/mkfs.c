@@ -327,7 +327,6 @@ static int open_one(struct mkfs *mk, size_t index)
 	const char *path = opts->devs[index].path;
 	struct btrfs_super_block old;
 	char mnt[4096];
-	int oflags = O_RDWR | O_CLOEXEC;
 	int ret;
 
 	d->dev = calloc(1, sizeof(*d->dev));
@@ -358,33 +357,13 @@ static int open_one(struct mkfs *mk, size_t index)
 		if (same_file(&mk->devs[i].st, &d->st))
 			return bx_error(-EINVAL, "%s: named twice (also as %s)", path,
 					mk->devs[i].dev->path);
-	if (S_ISBLK(d->st.st_mode)) {
-		if (bx_block_dev_mounted_at(d->st.st_rdev, mnt, sizeof(mnt)))
-			return bx_error(-EBUSY, "%s: is mounted at %s", path, mnt);
-		oflags |= O_EXCL;
-	} else {
-		ret = bx_check_not_loop_backed(path);
-		if (ret)
-			return ret;
-		d->is_file = true;
-	}
-	if (d->dev->fd < 0) {
-		d->dev->fd = open(path, oflags);
-		if (d->dev->fd < 0)
-			return errno == EBUSY ? bx_busy_error(path, &d->st) :
-			       bx_error(-errno, "%s: cannot open for writing: %m", path);
-	}
-	if (d->is_file) {
-		ret = bx_claim_image_file(d->dev->fd, path);
-		if (ret)
-			return ret;
-	}
+	d->is_file = !S_ISBLK(d->st.st_mode);
+	ret = d->created ? bx_claim_image_file(d->dev->fd, path) :
+			   bx_open_claimed(path, &d->st, true, &d->dev->fd);
+	if (ret)
+		return ret;
 	d->dev->writable = true;
 	if (S_ISBLK(d->st.st_mode)) {
-		int ro = 0;
-
-		if (ioctl(d->dev->fd, BLKROGET, &ro) == 0 && ro)
-			return bx_error(-EROFS, "%s: the device is read-only", path);
 		if (ioctl(d->dev->fd, BLKGETSIZE64, &d->real_size) < 0)
 			return bx_error(-errno, "%s: cannot get the device size: %m", path);
 	} else {
@@ -405,8 +384,7 @@ static int open_one(struct mkfs *mk, size_t index)
 				BX_MKFS_MIN_DEV_SIZE >> 20);
 	/* An old btrfs that the kernel has mounted through another member. */
 	if (bx_read_super_copy(d->dev->fd, d->real_size, 0, &old) == BX_SB_OK &&
-	    bx_fs_is_mounted(opts->sysfs_root ? opts->sysfs_root : "/sys", old.fsid, mnt,
-			     sizeof(mnt)))
+	    bx_fs_is_mounted("/sys", old.fsid, mnt, sizeof(mnt)))
 		return bx_error(-EBUSY, "%s: holds a btrfs filesystem that is mounted at %s; "
 				"unmount it first", path, mnt);
 	d->dev->size = d->real_size > d->size ? d->real_size : d->size;
@@ -935,8 +913,7 @@ static int check_fsid_unused(struct mkfs *mk)
 	int ret = 0;
 
 	uuid_unparse_lower(mk->fsid, uuid);
-	if (bx_fs_is_mounted(mk->opts->sysfs_root ? mk->opts->sysfs_root : "/sys", mk->fsid, mnt,
-			     sizeof(mnt)))
+	if (bx_fs_is_mounted("/sys", mk->fsid, mnt, sizeof(mnt)))
 		return bx_error(-EEXIST, "UUID %s belongs to the filesystem mounted at %s", uuid,
 				mnt);
 	if (blkid_get_cache(&cache, "/dev/null") < 0)

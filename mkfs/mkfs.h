@@ -84,7 +84,6 @@ struct bx_mkfs_options {
 	uint64_t byte_count;            /* 0: whole devices; else each device's size (files grow) */
 	uint32_t features;              /* BX_MKFS_F_* */
 	bool force;                     /* overwrite existing signatures */
-	const char *sysfs_root;         /* for the mounted check; NULL: "/sys" */
 	struct bx_write_plan writes;    /* who may write, crash tests; zero: writes, no faults */
 };
 
