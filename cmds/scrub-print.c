@@ -194,9 +194,46 @@ void scrub_status_path(const char *state_dir, const uint8_t fsid[16], char *buf,
 	snprintf(buf, len, "%s/scrub/%s.json", state_dir, uuid);
 }
 
+/*
+ * When process @pid started (clock ticks after boot, /proc/<pid>/stat field
+ * 22) in this boot (@boot_id): a pid alone may belong to another process by
+ * the time 'scrub status' looks. 0 when it cannot be read.
+ */
+static uint64_t process_started(pid_t pid, char *boot_id, size_t len)
+{
+	char path[64], buf[1024];
+	unsigned long long started = 0;
+	const char *p;
+	size_t n = 0;
+	FILE *fp;
+
+	*boot_id = '\0';
+	fp = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (fp) {
+		if (fgets(boot_id, (int)len, fp))
+			boot_id[strcspn(boot_id, "\n")] = '\0';
+		fclose(fp);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fp = fopen(path, "re");
+	if (fp) {
+		n = fread(buf, 1, sizeof(buf) - 1, fp);
+		fclose(fp);
+	}
+	buf[n] = '\0';
+	/* After the command name in parentheses: state is field 3, starttime field 22. */
+	p = strrchr(buf, ')');
+	if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			"%*d %*d %*d %llu", &started) != 1)
+		started = 0;
+	return started;
+}
+
 int scrub_status_save(const char *path, const struct bx_scrub_result *res, const char *status,
 		      pid_t pid)
 {
+	char boot_id[64];
+	uint64_t started = process_started(pid, boot_id, sizeof(boot_id));
 	struct scrub_print_opts po = { .per_device = true, .raw = true, .units = BX_UNITS_RAW };
 	struct bx_atomic_file af;
 	char dir[PATH_MAX];
@@ -216,6 +253,8 @@ int scrub_status_save(const char *path, const struct bx_scrub_result *res, const
 		return bx_error(-ENOMEM, "out of memory");
 	}
 	bx_out_s64(out, "pid", pid, 0);
+	bx_out_u64(out, "pid_started", started, 0);
+	bx_out_str(out, "boot_id", boot_id, 0);
 	scrub_print(out, res, status, &po);
 	if (bx_out_finish(out)) {
 		bx_atomic_abort(&af);
@@ -331,12 +370,25 @@ static int load_lists(struct scrub_status *st, struct json_object *scrub)
 	return 0;
 }
 
+/* Whether the process that wrote a "running" status is still that scrub. */
+static bool writer_alive(struct json_object *root)
+{
+	pid_t pid = (pid_t)json_u64(root, "pid");
+	const char *boot = json_str(root, "boot_id");
+	char boot_now[64];
+	uint64_t started;
+
+	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
+		return false;
+	started = process_started(pid, boot_now, sizeof(boot_now));
+	return started == json_u64(root, "pid_started") && boot && !strcmp(boot, boot_now);
+}
+
 int scrub_status_load(const char *path, struct scrub_status **out)
 {
 	struct scrub_status *st = calloc(1, sizeof(*st));
 	struct json_object *scrub, *dur;
 	const char *fsid, *state, *mode;
-	pid_t pid;
 	int ret;
 
 	if (!st)
@@ -356,8 +408,7 @@ int scrub_status_load(const char *path, struct scrub_status **out)
 	}
 	state = json_str(scrub, "status");
 	snprintf(st->state, sizeof(st->state), "%s", state ? state : "unknown");
-	pid = (pid_t)json_u64(st->root, "pid");
-	if (!strcmp(st->state, "running") && pid > 0 && kill(pid, 0) && errno == ESRCH)
+	if (!strcmp(st->state, "running") && !writer_alive(st->root))
 		snprintf(st->state, sizeof(st->state), "interrupted");
 	mode = json_str(scrub, "mode");
 	st->res.readonly = mode && !strcmp(mode, "read-only");

@@ -487,8 +487,8 @@ static int place_chunks(struct mkfs *mk)
 			break;
 		}
 		ret = bx_alloc_apply(adevs, mk->nr_devs, &ac);
-		mc = calloc(1, sizeof(*mc) + ac.num_stripes * sizeof(mc->stripes[0]));
-		if (!ret && mc) {
+		mc = ret ? NULL : calloc(1, sizeof(*mc) + ac.num_stripes * sizeof(mc->stripes[0]));
+		if (mc) {
 			mc->type = ac.type;
 			mc->logical = logical;
 			mc->length = ac.length;
@@ -505,6 +505,9 @@ static int place_chunks(struct mkfs *mk)
 			logical += (ac.length + BTRFS_STRIPE_LEN - 1) & ~(BTRFS_STRIPE_LEN - 1);
 		} else if (!ret) {
 			ret = bx_error(-ENOMEM, "out of memory");
+		} else {
+			ret = bx_error(ret, "recording the %s chunk: %s", chunk_kind(types[c]),
+				       strerror(-ret));
 		}
 		if (!ret && (ac.flags & BX_ALLOC_F_FALLBACK))
 			bx_warn("the %s %s chunk also uses devices the hints prefer less: the "

@@ -949,6 +949,19 @@ def test_status_of_a_vanished_scrub(tmp_path, fs_cache, btrfsx_json, scrub, stat
     path.write_text(json.dumps(doc))
     status = btrfsx_json("scrub", "status", "--offline", fs.dev, env=state_env)
     assert status["scrub"]["status"] == "interrupted"
+    # The pid now belongs to another, living process (reused): still interrupted.
+    doc["pid"] = os.getpid()
+    path.write_text(json.dumps(doc))
+    status = btrfsx_json("scrub", "status", "--offline", fs.dev, env=state_env)
+    assert status["scrub"]["status"] == "interrupted"
+    # The scrub's own process, started when the file says, in this boot: running.
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        doc["pid_started"] = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        doc["boot_id"] = f.read().strip()
+    path.write_text(json.dumps(doc))
+    status = btrfsx_json("scrub", "status", "--offline", fs.dev, env=state_env)
+    assert status["scrub"]["status"] == "running"
 
 
 # --------------------------------------------------------------------------- damaged metadata
