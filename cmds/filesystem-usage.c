@@ -233,7 +233,7 @@ static void print_model(struct bx_out *out, const struct bx_usage_report *rep,
 	model_size(out, "    Metadata after data:", rep->metadata_room_after_data, units);
 	bx_out_obj_end(out);
 
-	/* The stable keys of the issue live at the top level of the JSON object. */
+	/* The model's figures scripts read most live at the top level of the JSON object. */
 	bx_out_size(out, "free_estimated", rep->free_estimated, units, BX_F_JSON_ONLY);
 	bx_out_size(out, "free_strict", rep->free_strict, units, BX_F_JSON_ONLY);
 	if (rep->have_statfs)

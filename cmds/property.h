@@ -2,9 +2,13 @@
  * Properties of btrfsx objects, btrfs-progs grammar:
  *   btrfsx property get|set|list [-t filesystem|device] <object> [<name> [<value>]]
  * Each property is one entry of the table in cmds/property.c: its name, the
- * object types it applies to and a get and a set handler. A handler works on
- * one object and returns 0 or a negative errno with a bx_error message; it
- * prints nothing (property.c prints the value), warnings go through bx_warn.
+ * object types it applies to, a get and a set handler and, optionally, a
+ * details handler. Handlers work on one object and return 0 or a negative
+ * errno with a bx_error message (or BX_EXIT_USAGE through bx_bad_value for a
+ * value that does not parse). get fills the value and prints nothing
+ * (property.c prints it); set prints the line saying what changed and may
+ * add JSON fields (previous); details adds the JSON fields that describe the
+ * value, after get and after set. Warnings go through bx_warn.
  */
 #ifndef BTRFSX_PROPERTY_H
 #define BTRFSX_PROPERTY_H
@@ -44,7 +48,7 @@ int bx_read_policy_prop_get(struct bx_ctx *ctx, const char *object, char *value,
 int bx_read_policy_prop_set(struct bx_ctx *ctx, const char *object, const char *value,
 			    char *now, size_t len);
 
-/* allocation_hint (cmds/property.c). */
+/* allocation_hint (cmds/alloc-hint.c). */
 int bx_alloc_hint_prop_get(struct bx_ctx *ctx, const char *object, char *value, size_t len);
 int bx_alloc_hint_prop_set(struct bx_ctx *ctx, const char *object, const char *value,
 			   char *now, size_t len);

@@ -4,8 +4,8 @@
  * allocator model (kernel-shared/allocator.h) run forward on the real
  * per-device free space, hints honoured.
  *
- * Two steps, so that the command line, the future public library and the
- * benchmark share one computation:
+ * Two steps, so that the command line, the public library
+ * (libbtrfsutil/usage.c) and the benchmark share one computation:
  *  1. collect: bx_usage_read_mounted() (ioctls FS_INFO, DEV_INFO, SPACE_INFO,
  *     TREE_SEARCH_V2 on the chunk and device trees, statfs) or
  *     bx_usage_read_offline() (the devices or images, through our reader) fill

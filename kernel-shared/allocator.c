@@ -28,7 +28,7 @@
  *     most 1 GiB and rounded down to 64 KiB; length = stripe * data stripes.
  *  5. create_chunk: stripe j of device i is at its hole start + j * stripe.
  *
- * Hints (SPEC "Allocation hints"): devices that the hint excludes are left
+ * Hints (README, "Allocation hints"): devices that the hint excludes are left
  * out; the rest are sorted by (tier, largest hole, total_avail) with the same
  * heapsort; whole tiers are taken until there are devs_min devices, and the
  * taken devices are sorted again by the mainline keys, every profile, one tier
@@ -153,7 +153,7 @@ int bx_alloc_limits(uint64_t type, uint64_t fs_total_bytes, uint32_t nodesize,
 	return 0;
 }
 
-/* Tier of each hint for data chunks and for metadata/system chunks (SPEC). */
+/* Tier of each hint for data chunks and for metadata/system chunks (README's table). */
 static const uint8_t tier_data[BX_HINT_MAX_KNOWN + 1] = { 2, 3, BX_TIER_NEVER, 1, 4 };
 static const uint8_t tier_meta[BX_HINT_MAX_KNOWN + 1] = { 3, 2, 1, BX_TIER_NEVER, 4 };
 

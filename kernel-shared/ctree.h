@@ -169,7 +169,7 @@ static inline uint64_t btrfs_sb_offset(int mirror)
 /* Inode flags we act on. */
 #define BTRFS_INODE_NODATASUM (1ULL << 0)
 
-/* Allocation hint: the low bits of btrfs_dev_item.type (SPEC). */
+/* Allocation hint: the low bits of btrfs_dev_item.type (kernel-shared/hints.h). */
 #define BTRFSX_HINT_V12_MASK 0x3ULL
 #define BTRFSX_HINT_FIELD_MASK 0x7ULL
 

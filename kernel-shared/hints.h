@@ -1,5 +1,6 @@
 /*
- * Allocation hints: the low bits of btrfs_dev_item.type (SPEC). Pure
+ * Allocation hints: the low bits of btrfs_dev_item.type (the README's table,
+ * btrfsx-property(8)). Pure
  * functions: names, parsing, and what each value allows.
  *
  * 0 data_preferred, 1 metadata_preferred, 2 metadata_only, 3 data_only (the

@@ -905,7 +905,8 @@ static void test_hints_d(void)
 
 /*
  * (e) Both patched kernels sort the taken tiers again by free space, raid1
- * family included (SPEC's "RAID1 keeps the tier order" is not what they do;
+ * family included ("RAID1 keeps the tier order", as the project's first
+ * description said, is not what they do;
  * tests/vm/test_vm_allocator.py compares chunk by chunk): NVMe 100 GiB
  * metadata_preferred (devid 1) + HDDs 1000, 1100, 1200 GiB (2, 3, 4). Tier 2
  * has one device, tier 3 three: all taken, sorted by space: 4, 3, 2; raid1c3
