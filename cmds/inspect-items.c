@@ -63,47 +63,6 @@ const char *bx_key_type_name(uint8_t type)
 	return NULL;
 }
 
-static const struct {
-	uint64_t id;
-	const char *name;      /* as dump-tree -t takes it */
-	const char *objectid;  /* as keys show it */
-} trees[] = {
-	{ BTRFS_ROOT_TREE_OBJECTID, "root", "ROOT_TREE" },
-	{ BTRFS_EXTENT_TREE_OBJECTID, "extent", "EXTENT_TREE" },
-	{ BTRFS_CHUNK_TREE_OBJECTID, "chunk", "CHUNK_TREE" },
-	{ BTRFS_DEV_TREE_OBJECTID, "dev", "DEV_TREE" },
-	{ BTRFS_FS_TREE_OBJECTID, "fs", "FS_TREE" },
-	{ BTRFS_ROOT_TREE_DIR_OBJECTID, "root-dir", "ROOT_TREE_DIR" },
-	{ BTRFS_CSUM_TREE_OBJECTID, "csum", "CSUM_TREE" },
-	{ BTRFS_QUOTA_TREE_OBJECTID, "quota", "QUOTA_TREE" },
-	{ BTRFS_UUID_TREE_OBJECTID, "uuid", "UUID_TREE" },
-	{ BTRFS_FREE_SPACE_TREE_OBJECTID, "free-space", "FREE_SPACE_TREE" },
-	{ BTRFS_BLOCK_GROUP_TREE_OBJECTID, "block-group", "BLOCK_GROUP_TREE" },
-	{ BTRFS_RAID_STRIPE_TREE_OBJECTID, "raid-stripe", "RAID_STRIPE_TREE" },
-	{ BTRFS_TREE_LOG_OBJECTID, "log", "TREE_LOG" },
-	{ BTRFS_TREE_RELOC_OBJECTID, "tree-reloc", "TREE_RELOC" },
-	{ BTRFS_DATA_RELOC_TREE_OBJECTID, "data-reloc", "DATA_RELOC_TREE" },
-};
-
-int bx_tree_id_by_name(const char *name, uint64_t *id)
-{
-	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
-		if (!strcasecmp(name, trees[i].name) || !strcasecmp(name, trees[i].objectid)) {
-			*id = trees[i].id;
-			return 0;
-		}
-	}
-	return bx_parse_u64(name, id);
-}
-
-const char *bx_tree_name(uint64_t id)
-{
-	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++)
-		if (trees[i].id == id)
-			return trees[i].name;
-	return NULL;
-}
-
 const char *bx_objectid_name(uint64_t objectid, uint8_t type)
 {
 	if (type == BTRFS_DEV_ITEM_KEY && objectid == BTRFS_DEV_ITEMS_OBJECTID)
@@ -120,12 +79,9 @@ const char *bx_objectid_name(uint64_t objectid, uint8_t type)
 		return "ORPHAN";
 	if (objectid == BTRFS_BALANCE_OBJECTID)
 		return "BALANCE";
-	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++)
-		if (trees[i].id == objectid && (objectid > BTRFS_ROOT_TREE_DIR_OBJECTID ||
-						type == BTRFS_ROOT_ITEM_KEY ||
-						type == BTRFS_ROOT_REF_KEY ||
-						type == BTRFS_ROOT_BACKREF_KEY))
-			return trees[i].objectid;
+	if (objectid > BTRFS_ROOT_TREE_DIR_OBJECTID || type == BTRFS_ROOT_ITEM_KEY ||
+	    type == BTRFS_ROOT_REF_KEY || type == BTRFS_ROOT_BACKREF_KEY)
+		return bx_tree_objectid_name(objectid);
 	return NULL;
 }
 

@@ -13,10 +13,6 @@ const char *bx_key_type_name(uint8_t type);
 /* "ROOT_TREE", "FIRST_CHUNK_TREE", ... or NULL when a plain number reads better. */
 const char *bx_objectid_name(uint64_t objectid, uint8_t type);
 
-/* Tree names accepted by dump-tree -t, and their ids. */
-int bx_tree_id_by_name(const char *name, uint64_t *id);
-const char *bx_tree_name(uint64_t id);
-
 /*
  * Emits item @slot of leaf @eb: its key, position and the decoded fields of
  * its type. Every decoder checks the item size before reading, so a corrupt

@@ -149,12 +149,20 @@ static void print_super(struct bx_out *out, const struct btrfs_super_block *sb, 
 	print_backup_roots(out, sb);
 }
 
-static int print_all_copies(struct bx_out *out, const struct bx_device *dev, bool full)
+/* Every copy with its status; what no copy makes valid is still listed. */
+static int print_all_copies(struct bx_out *out, const char *path, bool full)
 {
+	uint64_t size;
+	int fd, nr_valid = 0;
+	int ret = bx_open_raw(path, &fd, &size);
+
+	if (ret)
+		return ret;
+	bx_out_str(out, "device", path, BX_F_JSON_ONLY);
 	bx_out_list_begin(out, "superblocks");
 	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
 		struct btrfs_super_block sb;
-		enum bx_sb_status status = bx_read_super_copy(dev->fd, dev->size, i, &sb);
+		enum bx_sb_status status = bx_read_super_copy(fd, size, i, &sb);
 		char heading[96];
 
 		snprintf(heading, sizeof(heading), "superblock copy %d at %llu: %s", i,
@@ -167,8 +175,12 @@ static int print_all_copies(struct bx_out *out, const struct bx_device *dev, boo
 		if (status == BX_SB_OK || status == BX_SB_BAD_CSUM || status == BX_SB_BAD_BYTENR)
 			print_super(out, &sb, full);
 		bx_out_obj_end(out);
+		nr_valid += status == BX_SB_OK;
 	}
 	bx_out_list_end(out);
+	close(fd);
+	if (!nr_valid)
+		return bx_error(-EUCLEAN, "%s: no valid superblock copy", path);
 	return 0;
 }
 
@@ -195,20 +207,18 @@ static int cmd_dump_super(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_check_argc(argc - optind, 1, 1);
 	if (ret)
 		return ret;
+	if (all)
+		return print_all_copies(ctx->out, argv[optind], full);
 	ret = bx_fs_open(&fs, argv + optind, 1, BX_OPEN_NO_SCAN | BX_OPEN_SB_ONLY);
 	if (ret)
 		return ret;
 	bx_out_str(ctx->out, "device", fs->devs[0]->path, BX_F_JSON_ONLY);
-	if (all) {
-		ret = print_all_copies(ctx->out, fs->devs[0], full);
-	} else {
-		bx_out_obj_begin(ctx->out, "superblock", BX_OBJ_LINES, NULL);
-		bx_out_u64(ctx->out, "copy", (uint64_t)fs->devs[0]->sb_mirror, BX_F_JSON_ONLY);
-		print_super(ctx->out, &fs->devs[0]->sb, full);
-		bx_out_obj_end(ctx->out);
-	}
+	bx_out_obj_begin(ctx->out, "superblock", BX_OBJ_LINES, NULL);
+	bx_out_u64(ctx->out, "copy", (uint64_t)fs->devs[0]->sb_mirror, BX_F_JSON_ONLY);
+	print_super(ctx->out, &fs->devs[0]->sb, full);
+	bx_out_obj_end(ctx->out);
 	bx_fs_close(fs);
-	return ret;
+	return 0;
 }
 
 /* ---- dump-tree ---- */
@@ -294,6 +304,17 @@ static int dump_block_cb(void *arg, struct bx_eb *eb)
 	return 0;
 }
 
+/* A block of a snapshot being deleted, freed by design: listed, not read. */
+static void dump_block_dropped(void *arg, uint64_t bytenr)
+{
+	struct dump_state *ds = arg;
+
+	bx_out_obj_begin(ds->out, NULL, BX_OBJ_INLINE, NULL);
+	bx_out_u64(ds->out, "dropped_block", bytenr, 0);
+	bx_out_textf(ds->out, "(left of drop_progress: freed by the snapshot's deletion)");
+	bx_out_obj_end(ds->out);
+}
+
 /* An unreadable block below the root: say so in the output and go on. */
 static int dump_block_error(void *arg, uint64_t bytenr, int ret)
 {
@@ -309,7 +330,8 @@ static int dump_block_error(void *arg, uint64_t bytenr, int ret)
 
 static int dump_one_tree(struct dump_state *ds, const struct bx_root *root)
 {
-	static const struct bx_walk_ops ops = { dump_block_cb, dump_block_error };
+	static const struct bx_walk_ops ops = { dump_block_cb, dump_block_error,
+						dump_block_dropped };
 	const char *name = bx_tree_name(root->objectid);
 	char heading[128];
 	int ret;
@@ -323,10 +345,13 @@ static int dump_one_tree(struct dump_state *ds, const struct bx_root *root)
 	bx_out_u64(ds->out, "root", root->bytenr, BX_F_JSON_ONLY);
 	bx_out_u64(ds->out, "level", (uint64_t)root->level, BX_F_JSON_ONLY);
 	bx_out_list_begin(ds->out, "blocks");
+	/* Only the root's read fails the walk: listed like any bad block, the next tree follows. */
 	ret = bx_walk_tree(ds->fs, root, &ops, ds);
+	if (ret)
+		dump_block_error(ds, root->bytenr, ret);
 	bx_out_list_end(ds->out);
 	bx_out_obj_end(ds->out);
-	return ret;
+	return 0;
 }
 
 /* Every tree @parent (the root tree, or the log root tree) has a root item for. */
@@ -363,8 +388,7 @@ static int collect_roots(struct bx_fs *fs, const struct bx_root *parent, struct 
 			*roots = grown;
 		}
 		item = bx_item_ptr(leaf, slot);
-		(*roots)[(*nr)++] = (struct bx_root){ key.objectid, le64toh(item->bytenr),
-						      le64toh(item->generation), item->level };
+		bx_root_from_item(&(*roots)[(*nr)++], key.objectid, item);
 	}
 	bx_path_release(&path);
 	return ret < 0 ? ret : 0;

@@ -9,6 +9,7 @@
 #include <uuid/uuid.h>
 
 #include "cmds/commands.h"
+#include "kernel-shared/btree.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "kernel-shared/allocator.h"
@@ -201,7 +202,7 @@ static void print_result(struct bx_out *out, const struct bx_mkfs_result *res)
 		const struct bx_mkfs_tree *t = &res->trees[i];
 
 		bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
-		bx_out_str(out, "name", bx_mkfs_tree_name(t->objectid), 0);
+		bx_out_str(out, "name", bx_tree_name(t->objectid), 0);
 		bx_out_s64(out, "objectid", (int64_t)t->objectid, 0);
 		bx_out_u64(out, "bytenr", t->bytenr, 0);
 		bx_out_u64(out, "level", (uint64_t)t->level, 0);

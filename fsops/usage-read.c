@@ -382,7 +382,7 @@ static int offline_dev_extents(struct offline_read *o)
 
 	ret = bx_find_root(o->fs, BTRFS_DEV_TREE_OBJECTID, &root);
 	if (ret)
-		return bx_error_wrap(ret, "device tree");
+		return bx_error_wrap(ret, "device extents");
 	bx_path_init(&path, o->fs->readahead);
 	ret = bx_search(o->fs, &root, &key, &path);
 	if (ret >= 0)
@@ -417,8 +417,12 @@ static int offline_chunks(struct offline_read *o)
 	if (le64toh(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE)
 		bg_tree = BTRFS_BLOCK_GROUP_TREE_OBJECTID;
 	ret = bx_find_root(fs, bg_tree, &root);
-	if (ret)
-		return bx_error_wrap(ret, "block group tree");
+	if (ret) {
+		char tree[64];
+
+		return bx_error_wrap(ret, "block group items: %s",
+				     bx_tree_describe(bg_tree, tree, sizeof(tree)));
+	}
 	for (size_t i = 0; i < fs->chunks.nr; i++) {
 		const struct bx_chunk *c = fs->chunks.chunks[i];
 		struct btrfs_key key = { c->logical, BTRFS_BLOCK_GROUP_ITEM_KEY, c->length };
@@ -496,6 +500,9 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 		ret = offline_dev_extents(&o);
 	if (!ret)
 		sort_spaces(in);
+	/* What the devices hold is wrong: say which filesystem, by the first path named. */
+	if (ret)
+		ret = bx_error_about(ret, paths[0]);
 out:
 	free(o.b.extents_cap);
 	bx_fs_close(o.fs);

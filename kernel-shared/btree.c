@@ -7,6 +7,7 @@
 #include "kernel-shared/btree.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/io.h"
+#include "common/units.h"
 
 /* How far a forward walk reads ahead of the block it is in, per level. */
 #define READA_WINDOW_BYTES (4 * 1024 * 1024)
@@ -265,13 +266,20 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 			reasons + 2, read_error);
 }
 
+void bx_root_from_item(struct bx_root *root, uint64_t objectid,
+		       const struct btrfs_root_item *item)
+{
+	*root = (struct bx_root){ objectid, le64toh(item->bytenr), le64toh(item->generation),
+				  item->level };
+	btrfs_disk_key_to_cpu(&root->drop_progress, &item->drop_progress);
+}
+
 int bx_find_root(struct bx_fs *fs, uint64_t objectid, struct bx_root *root)
 {
 	const struct btrfs_super_block *sb = &fs->sb;
 	struct btrfs_key key = { objectid, BTRFS_ROOT_ITEM_KEY, (uint64_t)-1 };
 	struct bx_root tree_root = { BTRFS_ROOT_TREE_OBJECTID, le64toh(sb->root),
 				     le64toh(sb->generation), sb->root_level };
-	const struct btrfs_root_item *item;
 	struct bx_path path;
 	struct btrfs_key found;
 	struct bx_eb *leaf;
@@ -309,9 +317,7 @@ int bx_find_root(struct bx_fs *fs, uint64_t objectid, struct bx_root *root)
 			       (unsigned long long)objectid);
 		goto out;
 	}
-	item = bx_item_ptr(leaf, path.slots[0] - 1);
-	*root = (struct bx_root){ objectid, le64toh(item->bytenr), le64toh(item->generation),
-				  item->level };
+	bx_root_from_item(root, objectid, bx_item_ptr(leaf, path.slots[0] - 1));
 	ret = 0;
 out:
 	bx_path_release(&path);
@@ -442,8 +448,12 @@ int bx_search(struct bx_fs *fs, const struct bx_root *root, const struct btrfs_k
 
 	bx_path_release(path);
 	ret = bx_read_tree_block(fs, root->bytenr, &expect, &eb);
-	if (ret)
-		return bx_error_wrap(ret, "root of tree %llu", (unsigned long long)root->objectid);
+	if (ret) {
+		char tree[64];
+
+		return bx_error_wrap(ret, "root of %s",
+				     bx_tree_describe(root->objectid, tree, sizeof(tree)));
+	}
 	level = bx_eb_level(eb);
 	path->nodes[level] = eb;
 	for (;;) {
@@ -511,7 +521,19 @@ struct walk_state {
 	struct bx_fs *fs;
 	const struct bx_walk_ops *ops;
 	void *arg;
+	const struct btrfs_key *drop_progress;  /* NULL: the tree is whole */
 };
+
+/* Whether child @slot of node @eb holds only keys left of the drop progress. */
+static bool child_dropped(const struct walk_state *ws, const struct bx_eb *eb, int slot)
+{
+	struct btrfs_key next;
+
+	if (!ws->drop_progress || slot + 1 >= (int)bx_eb_nritems(eb))
+		return false;
+	bx_item_key(eb, slot + 1, &next);
+	return btrfs_key_cmp(&next, ws->drop_progress) <= 0;
+}
 
 static int walk_block(struct walk_state *ws, struct bx_eb *eb)
 {
@@ -526,6 +548,11 @@ static int walk_block(struct walk_state *ws, struct bx_eb *eb)
 		uint64_t bytenr = le64toh(ptr->blockptr);
 		struct bx_eb *child;
 
+		if (child_dropped(ws, eb, slot)) {
+			if (ws->ops->dropped)
+				ws->ops->dropped(ws->arg, bytenr);
+			continue;
+		}
 		if (ws->fs->readahead)
 			reada_children(ws->fs, eb, slot - 1, &reada_next, NULL);
 		ret = bx_read_tree_block(ws->fs, bytenr, &expect, &child);
@@ -546,14 +573,81 @@ int bx_walk_tree(struct bx_fs *fs, const struct bx_root *root, const struct bx_w
 		 void *arg)
 {
 	struct bx_block_expect expect = { root->generation, root->level };
-	struct walk_state ws = { fs, ops, arg };
+	struct walk_state ws = { fs, ops, arg, root->drop_progress.objectid ?
+					       &root->drop_progress : NULL };
 	struct bx_eb *eb;
 	int ret;
 
 	ret = bx_read_tree_block(fs, root->bytenr, &expect, &eb);
-	if (ret)
-		return bx_error_wrap(ret, "root of tree %llu", (unsigned long long)root->objectid);
+	if (ret) {
+		char tree[64];
+
+		return bx_error_wrap(ret, "root of %s",
+				     bx_tree_describe(root->objectid, tree, sizeof(tree)));
+	}
 	ret = walk_block(&ws, eb);
 	bx_eb_put(eb);
 	return ret;
+}
+
+/* ---- tree names ---- */
+
+static const struct {
+	uint64_t id;
+	const char *name;      /* as dump-tree -t takes it */
+	const char *objectid;  /* as keys show it */
+} trees[] = {
+	{ BTRFS_ROOT_TREE_OBJECTID, "root", "ROOT_TREE" },
+	{ BTRFS_EXTENT_TREE_OBJECTID, "extent", "EXTENT_TREE" },
+	{ BTRFS_CHUNK_TREE_OBJECTID, "chunk", "CHUNK_TREE" },
+	{ BTRFS_DEV_TREE_OBJECTID, "dev", "DEV_TREE" },
+	{ BTRFS_FS_TREE_OBJECTID, "fs", "FS_TREE" },
+	{ BTRFS_ROOT_TREE_DIR_OBJECTID, "root-dir", "ROOT_TREE_DIR" },
+	{ BTRFS_CSUM_TREE_OBJECTID, "csum", "CSUM_TREE" },
+	{ BTRFS_QUOTA_TREE_OBJECTID, "quota", "QUOTA_TREE" },
+	{ BTRFS_UUID_TREE_OBJECTID, "uuid", "UUID_TREE" },
+	{ BTRFS_FREE_SPACE_TREE_OBJECTID, "free-space", "FREE_SPACE_TREE" },
+	{ BTRFS_BLOCK_GROUP_TREE_OBJECTID, "block-group", "BLOCK_GROUP_TREE" },
+	{ BTRFS_RAID_STRIPE_TREE_OBJECTID, "raid-stripe", "RAID_STRIPE_TREE" },
+	{ BTRFS_TREE_LOG_OBJECTID, "log", "TREE_LOG" },
+	{ BTRFS_TREE_RELOC_OBJECTID, "tree-reloc", "TREE_RELOC" },
+	{ BTRFS_DATA_RELOC_TREE_OBJECTID, "data-reloc", "DATA_RELOC_TREE" },
+};
+
+int bx_tree_id_by_name(const char *name, uint64_t *id)
+{
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+		if (!strcasecmp(name, trees[i].name) || !strcasecmp(name, trees[i].objectid)) {
+			*id = trees[i].id;
+			return 0;
+		}
+	}
+	return bx_parse_u64(name, id);
+}
+
+const char *bx_tree_name(uint64_t id)
+{
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++)
+		if (trees[i].id == id)
+			return trees[i].name;
+	return NULL;
+}
+
+const char *bx_tree_objectid_name(uint64_t id)
+{
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++)
+		if (trees[i].id == id)
+			return trees[i].objectid;
+	return NULL;
+}
+
+const char *bx_tree_describe(uint64_t id, char *buf, size_t len)
+{
+	const char *name = bx_tree_name(id);
+
+	if (name)
+		snprintf(buf, len, "the %s tree (%llu)", name, (unsigned long long)id);
+	else
+		snprintf(buf, len, "tree %llu", (unsigned long long)id);
+	return buf;
 }

@@ -112,7 +112,16 @@ struct bx_root {
 	uint64_t bytenr;
 	uint64_t generation;
 	int level;
+	/*
+	 * A snapshot being deleted: the subtrees left of this key are freed
+	 * (btrfs_drop_snapshot works left to right); objectid 0: none.
+	 */
+	struct btrfs_key drop_progress;
 };
+
+/* A root from its root item (@item has at least BTRFS_ROOT_ITEM_V1_SIZE bytes). */
+void bx_root_from_item(struct bx_root *root, uint64_t objectid,
+		       const struct btrfs_root_item *item);
 
 /* The root of tree @objectid: from the superblock or the root tree. -ENOENT if absent. */
 int bx_find_root(struct bx_fs *fs, uint64_t objectid, struct bx_root *root);
@@ -162,10 +171,27 @@ static inline struct bx_eb *bx_path_leaf(const struct bx_path *path)
 struct bx_walk_ops {
 	int (*block)(void *arg, struct bx_eb *eb);
 	int (*error)(void *arg, uint64_t bytenr, int ret);  /* return 0 to go on */
+	void (*dropped)(void *arg, uint64_t bytenr);        /* optional, see below */
 };
 
-/* Visits every block of the tree, reading ahead if fs->readahead. */
+/*
+ * Visits every block of the tree, reading ahead if fs->readahead. In a
+ * snapshot being deleted, a child whose keys all lie left of the root's
+ * drop_progress is freed by design: it is not read, only reported to
+ * ops->dropped.
+ */
 int bx_walk_tree(struct bx_fs *fs, const struct bx_root *root, const struct bx_walk_ops *ops,
 		 void *arg);
+
+/*
+ * Tree names: "extent", "dev", "block-group" (as dump-tree -t takes them),
+ * the objectid names keys show ("EXTENT_TREE"), and a phrase for messages
+ * ("the extent tree (2)", "tree 260"). bx_tree_id_by_name takes either name
+ * or a number.
+ */
+int bx_tree_id_by_name(const char *name, uint64_t *id);
+const char *bx_tree_name(uint64_t id);
+const char *bx_tree_objectid_name(uint64_t id);
+const char *bx_tree_describe(uint64_t id, char *buf, size_t len);
 
 #endif

@@ -326,7 +326,10 @@ int bx_parse_sys_chunk_array(const struct btrfs_super_block *sb,
 		pos += sizeof(struct btrfs_disk_key);
 		chunk = (const struct btrfs_chunk *)(p + pos);
 		chunk_size = btrfs_chunk_item_size(le16toh(chunk->num_stripes));
-		if (!le16toh(chunk->num_stripes) || chunk_size > array_size - pos)
+		if (!le16toh(chunk->num_stripes))
+			return bx_error(-EUCLEAN, "system chunk at logical %llu has no stripes",
+					(unsigned long long)key.offset);
+		if (chunk_size > array_size - pos)
 			return bx_error(-EUCLEAN, "system chunk at byte %u overruns the array", pos);
 		ret = fn(arg, &key, chunk, chunk_size);
 		if (ret)

@@ -58,6 +58,28 @@ static int device_size(int fd, const struct stat *st, const char *path, uint64_t
 	return 0;
 }
 
+int bx_open_raw(const char *path, int *fd, uint64_t *size)
+{
+	struct stat st;
+	int ret;
+
+	*fd = -1;
+	if (stat(path, &st) < 0)
+		return bx_error(-errno, "%s: %m", path);
+	ret = bx_check_member_type(&st, path);
+	if (ret)
+		return ret;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return bx_error(-errno, "%s: cannot open: %m", path);
+	ret = device_size(*fd, &st, path, size);
+	if (ret) {
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
+}
+
 /* Picks the newest valid superblock copy; warns when the primary was not it. */
 static int device_read_supers(struct bx_device *dev)
 {
@@ -227,9 +249,11 @@ static int sys_chunk_cb(void *arg, const struct btrfs_key *key, const struct btr
 }
 
 /* Missing devices are remembered in a list so errors can name each of them. */
+/* What the chunk tree's device items say: their number and the missing devids. */
 struct missing_list {
 	char msg[256];
 	size_t used;
+	uint64_t dev_items;
 };
 
 static int chunk_tree_item(struct bx_fs *fs, struct bx_eb *leaf, int slot,
@@ -250,9 +274,11 @@ static int chunk_tree_item(struct bx_fs *fs, struct bx_eb *leaf, int slot,
 					(unsigned long long)key.offset);
 		dev = bx_fs_device(fs, le64toh(item->devid));
 		if (dev) {
+			missing->dev_items++;
 			dev->item = *item;
 			return 0;
 		}
+		missing->dev_items++;
 		fs->nr_missing++;
 		if (missing->used < sizeof(missing->msg))
 			missing->used += (size_t)snprintf(missing->msg + missing->used,
@@ -274,7 +300,7 @@ static int chunk_tree_item(struct bx_fs *fs, struct bx_eb *leaf, int slot,
 static int read_chunk_tree(struct bx_fs *fs)
 {
 	struct btrfs_key first = { 0, 0, 0 };
-	struct missing_list missing = { "", 0 };
+	struct missing_list missing = { "", 0, 0 };
 	struct bx_root root;
 	struct bx_path path;
 	int ret;
@@ -292,6 +318,11 @@ static int read_chunk_tree(struct bx_fs *fs)
 	bx_path_release(&path);
 	if (ret < 0)
 		return bx_error_wrap(ret, "reading the chunk tree");
+	/* The kernel refuses to mount this (super_num_devices mismatch). */
+	if (missing.dev_items != le64toh(fs->sb.num_devices))
+		return bx_error(-EUCLEAN, "the superblock counts %llu devices, the chunk tree has "
+				"%llu device items", (unsigned long long)le64toh(fs->sb.num_devices),
+				(unsigned long long)missing.dev_items);
 	if (fs->nr_missing && !(fs->flags & BX_OPEN_DEGRADED))
 		return bx_error(fs->member_busy ? -EBUSY : -ENODEV,
 				"filesystem has %llu missing device%s (devid %s); "
@@ -323,6 +354,17 @@ static int fs_init_from_super(struct bx_fs *fs)
 		return bx_error(-EUCLEAN, "invalid node size %u", fs->nodesize);
 	if (sb->root_level >= BTRFS_MAX_LEVEL || sb->chunk_root_level >= BTRFS_MAX_LEVEL)
 		return bx_error(-EUCLEAN, "invalid root level in the superblock");
+	/* What btrfs-progs and the kernel refuse too (btrfs_check_super). */
+	if (!le32toh(sb->stripesize) || (le32toh(sb->stripesize) & (le32toh(sb->stripesize) - 1)))
+		return bx_error(-EUCLEAN, "invalid stripe size %u in the superblock",
+				le32toh(sb->stripesize));
+	if (!le64toh(sb->total_bytes))
+		return bx_error(-EUCLEAN, "invalid total_bytes 0 in the superblock");
+	if (le64toh(sb->bytes_used) < 6ULL * fs->nodesize)
+		return bx_error(-EUCLEAN, "invalid bytes_used %llu in the superblock (less than "
+				"6 tree blocks)", (unsigned long long)le64toh(sb->bytes_used));
+	if (!le64toh(sb->num_devices))
+		return bx_error(-EUCLEAN, "invalid num_devices 0 in the superblock");
 	return 0;
 }
 

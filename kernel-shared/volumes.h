@@ -130,6 +130,12 @@ struct stat;
 int bx_check_member_type(const struct stat *st, const char *path);
 
 /*
+ * Opens a block device or image file read-only, whatever it holds (for
+ * looking at superblock copies that may all be bad): *@fd and its *@size.
+ */
+int bx_open_raw(const char *path, int *fd, uint64_t *size);
+
+/*
  * Opens the filesystem that the devices or image files at @paths belong to.
  * Other members are found by fsid through libblkid unless BX_OPEN_NO_SCAN.
  * Reads superblocks, the system chunk array and the chunk tree, so every

@@ -136,34 +136,6 @@ void bx_mkfs_default_profiles(struct bx_mkfs_options *opts)
 				 BTRFS_BLOCK_GROUP_RAID1 : BTRFS_BLOCK_GROUP_DUP;
 }
 
-const char *bx_mkfs_tree_name(uint64_t objectid)
-{
-	switch (objectid) {
-	case BTRFS_ROOT_TREE_OBJECTID:
-		return "root";
-	case BTRFS_EXTENT_TREE_OBJECTID:
-		return "extent";
-	case BTRFS_CHUNK_TREE_OBJECTID:
-		return "chunk";
-	case BTRFS_DEV_TREE_OBJECTID:
-		return "dev";
-	case BTRFS_FS_TREE_OBJECTID:
-		return "fs";
-	case BTRFS_CSUM_TREE_OBJECTID:
-		return "csum";
-	case BTRFS_QUOTA_TREE_OBJECTID:
-		return "quota";
-	case BTRFS_UUID_TREE_OBJECTID:
-		return "uuid";
-	case BTRFS_FREE_SPACE_TREE_OBJECTID:
-		return "free_space";
-	case BTRFS_DATA_RELOC_TREE_OBJECTID:
-		return "data_reloc";
-	default:
-		return "unknown";
-	}
-}
-
 /* ---- options ---- */
 
 static bool is_pow2(uint64_t x)

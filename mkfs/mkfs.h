@@ -157,7 +157,4 @@ struct bx_mkfs_result {
 int bx_mkfs(const struct bx_mkfs_options *opts, struct bx_mkfs_result **result);
 void bx_mkfs_result_free(struct bx_mkfs_result *result);
 
-/* Name of a tree id as dump-tree spells it ("root", "extent", "data_reloc", ...). */
-const char *bx_mkfs_tree_name(uint64_t objectid);
-
 #endif
