@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
 #include "kernel-shared/device-claim.h"
+#include "kernel-shared/volumes.h"
 
 static int cmp_devid(const void *a, const void *b)
 {
@@ -64,10 +65,33 @@ static int query_devices(struct bx_mounted_fs *fs, uint64_t max_id, uint64_t num
 	return 0;
 }
 
+/*
+ * @path is a member device (or image file) of a filesystem the kernel has
+ * mounted: where. Any command that wants a mounted filesystem takes a member
+ * as well as the mount point, as filesystem usage always did.
+ */
+static bool member_mount_point(const char *path, char *mnt, size_t len)
+{
+	struct btrfs_super_block sb;
+	uint64_t size;
+	bool mounted;
+	int fd;
+
+	if (bx_open_raw(path, &fd, &size)) {
+		bx_error_clear();
+		return false;
+	}
+	mounted = bx_read_super_copy(fd, size, 0, &sb) == BX_SB_OK &&
+		  bx_fs_is_mounted("/sys", sb.fsid, mnt, len);
+	close(fd);
+	return mounted;
+}
+
 int bx_mounted_open(const char *path, struct bx_mounted_fs *fs)
 {
 	struct btrfs_ioctl_fs_info_args fi;
 	struct statfs sfs;
+	char mnt[4096];
 	int ret;
 
 	memset(fs, 0, sizeof(*fs));
@@ -82,6 +106,10 @@ int bx_mounted_open(const char *path, struct bx_mounted_fs *fs)
 		goto fail;
 	}
 	if ((unsigned long)sfs.f_type != BTRFS_SUPER_MAGIC) {
+		if (member_mount_point(path, mnt, sizeof(mnt))) {
+			bx_mounted_close(fs);
+			return bx_mounted_open(mnt, fs);
+		}
 		ret = bx_error_as(-EINVAL, BX_ERROR_KIND_NOT_BTRFS,
 				  "%s: not on a mounted btrfs filesystem", path);
 		goto fail;

@@ -33,8 +33,9 @@ struct bx_mounted_fs {
 };
 
 /*
- * Opens a path on a mounted btrfs (the mount point or anything below it) and
- * queries it. Fails with -EINVAL when @path is not on a btrfs.
+ * Opens a path on a mounted btrfs (the mount point or anything below it, or
+ * a member device or image file of a mounted btrfs, which stands for its
+ * mount point) and queries it. Fails with -EINVAL when @path is neither.
  * Release with bx_mounted_close().
  */
 int bx_mounted_open(const char *path, struct bx_mounted_fs *fs);

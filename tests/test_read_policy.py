@@ -765,3 +765,15 @@ def test_man_page_documents_persistence():
     for word in ("--persistent", "read-policy.conf", "btrfsx-read-policy.service",
                  "apply --watch", "CONFIG_BTRFS_EXPERIMENTAL", "roundrobin_rot_nonlocal_inc"):
         assert word in page, word
+
+
+def test_a_member_device_stands_for_its_mount_point(raid1, btrfsx_json):
+    """Like filesystem usage, every command that needs a mounted filesystem takes one of
+    its devices: read-policy get, device io-stats, property get -t filesystem."""
+    for dev in raid1.devs:
+        doc = btrfsx_json("read-policy", "get", dev)
+        assert doc["fsid"] == raid1.fsid and doc["mountpoint"] == str(raid1.mnt)
+        doc = btrfsx_json("device", "io-stats", "-i", "0.05", dev)
+        assert doc["mountpoint"] == str(raid1.mnt)
+        doc = btrfsx_json("property", "get", "-t", "filesystem", dev, "read_policy")
+        assert doc["read_policy"] == btrfsx_json("read-policy", "get", raid1.mnt)["policy"]
