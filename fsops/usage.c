@@ -525,6 +525,9 @@ static int fill_tables(const struct bx_usage_input *in, const struct model *m,
 			in_extents += x->length;
 			if (type & BTRFS_BLOCK_GROUP_DATA)
 				row->data += x->length;
+			if ((type & BTRFS_BLOCK_GROUP_DATA) &&
+			    (d->hint == BX_HINT_METADATA_ONLY || d->hint == BX_HINT_METADATA_PREFERRED))
+				rep->data_on_metadata_devices += x->length;
 			else if (type & BTRFS_BLOCK_GROUP_METADATA)
 				row->metadata += x->length;
 			else if (type & BTRFS_BLOCK_GROUP_SYSTEM)
@@ -584,9 +587,12 @@ static void warn_about(struct bx_usage_report *rep)
 	bx_pretty_size(rep->metadata_room, 0, room, sizeof(room));
 	bx_pretty_size(rep->metadata_needed, 0, need, sizeof(need));
 	bx_pretty_size(rep->mixed ? rep->data_used : rep->metadata_used, 0, used, sizeof(used));
-	bx_pretty_size(rep->data_on_metadata_devices, 0, taken, sizeof(taken));
+	bx_pretty_size(rep->data_may_take_metadata_room, 0, taken, sizeof(taken));
 	if (rep->warnings & BX_USAGE_W_HINTS_IGNORED)
-		bx_warn("the running kernel ignores allocation hints: the model runs without them");
+		bx_warn("the running kernel ignores allocation hints: the model runs without them%s",
+			(rep->model_flags & BX_ALLOC_STRICT) ?
+			", so --strict changes nothing; Free (strict) is what strict hints would give" :
+			"");
 	if (rep->warnings & BX_USAGE_W_METADATA_LOW)
 		bx_warn("metadata room %s is less than the %s that 50%% growth of the metadata "
 			"(%s used) needs", room, need, used);
@@ -731,7 +737,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 		struct bx_usage_class *cl = class_of(rep, BX_HINT_METADATA_PREFERRED);
 
 		if (cl && cl->data_allocatable) {
-			rep->data_on_metadata_devices = cl->data_allocatable;
+			rep->data_may_take_metadata_room = cl->data_allocatable;
 			rep->warnings |= BX_USAGE_W_DATA_ON_META_DEVS;
 		}
 	}

@@ -209,7 +209,9 @@ struct bx_usage_report {
 	uint64_t metadata_room;
 	uint64_t metadata_room_after_data;
 	uint64_t metadata_needed;	/* 50% of metadata_used: the warning threshold */
-	uint64_t data_on_metadata_devices; /* data_allocatable of metadata_preferred */
+	uint64_t data_on_metadata_devices; /* device bytes of data chunks on metadata_only and
+					      metadata_preferred devices now */
+	uint64_t data_may_take_metadata_room; /* data_allocatable of metadata_preferred */
 	uint32_t warnings;		/* BX_USAGE_W_* */
 	size_t nr_classes;
 	struct bx_usage_class *classes;	/* by hint value */

@@ -290,7 +290,8 @@ struct btrfsx_usage {
 	uint64_t metadata_room;		/* metadata still writable */
 	uint64_t metadata_room_after_data;	/* ... once data filled its room */
 	uint64_t metadata_needed;	/* the warning threshold: 50% of metadata used */
-	uint64_t data_on_metadata_devices;
+	uint64_t data_on_metadata_devices;	/* device bytes of data chunks now on
+						   metadata_only/metadata_preferred devices */
 	uint32_t warnings;		/* BTRFSX_USAGE_W_* */
 	size_t nr_classes;
 	struct btrfsx_usage_class *classes;	/* by hint value */

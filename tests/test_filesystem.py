@@ -273,6 +273,10 @@ def test_mounted_hints(tmp_path, loopdevs, run_btrfsx, btrfsx_json):
         assert [c["hint"] for c in plain["classes"]] == ["metadata_only", "data_only"]
         assert plain["free_estimated"] > offline["free_estimated"]
         assert plain["free_strict"] == offline["free_strict"]
+        # --strict models hints this kernel ignores: nothing changes, and it says so.
+        strict = btrfsx_json("filesystem", "usage", "--strict", mnt)
+        assert strict["free_estimated"] == plain["free_estimated"]
+        assert any("--strict changes nothing" in w for w in strict["warnings"])
         # A kernel with hint support (sysfs faked): the same figures as offline.
         env = fake_sysfs(tmp_path / "sys", fsid, {i + 1: h for i, h in enumerate(hints)})
         live = btrfsx_json("filesystem", "usage", mnt, env=env)

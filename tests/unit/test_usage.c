@@ -307,7 +307,7 @@ static void test_hints(void)
 	/* classes sorted by hint value: metadata_preferred 1, metadata_only 2, data_only 3 */
 	CHECK(rep.nr_classes == 3 && rep.classes[0].hint == 1 && rep.classes[2].hint == 3);
 	CHECK_EQ_U64(rep.warnings, BX_USAGE_W_DATA_ON_META_DEVS);
-	CHECK_EQ_U64(rep.data_on_metadata_devices, 4095 * MiB);
+	CHECK_EQ_U64(rep.data_may_take_metadata_room, 4095 * MiB);
 	nr = bx_warnings_count();
 	CHECK_EQ_U64(nr, 1);
 	if (nr)
@@ -411,6 +411,33 @@ static void test_multiple_profiles_and_missing(void)
 	CHECK(bx_usage_compute(&(struct bx_usage_input){ 0 }, 0, &rep) == -EINVAL);
 }
 
+/*
+ * Data chunks already on metadata devices (allocated before the hints were
+ * set, or by a kernel that ignores them): data_on_metadata_devices counts
+ * them, whatever data could still take there.
+ */
+static void test_data_on_metadata_devices(void)
+{
+	struct fixture fx;
+	struct bx_usage_report rep;
+
+	fx_init(&fx);
+	fx_dev(&fx, 1, 4 * GiB, BX_HINT_METADATA_ONLY);
+	fx_dev(&fx, 2, 4 * GiB, BX_HINT_METADATA_ONLY);
+	fx_dev(&fx, 3, 8 * GiB, BX_HINT_DATA_ONLY);
+	fx_chunk(&fx, 30408704, META | RAID1, 256 * MiB, 256 * MiB, 2,
+		 (uint64_t[]){ 1, 1 * MiB, 2, 1 * MiB });
+	fx_chunk(&fx, 298844160, DATA | RAID1, 735 * MiB, 735 * MiB, 2,
+		 (uint64_t[]){ 1, 257 * MiB, 2, 257 * MiB });
+	fx_space(&fx, DATA | RAID1, 735 * MiB, 700 * MiB);
+	fx_space(&fx, META | RAID1, 256 * MiB, 1 * MiB);
+	bx_warnings_clear();
+	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
+	CHECK_EQ_U64(rep.data_on_metadata_devices, 2 * 735 * MiB);
+	CHECK_EQ_U64(rep.data_may_take_metadata_room, 0);
+	bx_usage_report_release(&rep);
+}
+
 int main(void)
 {
 	test_overall_raid1();
@@ -420,6 +447,7 @@ int main(void)
 	test_overall_raid5();
 	test_profiles();
 	test_multiple_profiles_and_missing();
+	test_data_on_metadata_devices();
 	bx_warnings_clear();
 	return unit_summary();
 }
