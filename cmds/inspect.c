@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "kernel-shared/btree.h"
+#include "kernel-shared/csum-tree.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/io.h"
 
@@ -526,15 +527,18 @@ static int cmd_dump_tree(struct bx_ctx *ctx, int argc, char **argv)
 /* ---- read-file ---- */
 
 static const char *const read_file_usage[] = {
-	"btrfsx inspect read-file [--mirror <n>] [-o <file>] <path> <device>...",
+	"btrfsx inspect read-file [--mirror <n>] [--no-verify] [-o <file>] <path> <device>...",
 	"Read a file of an unmounted filesystem through btrfsx's own chunk mapping.",
 	"",
 	"<path> is relative to the top-level subvolume (\"dir/file\"); subvolumes",
 	"on the way are followed. Writes the contents to stdout or <file>.",
-	"Compressed extents are not supported.",
+	"Compressed extents are not supported. Every sector with a checksum is",
+	"verified: one that fails is read from the other copies (with a warning);",
+	"when no copy matches, the command stops with an error.",
 	"",
-	"--mirror <n>     read copy n of every extent (default 1; raid5/6: 2 and 3",
-	"                 rebuild from parity)",
+	"--mirror <n>     read copy n of every extent, and only that copy (default",
+	"                 1, others as fallback; raid5/6: 2 and 3 rebuild from parity)",
+	"--no-verify      write what the copy holds, checksums unchecked (forensics)",
 	"-o|--output <f>  write to <f> instead of stdout",
 	NULL
 };
@@ -607,10 +611,62 @@ static int resolve_path(struct bx_fs *fs, const char *path, struct inode_ref *re
 struct file_reader {
 	struct bx_fs *fs;
 	int mirror;
+	bool mirror_only;   /* --mirror: that copy, no fallback */
+	bool verify;        /* checksums checked (not --no-verify) */
+	struct bx_csum_cursor csums;
 	FILE *fp;
 	uint64_t written;   /* file offset written so far */
 	uint64_t size;      /* i_size */
 };
+
+/* 0 when the sector at @logical in @sector matches its checksum or has none; -EIO when not. */
+static int verify_sector(struct file_reader *fr, uint64_t logical, const uint8_t *sector)
+{
+	uint8_t want[BTRFS_CSUM_SIZE], got[32];
+	int ret = bx_csum_lookup(&fr->csums, logical, want);
+
+	if (ret <= 0)
+		return ret;
+	btrfsx_csum(fr->fs->csum_type, sector, fr->fs->sectorsize, got);
+	return memcmp(want, got, fr->fs->csum_size) ? -EIO : 0;
+}
+
+/* The sector at @logical from another copy that verifies, into @sector. */
+static int sector_from_other_copy(struct file_reader *fr, uint64_t logical, uint8_t *sector,
+				  uint64_t file_off)
+{
+	int copies = bx_num_copies(fr->fs, logical);
+
+	for (int m = 1; !fr->mirror_only && m <= copies; m++) {
+		if (m == fr->mirror || bx_read_logical(fr->fs, logical, sector,
+						      fr->fs->sectorsize, m))
+			continue;
+		if (!verify_sector(fr, logical, sector)) {
+			bx_warn("file offset %llu (logical %llu): copy %d fails its checksum, "
+				"read copy %d", (unsigned long long)file_off,
+				(unsigned long long)logical, fr->mirror, m);
+			return 0;
+		}
+	}
+	return bx_error(-EIO, "file offset %llu (logical %llu): %s its checksum",
+			(unsigned long long)file_off, (unsigned long long)logical,
+			fr->mirror_only ? "the copy asked for fails" : "no copy matches");
+}
+
+/* @len bytes of file data at @logical (file offset @file_off), verified. */
+static int read_data(struct file_reader *fr, uint64_t logical, uint8_t *buf, size_t len,
+		     uint64_t file_off)
+{
+	uint32_t ss = fr->fs->sectorsize;
+	int ret = bx_read_logical(fr->fs, logical, buf, len, fr->mirror);
+
+	for (size_t at = 0; !ret && fr->verify && at < len; at += ss) {
+		ret = verify_sector(fr, logical + at, buf + at);
+		if (ret == -EIO)
+			ret = sector_from_other_copy(fr, logical + at, buf + at, file_off + at);
+	}
+	return ret;
+}
 
 static int write_zeros(struct file_reader *fr, uint64_t upto)
 {
@@ -662,11 +718,13 @@ static int write_extent(struct file_reader *fr, const struct btrfs_key *key,
 		return bx_error(-ENOMEM, "out of memory");
 	for (uint64_t done = 0; !ret && done < len && fr->written < fr->size; done += chunk_len) {
 		uint64_t n = len - done < chunk_len ? len - done : chunk_len;
+		uint32_t ss = fr->fs->sectorsize;
 
 		if (n > fr->size - fr->written)
 			n = fr->size - fr->written;
-		ret = bx_read_logical(fr->fs, le64toh(fi->disk_bytenr) + le64toh(fi->offset) + done,
-				      buf, n, fr->mirror);
+		/* Whole sectors, as checksums cover them; the file's tail is cut when written. */
+		ret = read_data(fr, le64toh(fi->disk_bytenr) + le64toh(fi->offset) + done, buf,
+				(n + ss - 1) / ss * ss, key->offset + done);
 		if (!ret && fwrite(buf, 1, n, fr->fp) != n)
 			ret = bx_error(-EIO, "write failed: %m");
 		fr->written += n;
@@ -732,13 +790,15 @@ static int read_file(struct file_reader *fr, const struct inode_ref *ref)
 
 static int cmd_read_file(struct bx_ctx *ctx, int argc, char **argv)
 {
+	enum { OPT_NO_VERIFY = 256 };
 	static const struct option longopts[] = {
 		{ "mirror", required_argument, NULL, 'm' },
+		{ "no-verify", no_argument, NULL, OPT_NO_VERIFY },
 		{ "output", required_argument, NULL, 'o' },
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
-	struct file_reader fr = { .mirror = 1, .fp = stdout };
+	struct file_reader fr = { .mirror = 1, .verify = true, .fp = stdout };
 	const char *output = NULL;
 	struct inode_ref ref;
 	uint64_t mirror;
@@ -750,6 +810,9 @@ static int cmd_read_file(struct bx_ctx *ctx, int argc, char **argv)
 				return bx_usage_error("invalid mirror '%s' (1 to %d)", optarg,
 						      BTRFS_MAX_MIRRORS);
 			fr.mirror = (int)mirror;
+			fr.mirror_only = true;
+		} else if (opt == OPT_NO_VERIFY) {
+			fr.verify = false;
 		} else if (opt == 'o') {
 			output = optarg;
 		} else {
@@ -765,6 +828,7 @@ static int cmd_read_file(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_fs_open(&fr.fs, argv + optind + 1, argc - optind - 1, 0);
 	if (ret)
 		return ret;
+	bx_csum_cursor_init(&fr.csums, fr.fs);
 	ret = resolve_path(fr.fs, argv[optind], &ref);
 	if (!ret && output && !(fr.fp = fopen(output, "we")))
 		ret = bx_error(-errno, "%s: %m", output);
@@ -774,6 +838,7 @@ static int cmd_read_file(struct bx_ctx *ctx, int argc, char **argv)
 		ret = bx_error_wrap(ret, "%s", argv[optind]);
 	if (fr.fp && fr.fp != stdout && fclose(fr.fp) && !ret)
 		ret = bx_error(-errno, "%s: %m", output);
+	bx_csum_cursor_release(&fr.csums);
 	bx_fs_close(fr.fs);
 	return ret;
 }

@@ -518,3 +518,40 @@ def test_item_values_raid1_blake2(loopdevs):
             csum="blake2")
     stats = assert_item_values(loops.devs)
     assert stats["DEV_ITEM"] == 2 and stats["PERSISTENT_ITEM"] == 2
+
+
+def test_read_file_verifies_checksums(tmp_path, run_btrfsx, btrfsx_json):
+    """A data sector bad on one copy is read from the other (with a warning);
+    bad on every copy, or on the copy --mirror asks for, is an error, not
+    zeros or garbage with exit 0; --no-verify writes what the copy holds."""
+    import test_scrub  # its filesystems and layouts
+    images, manifest = test_scrub.fresh_fs(tmp_path, "raid1", "raid1", 2, small_files=2)
+    lay = test_scrub.Layout(images, btrfsx_json)
+    one_bad = lay.extent_of("big0.bin")[0] + 3 * test_scrub.SECTOR
+    both_bad = lay.extent_of("big1.bin")[0] + 5 * test_scrub.SECTOR
+    for devid, img, phys in lay.copies(one_bad):
+        if devid == 1:
+            test_scrub.corrupt(img, phys + 100)
+    for devid, img, phys in lay.copies(both_bad):
+        test_scrub.corrupt(img, phys + 7)
+    out = tmp_path / "out"
+
+    def digest():
+        return hashlib.sha256(out.read_bytes()).hexdigest()
+
+    mirror1_bad = [m for m in (1, 2)
+                   if run_btrfsx("inspect", "read-file", "--mirror", str(m), "-o", out,
+                                 "big/big0.bin", *images, check=False)[0] != 0]
+    assert len(mirror1_bad) == 1, "exactly the damaged copy fails when asked for"
+    rc, _, err = run_btrfsx("inspect", "read-file", "-o", out, "big/big0.bin", *images)
+    assert digest() == manifest["big/big0.bin"]["sha256"]
+    assert "fails its checksum, read copy" in err
+    rc, _, err = run_btrfsx("inspect", "read-file", "-o", out, "big/big1.bin", *images,
+                            check=1)
+    assert f"file offset {5 * test_scrub.SECTOR}" in err and "no copy matches" in err
+    rc, _, err = run_btrfsx("inspect", "read-file", "--no-verify", "-o", out, "big/big1.bin",
+                            *images)
+    assert digest() != manifest["big/big1.bin"]["sha256"] and not err
+    # a file without checksums (nodatasum) is read as it is
+    run_btrfsx("inspect", "read-file", "-o", out, "nodatasum.bin", *images)
+    assert digest() == manifest["nodatasum.bin"]["sha256"]
