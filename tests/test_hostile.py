@@ -43,7 +43,7 @@ OWN = {
 
 ROWS: dict[str, list[tuple[str, ...]]] = {
     "filesystem show": [
-        ("{P}",), ("-b", "{P}"), ("--bogus",),
+        ("{P}",), ("--raw", "{P}"), ("--bogus",),
     ],
     "filesystem usage": [
         ("{P}",), ("-T", "--strict", "{P}"), (), ("--bogus", "{B}"), ("{B}", "{P}"),
