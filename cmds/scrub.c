@@ -75,7 +75,7 @@ static const char *const status_usage[] = {
 	NULL
 };
 
-static volatile int cancel_requested;
+static volatile sig_atomic_t cancel_requested;
 
 static void on_signal(int sig)
 {

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,4 +148,18 @@ void bx_readahead_logical(struct bx_fs *fs, uint64_t logical, uint64_t len, int 
 		logical += piece;
 		len -= piece;
 	}
+}
+
+int bx_open_direct(const struct bx_device *dev)
+{
+	char self[64];
+	int fd;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", dev->fd);
+	fd = open(self, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(self, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return bx_error(-errno, "%s: cannot open for reading: %m", dev->path);
+	return fd;
 }

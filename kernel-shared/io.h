@@ -15,6 +15,14 @@
 int bx_read_physical(const struct bx_device *dev, void *buf, size_t len, uint64_t physical);
 
 /*
+ * A second descriptor on the very file @dev was opened (and claimed) as,
+ * O_DIRECT where the file allows it, for large unbuffered reads: opened
+ * through /proc/self/fd, never by the path again, which may name another
+ * file by now. Returns the descriptor or a negative errno with a message.
+ */
+int bx_open_direct(const struct bx_device *dev);
+
+/*
  * Reads copy @mirror (1-based, see bx_num_copies) of a logical range, which
  * may cross stripes but not chunks. RAID5/6: mirror 2 rebuilds from P,
  * mirror 3 from Q. No checksums are checked here.

@@ -6,6 +6,7 @@
 #ifndef BTRFSX_H
 #define BTRFSX_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -563,8 +564,10 @@ struct btrfsx_scrub_options {
 	btrfsx_scrub_progress_fn progress;	/* may be NULL */
 	void *progress_arg;
 	double progress_interval;	/* seconds; 0 for 0.5 */
-	const volatile int *cancel;	/* may be NULL; non-zero stops the scrub (with a
-					   progress callback, seen at its next call) */	uint64_t memory_bytes;		/* read buffers in all; 0 for 48 MiB, at least 1 MiB.
+	const volatile sig_atomic_t *cancel;	/* may be NULL; non-zero stops the scrub (with a
+					   progress callback, seen at its next call). Set it from a
+					   signal handler, or from a thread with __atomic_store_n();
+					   sig_atomic_t is the int it was before 0.1 */	uint64_t memory_bytes;		/* read buffers in all; 0 for 48 MiB, at least 1 MiB.
 					   More reads faster on deep storage. Since 0.1 */
 };
 

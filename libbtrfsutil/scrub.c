@@ -39,7 +39,7 @@ static void public_counters(const struct bx_scrub_counters *c, struct btrfsx_scr
  */
 struct progress_relay {
 	const struct btrfsx_scrub_options *opts;
-	volatile int stop;
+	volatile sig_atomic_t stop;
 };
 
 static void relay_progress(void *arg, const struct bx_scrub_progress *p)
@@ -52,10 +52,9 @@ static void relay_progress(void *arg, const struct bx_scrub_progress *p)
 	};
 
 	public_counters(&p->total, &pub.total);
-	if (relay->opts->cancel && *relay->opts->cancel)
-		relay->stop = 1;
-	if (relay->opts->progress(relay->opts->progress_arg, &pub))
-		relay->stop = 1;
+	if ((relay->opts->cancel && __atomic_load_n(relay->opts->cancel, __ATOMIC_RELAXED)) ||
+	    relay->opts->progress(relay->opts->progress_arg, &pub))
+		__atomic_store_n(&relay->stop, 1, __ATOMIC_RELAXED);
 }
 
 static int fill_devices(const struct bx_scrub_result *res, struct btrfsx_scrub_result *out)

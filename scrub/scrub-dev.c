@@ -621,11 +621,9 @@ static int reader_setup(struct dev_reader *r)
 	r->nr_descs = first_depth * PLAN_AHEAD > r->nr_slots + 2 ? first_depth * PLAN_AHEAD :
 								   r->nr_slots + 2;
 	max_sectors = r->req_bytes / r->ss;
-	r->fd = open(r->dev->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	r->fd = bx_open_direct(r->dev);
 	if (r->fd < 0)
-		r->fd = open(r->dev->path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0)
-		return bx_error(-errno, "%s: cannot open for reading: %m", r->dev->path);
+		return r->fd;
 	r->slots = calloc(r->nr_slots, sizeof(*r->slots));
 	r->descs = calloc(r->nr_descs, sizeof(*r->descs));
 	r->free_list = calloc(r->nr_descs, sizeof(*r->free_list));

@@ -98,7 +98,7 @@ struct scrub_ctx {
 	char fatal_msg[512];
 	uint64_t failed_repairs;      /* repair writes that failed (under lock) */
 	char first_repair_error[512];
-	volatile int stop;            /* set when a thread failed: the others end too */
+	int stop;                     /* set when a thread failed: the others end too (atomic) */
 	pthread_cond_t done_cond;     /* signalled when a thread ends */
 	unsigned int active_readers;  /* device readers not yet done (atomic) */
 	uint64_t io_budget;           /* read buffers the device readers share */

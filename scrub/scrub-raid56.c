@@ -770,11 +770,9 @@ static int r56_setup(struct r56 *r)
 		r->fds[i] = -1;
 		if (!dev)
 			continue;
-		r->fds[i] = open(dev->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+		r->fds[i] = bx_open_direct(dev);
 		if (r->fds[i] < 0)
-			r->fds[i] = open(dev->path, O_RDONLY | O_CLOEXEC);
-		if (r->fds[i] < 0)
-			return bx_error(-errno, "%s: cannot open for reading: %m", dev->path);
+			return r->fds[i];
 	}
 	for (int i = 0; i < 2; i++) {
 		int ret = batch_alloc(r, &r->b[i]);

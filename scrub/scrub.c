@@ -166,7 +166,8 @@ void scrub_free_read_buffer(void *buf, size_t len)
 
 bool scrub_cancelled(const struct scrub_ctx *ctx)
 {
-	return ctx->stop || (ctx->opts->cancel && *ctx->opts->cancel);
+	return __atomic_load_n(&ctx->stop, __ATOMIC_RELAXED) ||
+	       (ctx->opts->cancel && __atomic_load_n(ctx->opts->cancel, __ATOMIC_RELAXED));
 }
 
 void scrub_set_fatal(struct scrub_ctx *ctx, int ret)
@@ -176,7 +177,7 @@ void scrub_set_fatal(struct scrub_ctx *ctx, int ret)
 		ctx->fatal = ret;
 		snprintf(ctx->fatal_msg, sizeof(ctx->fatal_msg), "%s", bx_error_message(ret));
 	}
-	ctx->stop = 1;
+	__atomic_store_n(&ctx->stop, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -640,7 +641,7 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 		t->started = true;
 	}
 	if (ret)
-		ctx->stop = 1;
+		__atomic_store_n(&ctx->stop, 1, __ATOMIC_RELAXED);
 	else
 		report_progress(ctx, threads, nr, res, start);
 	pthread_mutex_lock(&ctx->lock);
@@ -889,7 +890,7 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	}
 	if (ret)
 		goto out;
-	res->cancelled = opts->cancel && *opts->cancel;
+	res->cancelled = opts->cancel && __atomic_load_n(opts->cancel, __ATOMIC_RELAXED);
 	res->duration = now_seconds() - start;
 	for (size_t i = 0; i < res->nr_devs; i++)
 		bx_scrub_counters_add(&res->total, &res->devs[i].c);

@@ -40,6 +40,7 @@
 #ifndef BTRFSX_SCRUB_H
 #define BTRFSX_SCRUB_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -180,7 +181,8 @@ struct bx_scrub_opts {
 	void (*progress)(void *arg, const struct bx_scrub_progress *p);
 	void *progress_arg;
 	double progress_interval;   /* 0: 0.5 s */
-	const volatile int *cancel; /* set non-zero to stop early (checked often) */
+	const volatile sig_atomic_t *cancel; /* set non-zero to stop early (checked often;
+					       read atomically, may be set by a signal handler) */
 	uint32_t request_bytes;     /* one read; 0: from @memory_bytes, at most 4 MiB */
 	uint32_t requests_per_dev;  /* reads in flight per device; 0: from @memory_bytes */
 	/*

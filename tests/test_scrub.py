@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import re
 import signal
 import struct
@@ -1009,3 +1010,18 @@ def test_chunk_beyond_its_device(scrub, run_btrfsx, state_env, tmp_path):
     rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "-r", *map(str, members),
                               check=1, env=state_env)
     assert "beyond the device" in err, err
+
+
+def test_reads_go_through_the_claimed_file(tmp_path, btrfsx):
+    """The O_DIRECT descriptors are opened through /proc/self/fd of the claimed
+    members, never by path again (which may name another file by then)."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    images = fsutil.make_images(tmp_path, ["512M", "512M"])
+    fsutil.run([btrfsx, "mkfs", "-q", "-d", "raid1", "-m", "raid1", *map(str, images)])
+    trace = tmp_path / "trace"
+    fsutil.run(["strace", "-f", "-e", "trace=openat", "-o", str(trace), btrfsx, "scrub",
+                "start", "--offline", "-B", "-r", *map(str, images)])
+    direct = [line for line in trace.read_text().splitlines() if "O_DIRECT|" in line]
+    assert len(direct) >= 2
+    assert all('"/proc/self/fd/' in line for line in direct), direct

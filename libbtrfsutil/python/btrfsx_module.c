@@ -871,7 +871,7 @@ static PyObject *py_io_stats_sample(PyObject *module, PyObject *args)
 struct progress_context {
 	PyObject *callback;	/* None or a callable taking the progress dict */
 	PyObject *cancel;	/* None or an object with is_set(), e.g. threading.Event */
-	volatile int stop;	/* the library's cancel flag */
+	volatile sig_atomic_t stop;	/* the library's cancel flag, stored atomically */
 	/* what the callback raised (or a signal did): re-raised after the scrub */
 	PyObject *raised[3];
 };
@@ -959,9 +959,9 @@ static int scrub_progress(void *arg, const struct btrfsx_scrub_progress *p)
 			keep_raised(ctx);
 		PyGILState_Release(gil);
 		if (stop)
-			ctx->stop = 1;
+			__atomic_store_n(&ctx->stop, 1, __ATOMIC_RELAXED);
 	}
-	return ctx->stop;
+	return __atomic_load_n(&ctx->stop, __ATOMIC_RELAXED);
 }
 
 static PyObject *py_scrub_offline(PyObject *module, PyObject *args)

@@ -551,7 +551,7 @@ static int probe_scrub(int argc, char **argv)
 	struct progress_log log = { .monotonic = true };
 	struct btrfsx_scrub_options opts = { 0 };
 	struct btrfsx_scrub_result *result = NULL;
-	volatile int cancel = 0;
+	volatile sig_atomic_t cancel = 0;
 	bool use_opts = true;
 	enum btrfsx_error err;
 	int i;
