@@ -101,6 +101,7 @@ static void print_super(struct bx_out *out, const struct btrfs_super_block *sb, 
 	unsigned int csum_type = le16toh(sb->csum_type);
 	const char *csum_name = btrfsx_csum_name(csum_type);
 	size_t csum_size = btrfsx_csum_size(csum_type);
+	int ret;
 	char label[BTRFS_LABEL_SIZE + 1];
 
 	bx_out_u64(out, "csum_type", csum_type, 0);
@@ -144,8 +145,11 @@ static void print_super(struct bx_out *out, const struct btrfs_super_block *sb, 
 	if (!full)
 		return;
 	bx_out_list_begin(out, "sys_chunk_array");
-	if (bx_parse_sys_chunk_array(sb, print_sys_chunk, out))
-		bx_out_str(out, NULL, bx_error_message(-EUCLEAN), 0);
+	ret = bx_parse_sys_chunk_array(sb, print_sys_chunk, out);
+	if (ret) {
+		bx_out_str(out, NULL, bx_error_message(ret), 0);
+		bx_error_clear();  /* shown in place: dump-super goes on */
+	}
 	bx_out_list_end(out);
 	print_backup_roots(out, sb);
 }

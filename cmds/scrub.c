@@ -242,9 +242,11 @@ static int run_scrub(struct bx_ctx *ctx, struct bx_fs *fs, const struct start_ar
 	if (ret)
 		return ret;
 	status = res->cancelled ? "cancelled" : "finished";
-	if (status_path && scrub_status_save(status_path, res, status, getpid())) {
-		bx_warn("the result was not saved for 'scrub status': %s", bx_error_message(-EIO));
-		bx_error_clear();
+	ret = status_path ? scrub_status_save(status_path, res, status, getpid()) : 0;
+	if (ret) {
+		bx_warn("the result was not saved for 'scrub status': %s", bx_error_message(ret));
+		bx_error_clear();  /* a warning now, the scrub's own result stands */
+		ret = 0;
 	}
 	if (print)
 		scrub_print(ctx->out, res, status, &a->po);

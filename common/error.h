@@ -3,6 +3,17 @@
  * message saying what failed and why; callers may prepend their own context.
  * Only the command line prints it, once. Warnings collect the same way and
  * are drained by whoever presents them. Both are per thread, like errno.
+ *
+ * The rules that keep this per-thread state honest (Documentation/dev/
+ * architecture.md, "Errors and warnings"):
+ *  - the message belongs to the failure being returned: read it with the
+ *    code that failure returned (bx_error_message(ret)), right away;
+ *  - a caller that handles a failure and goes on clears it there
+ *    (bx_error_clear(), with a comment saying why it is not an error);
+ *  - a warning is recorded once however often it is said, and nothing
+ *    removes warnings but the presenter (no undo);
+ *  - worker threads record neither: they report through the results they
+ *    hand back, because nobody drains their thread's state.
  */
 #ifndef BTRFSX_ERROR_H
 #define BTRFSX_ERROR_H

@@ -241,8 +241,9 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 	for (int mirror = 1; mirror <= copies; mirror++) {
 		enum bx_eb_status status;
 		struct bx_eb *eb;
+		int ret = bx_read_tree_block_mirror(fs, bytenr, mirror, expect, &eb, &status);
 
-		if (bx_read_tree_block_mirror(fs, bytenr, mirror, expect, &eb, &status) == 0) {
+		if (ret == 0) {
 			if (mirror > 1 && !fs->bad_mirrors_counted)
 				bx_warn("tree block %llu: mirror 1 bad, read mirror %d (%s)",
 					(unsigned long long)bytenr, mirror, reasons + 2);
@@ -256,7 +257,7 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 		}
 		if (status == BX_EB_READ_ERROR && !*read_error)
 			snprintf(read_error, sizeof(read_error), "; the first read: %s",
-				 bx_error_message(-EIO));
+				 bx_error_message(ret));
 		used += (size_t)snprintf(reasons + used, sizeof(reasons) - used, "%smirror %d: %s",
 					 "; ", mirror, bx_eb_status_str(status));
 		if (used >= sizeof(reasons))

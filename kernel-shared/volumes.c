@@ -223,7 +223,7 @@ static void fs_scan_members(struct bx_fs *fs, unsigned int flags)
 		if (ret) {
 			fs->member_busy |= ret == -EBUSY;
 			snprintf(fs->scan_failures + used, sizeof(fs->scan_failures) - used, "%s%s",
-				 used ? "; " : "", bx_error_message(-EIO));
+				 used ? "; " : "", bx_error_message(ret));
 			continue;
 		}
 		if (fs_add_device(fs, dev))
