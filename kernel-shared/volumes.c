@@ -159,12 +159,39 @@ fail:
 	return ret;
 }
 
+/* What tree blocks carry: the metadata_uuid where the filesystem has one, else the fsid. */
+static const uint8_t *metadata_identity(const struct btrfs_super_block *sb)
+{
+	if (le64toh(sb->incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID)
+		return sb->metadata_uuid;
+	return sb->fsid;
+}
+
+/*
+ * Whether @dev belongs with the members already in @fs: the same fsid, or a
+ * change of fsid (btrfstune -m/-M) that was interrupted, which leaves one side
+ * flagged CHANGING_FSID_V2 and both with the same metadata identity; the
+ * newest superblock then says what the fsid is (fs_pick_super), as btrfs-progs
+ * and the kernel decide.
+ */
+static bool same_filesystem(const struct bx_fs *fs, const struct bx_device *dev)
+{
+	const struct btrfs_super_block *first = &fs->devs[0]->sb;
+
+	if (!memcmp(dev->sb.fsid, fs->fsid, BTRFS_FSID_SIZE))
+		return true;
+	if (!((le64toh(dev->sb.flags) | le64toh(first->flags)) &
+	      BTRFS_SUPER_FLAG_CHANGING_FSID_V2))
+		return false;
+	return !memcmp(metadata_identity(&dev->sb), metadata_identity(first), BTRFS_FSID_SIZE);
+}
+
 static int fs_add_device(struct bx_fs *fs, struct bx_device *dev)
 {
 	struct bx_device **devs;
 	struct bx_device *other = bx_fs_device(fs, dev->devid);
 
-	if (memcmp(dev->sb.fsid, fs->fsid, BTRFS_FSID_SIZE)) {
+	if (fs->nr_devs && !same_filesystem(fs, dev)) {
 		char a[37], b[37];
 
 		uuid_unparse(dev->sb.fsid, a);
@@ -378,6 +405,8 @@ static void fs_pick_super(struct bx_fs *fs)
 			best = fs->devs[i];
 	fs->sb = best->sb;
 	fs->sb_devid = best->devid;
+	/* After an interrupted fsid change the members disagree: the newest one is right. */
+	memcpy(fs->fsid, best->sb.fsid, BTRFS_FSID_SIZE);
 	for (size_t i = 0; i < fs->nr_devs; i++)
 		if (fs->devs[i]->sb.generation != best->sb.generation)
 			bx_warn("%s: stale device (generation %llu, filesystem %llu)",
