@@ -52,8 +52,9 @@ static void relay_progress(void *arg, const struct bx_scrub_progress *p)
 	};
 
 	public_counters(&p->total, &pub.total);
-	if ((relay->opts->cancel && __atomic_load_n(relay->opts->cancel, __ATOMIC_RELAXED)) ||
-	    relay->opts->progress(relay->opts->progress_arg, &pub))
+	/* The callback is called whatever the flag says: it sees the last progress too. */
+	if (relay->opts->progress(relay->opts->progress_arg, &pub) ||
+	    (relay->opts->cancel && __atomic_load_n(relay->opts->cancel, __ATOMIC_RELAXED)))
 		__atomic_store_n(&relay->stop, 1, __ATOMIC_RELAXED);
 }
 
