@@ -263,7 +263,7 @@ static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, DB_OPTION },
 		{ "keep", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	int64_t keep = DEFAULT_KEEP, now;
@@ -636,7 +636,7 @@ static int cmd_report(struct bx_ctx *ctx, int argc, char **argv)
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "warning", required_argument, NULL, 'w' },
 		{ "critical", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct check_opts co = { false, DEFAULT_WARNING_DAYS, DEFAULT_CRITICAL_DAYS };
@@ -825,7 +825,7 @@ static int cmd_metrics(struct bx_ctx *ctx, int argc, char **argv)
 		{ "db", required_argument, NULL, DB_OPTION },
 		{ "window", required_argument, NULL, WINDOW_OPTION },
 		{ "textfile", required_argument, NULL, OPT_TEXTFILE },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	int64_t window = BX_MON_DEFAULT_WINDOW;

@@ -217,17 +217,6 @@ int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size
 	return 0;
 }
 
-int bx_mounted_label(const struct bx_mounted_fs *fs, char *label, size_t len)
-{
-	char buf[BTRFS_LABEL_SIZE + 1] = "";
-
-	if (ioctl(fs->fd, BTRFS_IOC_GET_FSLABEL, buf) < 0)
-		return bx_error(-errno, "%s: cannot read the label: %m", fs->path);
-	buf[BTRFS_LABEL_SIZE] = '\0';
-	snprintf(label, len, "%s", buf);
-	return 0;
-}
-
 #define SEARCH_BUF (256 * 1024)
 
 int bx_mounted_search_tree(int fd, const char *path, uint64_t tree_id, uint64_t min_objectid,

@@ -59,9 +59,6 @@ int bx_mounted_space_flags(const struct bx_mounted_fs *fs, uint64_t *flags, size
 struct btrfs_ioctl_space_args;
 int bx_mounted_space_info(int fd, const char *path, struct btrfs_ioctl_space_args **spaces);
 
-/* The label (BTRFS_IOC_GET_FSLABEL), "" when none; @len at least 257. */
-int bx_mounted_label(const struct bx_mounted_fs *fs, char *label, size_t len);
-
 /* The filesystem's label (BTRFS_IOC_GET_FSLABEL), "" when it has none. */
 int bx_mounted_label(const struct bx_mounted_fs *fs, char *label, size_t len);
 

@@ -742,7 +742,8 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 		}
 	}
 	qsort(rep->classes, rep->nr_classes, sizeof(*rep->classes), class_cmp);
-	warn_about(rep);
+	if (!(flags & BX_USAGE_QUIET))
+		warn_about(rep);
 	goto out;
 
 model_error:

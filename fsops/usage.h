@@ -182,6 +182,7 @@ struct bx_usage_dev_row {
 /* bx_usage_compute() flags */
 #define BX_USAGE_STRICT (1U << 0)	/* model every preference as strict */
 #define BX_USAGE_IGNORE_HINTS (1U << 1)	/* model the allocator without hints */
+#define BX_USAGE_QUIET (1U << 2)	/* warnings as bits only, not said (bx_warn) */
 
 /* bx_usage_report.warnings */
 #define BX_USAGE_W_METADATA_LOW (1U << 0)	/* room < 50% of metadata used */

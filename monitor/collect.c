@@ -92,7 +92,6 @@ static void take_read_policy(const char *sysfs_root, const struct bx_mounted_fs 
 int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
 		   struct bx_mon_sample *s)
 {
-	size_t nr_warnings = bx_warnings_count();
 	struct bx_usage_report rep;
 	struct bx_usage_input in;
 	struct bx_mounted_fs fs;
@@ -105,9 +104,8 @@ int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
 	ret = bx_usage_read_mounted(mountpoint, sysfs_root, &in);
 	if (ret)
 		return ret;
-	ret = bx_usage_compute(&in, 0, &rep);
 	/* What usage warns about is for the report to say, not for every sample. */
-	bx_warnings_truncate(nr_warnings);
+	ret = bx_usage_compute(&in, BX_USAGE_QUIET, &rep);
 	if (ret) {
 		bx_usage_input_release(&in);
 		return ret;
