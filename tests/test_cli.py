@@ -221,3 +221,11 @@ def test_top_man_page_names_every_group_and_variable(run_btrfsx):
     assert names
     for name in names:
         assert f"*{name}*" in page, name
+
+
+def test_man_pages_lose_no_plus_sign():
+    """A line ending in ' +' is asciidoctor's hard line break: the '+' vanishes from the
+    page (btrfsx-filesystem(8) printed 'data_free_in_chunks data_new_chunks')."""
+    for page in DOC.glob("*.adoc"):
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            assert not line.endswith(" +"), f"{page.name}:{number}: {line}"
