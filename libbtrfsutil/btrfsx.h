@@ -567,7 +567,8 @@ struct btrfsx_scrub_options {
 	const volatile sig_atomic_t *cancel;	/* may be NULL; non-zero stops the scrub (with a
 					   progress callback, seen at its next call). Set it from a
 					   signal handler, or from a thread with __atomic_store_n();
-					   sig_atomic_t is the int it was before 0.1 */	uint64_t memory_bytes;		/* read buffers in all; 0 for 48 MiB, at least 1 MiB.
+					   on Linux sig_atomic_t is the int this used to be */
+	uint64_t memory_bytes;		/* read buffers in all; 0 for 48 MiB, at least 1 MiB.
 					   More reads faster on deep storage. Since 0.1 */
 };
 
