@@ -109,7 +109,7 @@ def test_every_name_goes_through_the_kernel(guests, series):
             assert rc == 0, text
             assert kernel == value, (name, kernel)
             _, got, gtext = json_of(res, f"get_{name}")
-            assert got["value"] == value and got["effective"] is True, gtext
+            assert got["hint_value"] == value and got["effective"] is True, gtext
         else:
             # V12's file takes four names: value 4 is refused and nothing changes.
             assert rc == 1, text
@@ -127,7 +127,7 @@ def test_v12_refuses_raw_values_kakra_stores_them(guests):
         assert rc == 0, text
         assert kernel_hint(kakra.output(f"kernel_{v}")[1]) == v
         _, got, gtext = json_of(kakra, f"get_{v}")
-        assert got["value"] == v, gtext
+        assert got["hint_value"] == v, gtext
     for res in (v12, kakra):
         rc, _, text = json_of(res, "set_8")
         assert rc == 2 or rc == 1, text
@@ -162,7 +162,7 @@ def test_offline_set_is_what_the_kernel_reports(guests, series):
     assert rc == 0, text
     assert kernel_hint(res.output("kernel_after_offline")[1]) == 3
     _, got, gtext = json_of(res, "get_after_offline")
-    assert got["value"] == 3 and got["effective"] is True, gtext
+    assert got["hint_value"] == 3 and got["effective"] is True, gtext
 
 
 def super_types(disk) -> list[int]:
@@ -196,6 +196,6 @@ def test_stock_kernel_refuses_online_set_and_shows_the_stored_value(guests):
     rc, _, text = json_of(res, "set_metadata_only")
     assert rc == 1 and "no allocation hint support" in text, text
     _, got, gtext = json_of(res, "get_data_preferred")
-    assert got["effective"] is False and got["value"] == 0, gtext
+    assert got["effective"] is False and got["hint_value"] == 0, gtext
     _, got, gtext = json_of(res, "get_after_offline")
-    assert got["value"] == 3 and got["effective"] is False, gtext
+    assert got["hint_value"] == 3 and got["effective"] is False, gtext
