@@ -68,6 +68,16 @@ def test_set_each_value_offline(three_devs, run_btrfsx, btrfsx_json, value):
     assert doc["effective"] is False and doc["mounted"] is False
 
 
+def test_get_without_a_name_gives_the_details(three_devs, btrfsx_json):
+    """property get <dev> (every property) carries the same details as with the name."""
+    dev = three_devs.devs[2]
+    named = btrfsx_json("property", "get", dev, "allocation_hint")
+    every = btrfsx_json("device", "property", "get", dev)
+    for key in ("allocation_hint", "devid", "device", "hint_value", "dev_item_type", "mounted",
+                "kernel_interface", "effective"):
+        assert every[key] == named[key], key
+
+
 def test_device_property_grammar_and_spellings(three_devs, run_btrfsx, btrfsx_json):
     dev = three_devs.devs[1]
     for spelling, value in [("METADATA_ONLY", 2), ("Data_Only", 3), ("m", 1), ("monly", 2),
