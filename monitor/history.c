@@ -324,11 +324,16 @@ int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **out)
 	struct stat st;
 	int rc, ret;
 
-	if (!write && stat(path, &st) < 0)
-		return errno == ENOENT ?
-		       bx_error(-ENOENT, "%s: no history yet ('btrfsx monitor record' starts it)",
-				path) :
-		       bx_error(-errno, "%s: %m", path);
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return bx_error(-errno, "%s: %m", path);
+		if (!write)
+			return bx_error(-ENOENT, "%s: no history yet ('btrfsx monitor record' "
+					"starts it)", path);
+	} else if (!S_ISREG(st.st_mode)) {
+		/* SQLite would block on a FIFO and read a device as a database. */
+		return bx_error(-EINVAL, "%s: not a regular file", path);
+	}
 	if (write && (ret = writable_parent(path)))
 		return ret;
 	db = calloc(1, sizeof(*db));

@@ -112,6 +112,16 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
     "scrub status": [
         ("--offline", "{P}"), ("{B}",), ("--offline",),
     ],
+    "monitor record": [
+        ("{P}",), ("--keep", "{S}", "{M}"), ("--keep", "{N}", "{M}"), ("--db", "{DIR}", "{M}"),
+    ],
+    "monitor report": [
+        ("--db", "{P}"), ("--window", "{S}"), ("--window", "{N}"), ("--check", "-w", "{N}"),
+        ("--check", "-c", "{S}"),
+    ],
+    "monitor metrics": [
+        ("--db", "{P}"), ("--window", "{S}"), ("--window", "{N}"),
+    ],
     "mkfs": [
         ("{P}",), ("-q", "{P}:m"), ("-b", "{N}", "{NEW}"), ("-b", "{Z}", "{NEW}"), ("-n", "{N}", "-b", "256M", "{NEW}"),
         ("-s", "{N}", "-b", "256M", "{NEW}"), ("-L", "{L}", "-b", "256M", "{NEW}"),
