@@ -332,7 +332,7 @@ int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **out)
 					"starts it)", path);
 	} else if (!S_ISREG(st.st_mode)) {
 		/* SQLite would block on a FIFO and read a device as a database. */
-		return bx_error(-EINVAL, "%s: not a regular file", path);
+		return bx_error(-EINVAL, "%s: cannot open the history: not a regular file", path);
 	}
 	if (write && (ret = writable_parent(path)))
 		return ret;
