@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "kernel-shared/csum.h"
+#include "kernel-shared/io.h"
 #include "kernel-shared/volumes.h"
 
 const char *bx_sb_status_str(enum bx_sb_status status)
@@ -14,6 +15,8 @@ const char *bx_sb_status_str(enum bx_sb_status status)
 		return "beyond the end of the device";
 	case BX_SB_READ_ERROR:
 		return "read error";
+	case BX_SB_TIMEOUT:
+		return "read did not complete (the device stalls)";
 	case BX_SB_BAD_MAGIC:
 		return "no btrfs magic";
 	case BX_SB_BAD_CSUM_TYPE:
@@ -32,10 +35,14 @@ enum bx_sb_status bx_read_super_copy(int fd, uint64_t dev_size, int mirror,
 	uint64_t offset = btrfs_sb_offset(mirror);
 	uint8_t csum[BTRFS_CSUM_SIZE];
 	size_t csum_size;
+	ssize_t got;
 
 	if (offset + BTRFS_SUPER_INFO_SIZE > dev_size)
 		return BX_SB_BEYOND_DEVICE;
-	if (pread(fd, sb, sizeof(*sb), (off_t)offset) != (ssize_t)sizeof(*sb))
+	got = bx_pread_timed(fd, sb, sizeof(*sb), offset);
+	if (got == -ETIMEDOUT)
+		return BX_SB_TIMEOUT;
+	if (got != (ssize_t)sizeof(*sb))
 		return BX_SB_READ_ERROR;
 	if (le64toh(sb->magic) != BTRFS_MAGIC)
 		return BX_SB_BAD_MAGIC;

@@ -15,6 +15,7 @@
 #include "kernel-shared/device-claim.h"
 #include "kernel-shared/btree.h"
 #include "kernel-shared/csum.h"
+#include "kernel-shared/io.h"
 #include "kernel-shared/volumes.h"
 #include "kernel-shared/write.h"
 
@@ -90,6 +91,10 @@ static int device_read_supers(struct bx_device *dev)
 	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
 		dev->sb_status[i] = bx_read_super_copy(dev->fd, dev->size, i, &copy);
 		dev->sb_generation[i] = 0;
+		if (dev->sb_status[i] == BX_SB_TIMEOUT)
+			return bx_error(-ETIMEDOUT, "%s: superblock copy %d: the read did not complete "
+					"within %u s (the device stalls)", dev->path, i,
+					bx_io_timeout());
 		if (dev->sb_status[i] != BX_SB_OK)
 			continue;
 		dev->sb_generation[i] = le64toh(copy.generation);

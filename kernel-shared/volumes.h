@@ -24,6 +24,7 @@ enum bx_sb_status {
 	BX_SB_OK,
 	BX_SB_BEYOND_DEVICE,
 	BX_SB_READ_ERROR,
+	BX_SB_TIMEOUT,                /* the read did not complete: the device stalls */
 	BX_SB_BAD_MAGIC,
 	BX_SB_BAD_CSUM_TYPE,
 	BX_SB_BAD_CSUM,
