@@ -20,6 +20,7 @@
 #include "cmds/scrub.h"
 #include "common/error.h"
 #include "fsops/offline.h"
+#include "kernel-shared/io.h"
 #include "common/units.h"
 #include "scrub/scrub.h"
 
@@ -34,7 +35,7 @@ static const char *const scrub_usage[] = {
 
 static const char *const start_usage[] = {
 	"btrfsx scrub start --offline [-r] [-B] [-d] [-R] [--progress|--no-progress] "
-	"[--no-readahead] [--memory <size>] <device>...",
+	"[--no-readahead] [--memory <size>] [--io-timeout <seconds>] <device>...",
 	"Scrub an unmounted filesystem: verify every copy, repair the bad ones.",
 	"",
 	"Reads every superblock copy, every tree block and every checksummed data",
@@ -58,6 +59,9 @@ static const char *const start_usage[] = {
 	"                   (for measurements)",
 	"--memory <size>    read buffers in all (default 48MiB, at least 1MiB):",
 	"                   more reads faster on deep storage and costs as much",
+	"--io-timeout <seconds>",
+	"                   give up when a read of a device has not completed",
+	"                   after this long: the device stalls (default 60; 0: wait)",
 	"",
 	"Exit status: 0 nothing bad is left, 1 failure, 2 usage, 3 uncorrectable errors.",
 	NULL
@@ -149,26 +153,30 @@ static void clear_progress(struct run_state *rs)
 struct start_args {
 	bool offline, readonly, foreground, readahead;
 	uint64_t memory;              /* 0: the library's default */
+	uint64_t io_timeout;          /* seconds */
 	int progress;                 /* -1 auto, 0 off, 1 on */
 	struct scrub_print_opts po;
 };
 
 static int parse_start(struct bx_ctx *ctx, int argc, char **argv, struct start_args *a)
 {
-	enum { OPT_OFFLINE = 0x200, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_NO_READAHEAD, OPT_MEMORY };
+	enum { OPT_OFFLINE = 0x200, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_NO_READAHEAD, OPT_MEMORY,
+	       OPT_IO_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "offline", no_argument, NULL, OPT_OFFLINE },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 		{ "no-readahead", no_argument, NULL, OPT_NO_READAHEAD },
 		{ "memory", required_argument, NULL, OPT_MEMORY },
+		{ "io-timeout", required_argument, NULL, OPT_IO_TIMEOUT },
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	bool progress_set = false, no_progress_set = false;
 	int opt;
 
-	*a = (struct start_args){ .readahead = true, .progress = -1 };
+	*a = (struct start_args){ .readahead = true, .progress = -1,
+				  .io_timeout = BX_IO_TIMEOUT_DEFAULT };
 	while ((opt = bx_getopt(ctx, argc, argv, "rBdRh", longopts)) != -1) {
 		switch (opt) {
 		case OPT_OFFLINE:
@@ -200,6 +208,11 @@ static int parse_start(struct bx_ctx *ctx, int argc, char **argv, struct start_a
 		case OPT_MEMORY:
 			if (bx_parse_size(optarg, &a->memory) || a->memory < BX_SCRUB_MIN_MEMORY)
 				return bx_usage_error("--memory: '%s' is not a size of at least 1MiB",
+						      optarg);
+			break;
+		case OPT_IO_TIMEOUT:
+			if (bx_parse_u64(optarg, &a->io_timeout) || a->io_timeout > UINT_MAX)
+				return bx_usage_error("--io-timeout: '%s' is not a number of seconds",
 						      optarg);
 			break;
 		default:
@@ -323,6 +336,8 @@ static int cmd_start(struct bx_ctx *ctx, int argc, char **argv)
 	ret = parse_start(ctx, argc, argv, &a);
 	if (ret)
 		return ret;
+	/* Before the open: it reads the devices too. */
+	bx_io_set_timeout((unsigned int)a.io_timeout);
 	ret = bx_open_offline_scrub(&fs, argv + optind, argc - optind, a.readonly);
 	if (ret)
 		return ret;

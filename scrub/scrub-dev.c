@@ -326,11 +326,16 @@ static void check_read(struct dev_reader *r, struct slot *s)
 		return;
 	}
 	for (uint32_t i = 0; i < s->d->nr_sectors; i++) {
+		int ret;
+
 		s->rerr[i] = 0;
 		if (s->d->sec[i].kind == SEC_NONE || (uint64_t)(i + 1) * ss <= good)
 			continue;
-		s->rerr[i] = scrub_pread(r->fd, s->buf + (size_t)i * ss, ss,
-					 s->d->physical + (uint64_t)i * ss) != 0;
+		ret = scrub_pread(r->fd, s->buf + (size_t)i * ss, ss,
+				  s->d->physical + (uint64_t)i * ss);
+		s->rerr[i] = ret != 0;
+		if (scrub_stalled(r->ctx, ret, r->dev))
+			return;
 	}
 }
 
@@ -342,7 +347,13 @@ static bool fetch_data(struct dev_reader *r, uint64_t logical, int own, const ui
 	int copies = bx_num_copies(rfs, logical);
 
 	for (int m = 1; m <= copies; m++) {
-		if (m == own || bx_read_logical(rfs, logical, out, r->ss, m))
+		int ret = m == own ? -EAGAIN : bx_read_logical(rfs, logical, out, r->ss, m);
+
+		if (ret == -ETIMEDOUT) {
+			scrub_set_fatal(r->ctx, ret);
+			break;
+		}
+		if (ret)
 			continue;
 		if (!csum || scrub_data_ok(r->ctx, out, csum))
 			return true;
@@ -359,7 +370,14 @@ static bool fetch_tree(struct dev_reader *r, const struct scrub_sector *sec, int
 	enum bx_scrub_fault fault;
 
 	for (int m = 1; m <= copies; m++) {
-		if (m == own || bx_read_logical(rfs, sec->logical, out, r->ctx->nodesize, m))
+		int ret = m == own ? -EAGAIN :
+			  bx_read_logical(rfs, sec->logical, out, r->ctx->nodesize, m);
+
+		if (ret == -ETIMEDOUT) {
+			scrub_set_fatal(r->ctx, ret);
+			break;
+		}
+		if (ret)
 			continue;
 		if (!scrub_tree_bad(r->ctx, out, sec->logical, sec->a, (int)sec->b, &fault))
 			return true;
@@ -409,8 +427,12 @@ static void verify_tree(struct dev_reader *r, struct slot *s, uint32_t i)
 			bad_reads += s->rerr[k];
 	} else {
 		/* The block runs past this read: read it whole. */
+		int ret = scrub_pread(r->fd, r->w->tmp, ctx->nodesize, phys);
+
 		block = r->w->tmp;
-		if (scrub_pread(r->fd, r->w->tmp, ctx->nodesize, phys))
+		if (scrub_stalled(ctx, ret, r->dev))
+			return;
+		if (ret)
 			bad_reads = nsec;
 	}
 	if (bad_reads) {
@@ -520,8 +542,11 @@ static int submit_slot(struct dev_reader *r, unsigned int idx)
 	s->busy = true;
 	if (!r->ring_ok) {
 		/* No io_uring here: read synchronously and verify at once. */
-		s->res = scrub_pread(r->fd, s->buf, d->len, d->physical) ? -EIO : (int)d->len;
-		verify_slot(r, s);
+		int ret = scrub_pread(r->fd, s->buf, d->len, d->physical);
+
+		s->res = ret ? -EIO : (int)d->len;
+		if (!scrub_stalled(r->ctx, ret, r->dev))
+			verify_slot(r, s);
 		release_desc(r, s);
 		return 0;
 	}
@@ -721,9 +746,12 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev)
 			break;
 		if (!r.inflight)
 			continue;
-		ret = io_uring_wait_cqe(&r.ring, &cqe);
-		if (ret == -EINTR)
-			continue;
+		ret = scrub_wait_cqe(&r.ring, &cqe);
+		if (ret == -ETIMEDOUT) {
+			ret = bx_error(ret, "%s: no read completed within %u s (the device stalls); "
+				       "see --io-timeout", dev->path, bx_io_timeout());
+			break;
+		}
 		if (ret < 0) {
 			ret = bx_error(ret, "%s: io_uring wait failed: %s", dev->path, strerror(-ret));
 			break;
@@ -737,17 +765,17 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev)
 	}
 	if (ret > 0)
 		ret = 0;
-	/* After an error: let what is in flight land before the buffers go. */
-	while (r.ring_ok && r.inflight) {
+	/* After an error: let what is in flight land before the buffers go (not after a stall). */
+	while (r.ring_ok && r.inflight && ret != -ETIMEDOUT) {
 		struct io_uring_cqe *cqe;
 
-		if (io_uring_wait_cqe(&r.ring, &cqe) < 0)
+		if (scrub_wait_cqe(&r.ring, &cqe) < 0)
 			break;
 		io_uring_cqe_seen(&r.ring, cqe);
 		r.inflight--;
 	}
 out:
-	/* Reads still in flight (the ring failed): their buffers are left to them. */
+	/* Reads still in flight (the ring failed, the device stalls): their buffers are left to them. */
 	for (unsigned int i = 0; r.ring_ok && r.inflight && i < r.nr_slots; i++)
 		if (r.slots[i].busy)
 			r.slots[i].buf = NULL;

@@ -63,6 +63,7 @@ struct r56 {
 	int *fds;                 /* per chunk stripe, O_DIRECT; -1 when missing */
 	struct io_uring ring;
 	bool ring_ok;
+	bool stalled;             /* a read was given up on: its batch keeps its buffers */
 	struct r56_batch b[2];
 	uint8_t *pbuf, *qbuf, *cand, *zero;
 	void **vec;
@@ -162,7 +163,9 @@ static void batch_free(struct r56 *r, struct r56_batch *b)
 {
 	for (int i = 0; b->st && i < r->n; i++)
 		free(b->st[i]);
-	scrub_free_read_buffer(b->mem, batch_stripe_bytes(r) * (size_t)r->n);
+	/* Reads given up on a stalled device may still land in it: it is left to them. */
+	if (!b->pending)
+		scrub_free_read_buffer(b->mem, batch_stripe_bytes(r) * (size_t)r->n);
 	free(b->buf);
 	free(b->st);
 	free(b->res);
@@ -221,7 +224,11 @@ static int submit_batch(struct r56 *r, int bi)
 			continue;
 		}
 		if (!r->ring_ok) {
-			b->res[i] = scrub_pread(r->fds[i], b->buf[i], len, phys) ? -EIO : (int)len;
+			int ret = scrub_pread(r->fds[i], b->buf[i], len, phys);
+
+			if (scrub_stalled(r->ctx, ret, r->chunk->stripes[i].dev))
+				return -ETIMEDOUT;
+			b->res[i] = ret ? -EIO : (int)len;
 			continue;
 		}
 		sqe = io_uring_get_sqe(&r->ring);
@@ -246,10 +253,13 @@ static int wait_batch(struct r56 *r, int bi)
 	while (r->b[bi].pending) {
 		struct io_uring_cqe *cqe;
 		uint64_t data;
-		int ret = io_uring_wait_cqe(&r->ring, &cqe);
+		int ret = scrub_wait_cqe(&r->ring, &cqe);
 
-		if (ret == -EINTR)
-			continue;
+		if (ret == -ETIMEDOUT) {
+			r->stalled = true;
+			return bx_error(ret, "no read of the chunk's devices completed within %u s "
+					"(a device stalls); see --io-timeout", bx_io_timeout());
+		}
 		if (ret < 0)
 			return bx_error(ret, "io_uring wait failed: %s", strerror(-ret));
 		data = io_uring_cqe_get_data64(cqe);
@@ -260,8 +270,11 @@ static int wait_batch(struct r56 *r, int bi)
 	return 0;
 }
 
-/* Sector states after the reads: failed reads are retried sector by sector. */
-static void batch_states(struct r56 *r, struct r56_batch *b)
+/*
+ * Sector states after the reads: failed reads are retried sector by sector.
+ * -ETIMEDOUT when a device stalls (the scrub is stopped), else 0.
+ */
+static int batch_states(struct r56 *r, struct r56_batch *b)
 {
 	uint32_t nsec = b->nrows * r->spp;
 
@@ -270,14 +283,21 @@ static void batch_states(struct r56 *r, struct r56_batch *b)
 		uint64_t good = b->res[i] > 0 ? (uint64_t)b->res[i] : 0;
 
 		for (uint32_t s = 0; s < nsec; s++) {
+			int ret = -ENODEV;
+
 			b->st[i][s] = ST_OK;
 			if ((uint64_t)(s + 1) * r->ss <= good)
 				continue;
-			if (r->fds[i] < 0 || scrub_pread(r->fds[i], b->buf[i] + (size_t)s * r->ss, r->ss,
-							 phys + (uint64_t)s * r->ss))
+			if (r->fds[i] >= 0)
+				ret = scrub_pread(r->fds[i], b->buf[i] + (size_t)s * r->ss, r->ss,
+						  phys + (uint64_t)s * r->ss);
+			if (ret)
 				b->st[i][s] = ST_UNREADABLE;
+			if (scrub_stalled(r->ctx, ret, r->chunk->stripes[i].dev))
+				return -ETIMEDOUT;
 		}
 	}
+	return 0;
 }
 
 /* ---- one row ---- */
@@ -787,7 +807,7 @@ static int r56_setup(struct r56 *r)
 static void r56_release(struct r56 *r)
 {
 	if (r->ring_ok) {
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < 2 && !r->stalled; i++)
 			wait_batch(r, i);
 		io_uring_queue_exit(&r->ring);
 	}
@@ -830,7 +850,9 @@ int scrub_raid56_chunk(struct scrub_worker *w, const struct bx_chunk *chunk)
 		ret = r.ring_ok ? wait_batch(&r, cur) : 0;
 		if (ret)
 			break;
-		batch_states(&r, &r.b[cur]);
+		ret = batch_states(&r, &r.b[cur]);
+		if (ret)
+			break;
 		for (uint32_t rr = 0; rr < r.b[cur].nrows; rr++)
 			scrub_row(&r, &r.b[cur], rr);
 		cur = next;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <liburing.h>
 
 #include "common/error.h"
 #include "kernel-shared/csum.h"
@@ -244,18 +245,33 @@ enum bx_scrub_fix scrub_fix(struct scrub_ctx *ctx, bool good, struct bx_device *
 
 int scrub_pread(int fd, void *buf, size_t len, uint64_t physical)
 {
-	size_t done = 0;
+	ssize_t n = bx_pread_timed(fd, buf, len, physical);
 
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(physical + done));
+	if (n == -ETIMEDOUT)
+		return -ETIMEDOUT;
+	return n == (ssize_t)len ? 0 : -EIO;
+}
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
+bool scrub_stalled(struct scrub_ctx *ctx, int ret, const struct bx_device *dev)
+{
+	if (ret != -ETIMEDOUT)
+		return false;
+	scrub_set_fatal(ctx, bx_error(-ETIMEDOUT, "%s: a read did not complete within %u s (the "
+				      "device stalls); see --io-timeout", dev->path,
+				      bx_io_timeout()));
+	return true;
+}
+
+int scrub_wait_cqe(struct io_uring *ring, struct io_uring_cqe **cqe)
+{
+	unsigned int timeout = bx_io_timeout();
+	struct __kernel_timespec ts = { .tv_sec = timeout };
+	int ret;
+
+	do
+		ret = timeout ? io_uring_wait_cqe_timeout(ring, cqe, &ts) : io_uring_wait_cqe(ring, cqe);
+	while (ret == -EINTR);
+	return ret == -ETIME ? -ETIMEDOUT : ret;
 }
 
 bool scrub_data_ok(const struct scrub_ctx *ctx, const uint8_t *buf, const uint8_t *csum)
@@ -388,6 +404,10 @@ static void scrub_super_copy(struct scrub_ctx *ctx, struct bx_device *dev, int i
 				    .devid = dev->devid, .physical = offset };
 	bool source_ok;
 
+	if (status == BX_SB_TIMEOUT) {
+		scrub_stalled(ctx, -ETIMEDOUT, dev);
+		return;
+	}
 	if (status == BX_SB_READ_ERROR || status == BX_SB_BEYOND_DEVICE) {
 		e.fault = BX_SCRUB_READ_ERROR;
 		e.reason = status == BX_SB_READ_ERROR ? "read error" : "beyond the end of the device";
