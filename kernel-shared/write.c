@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -38,6 +39,32 @@ void bx_write_log_release(struct bx_fs *fs)
 
 /* ---- writes ---- */
 
+/*
+ * A flushed write is read back from the device, past the page cache: a disk
+ * or path that acknowledges writes it does not keep (dm-flakey drop_writes
+ * in the tests, a lying cache in the field) is caught at the write it lost,
+ * and the writer stops there as if the machine had, instead of going on and
+ * leaving copies that disagree.
+ */
+static int verify_written(struct bx_device *dev, const void *buf, size_t len, uint64_t physical)
+{
+	uint8_t *back = malloc(len ? len : 1);
+	int ret;
+
+	if (!back)
+		return bx_error(-ENOMEM, "out of memory");
+	posix_fadvise(dev->fd, (off_t)physical, (off_t)len, POSIX_FADV_DONTNEED);
+	ret = bx_read_physical(dev, back, len, physical);
+	if (ret)
+		ret = bx_error_wrap(ret, "reading back what was written");
+	else if (memcmp(back, buf, len))
+		ret = bx_error(-EIO, "%s: the write of %zu bytes at %llu did not reach the device "
+			       "(it reads back different bytes)", dev->path, len,
+			       (unsigned long long)physical);
+	free(back);
+	return ret;
+}
+
 static int check_writable(const struct bx_fs *fs, struct bx_device *dev, size_t len,
 			  uint64_t physical)
 {
@@ -75,7 +102,7 @@ int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, 
 	if (fdatasync(dev->fd) < 0)
 		return bx_error(-errno, "%s: flush failed: %m", dev->path);
 	bx_fault_forget(fs, dev);
-	return 0;
+	return verify_written(dev, buf, len, physical);
 }
 
 static int write_logical_mirror(struct bx_fs *fs, uint64_t logical, const uint8_t *buf,
@@ -131,6 +158,10 @@ int bx_write_super_copies(struct bx_fs *fs, struct bx_device *dev,
 
 		if (status == BX_SB_BEYOND_DEVICE)
 			continue;
+		if (status == BX_SB_TIMEOUT)
+			return bx_error(-ETIMEDOUT, "%s: superblock copy %d: the read did not complete "
+					"within %u s (the device stalls)", dev->path, i,
+					bx_io_timeout());
 		if (status != BX_SB_OK) {
 			bx_warn("%s: superblock copy %d left alone: %s", dev->path, i,
 				bx_sb_status_str(status));
@@ -345,6 +376,9 @@ int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch)
 		ret = flush_devices(jobs, nr_jobs);
 	if (!ret)
 		bx_fault_forget(fs, NULL);
+	for (size_t i = 0; i < batch->nr && !ret; i++)
+		ret = verify_written(batch->reqs[i].dev, batch->reqs[i].buf, batch->reqs[i].len,
+				     batch->reqs[i].physical);
 out:
 	free(jobs);
 	batch->nr = 0;

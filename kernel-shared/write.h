@@ -3,7 +3,10 @@
  * through here, in an order that keeps the filesystem valid if the process
  * or the machine stops between any two writes: each write is flushed
  * (fdatasync) before the next one starts, tree blocks are written one
- * mirror at a time, superblocks after the trees they point into.
+ * mirror at a time, superblocks after the trees they point into. Once
+ * flushed, every write is read back from the device (past the page cache):
+ * a device that acknowledges a write it did not keep fails the write with
+ * -EIO there, as a failed write would.
  *
  * Crash tests: fs->writes (kernel-shared/write-plan.h) stops the machine after a
  * chosen write, optionally losing the writes not yet flushed at that point,
@@ -21,7 +24,7 @@
 /* Frees what the crash simulation kept of writes not yet flushed (bx_fs_close). */
 void bx_write_log_release(struct bx_fs *fs);
 
-/* Writes and flushes @len bytes at @physical of @dev. */
+/* Writes, flushes and reads back @len bytes at @physical of @dev. */
 int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, size_t len,
 		      uint64_t physical);
 
@@ -72,7 +75,7 @@ int bx_batch_add_logical(struct bx_fs *fs, struct bx_write_batch *batch, const v
 			 size_t len, uint64_t logical);
 /*
  * Writes everything queued, then flushes every device written to (in
- * parallel). Overlapping requests are refused (-EINVAL) before anything is
+ * parallel), then reads every request back. Overlapping requests are refused (-EINVAL) before anything is
  * written. The batch is emptied whatever the result.
  */
 int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch);
