@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import fsutil
 
@@ -159,6 +160,30 @@ def mixed_blocks(now, old, new, block=4096) -> list[int]:
                 start += length
             pos = max(pos, start)
     return bad
+
+
+def primary_super(image, old_fsid) -> str:
+    """What the primary superblock of @image is now, during a mkfs over an
+    old filesystem: the old filesystem's, "wiped", mkfs's "unfinished" one (an
+    incompat bit no kernel knows) or the "new" one."""
+    with open(image, "rb") as f:
+        f.seek(0x10000)
+        sb = f.read(4096)
+    if sb[0x40:0x48] != b"_BHRfS_M":
+        return "wiped"
+    if sb[0x20:0x30] == old_fsid:
+        return "old"
+    return "unfinished" if int.from_bytes(sb[0xbc:0xc4], "little") >> 63 else "new"
+
+
+def try_mount(devs, options=None) -> bool:
+    """Whether the kernel mounts @devs (and takes a write)."""
+    try:
+        with fsutil.mounted(devs, options=options) as mnt:
+            (Path(mnt) / "probe").write_text("x")
+        return True
+    except RuntimeError:
+        return False
 
 
 def copy_sparse(src, dst) -> None:

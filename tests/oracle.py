@@ -627,3 +627,19 @@ def progs_dump_super(dev: str, all: bool = False, force: bool = False,
     if all:
         return {int(c["_bytenr"]): c for c in copies}
     return copies[0]
+
+
+def parse_progs_scrub(text: str) -> dict[int, dict[str, int]]:
+    """``btrfs scrub start -B -R -d`` output: {devid: {counter: value}} (a
+    device printed without a path, i.e. missing, is left out)."""
+    out: dict[int, dict[str, int]] = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"Scrub device (.*) \(id (\d+)\)", line)
+        if m:
+            cur = out.setdefault(int(m.group(2)), {}) if m.group(1).strip() else None
+            continue
+        m = re.match(r"\s+(\w+): (\d+)$", line)
+        if m and cur is not None:
+            cur[m.group(1)] = int(m.group(2))
+    return out

@@ -405,29 +405,6 @@ def test_image_files_and_byte_count(run_btrfsx, btrfsx_json, tmp_path):
 
 # ---------------------------------------------------------------- crash safety
 
-def try_mount(devs, options=None) -> bool:
-    try:
-        with fsutil.mounted(devs, options=options) as mnt:
-            (Path(mnt) / "probe").write_text("x")
-        return True
-    except RuntimeError:
-        return False
-
-
-def primary_super(image, old_fsid) -> str:
-    """What the primary superblock of @image is now: the old filesystem's,
-    "wiped", mkfs's "unfinished" one (an incompat bit no kernel knows) or the
-    "new" one."""
-    with open(image, "rb") as f:
-        f.seek(0x10000)
-        sb = f.read(4096)
-    if sb[0x40:0x48] != b"_BHRfS_M":
-        return "wiped"
-    if sb[0x20:0x30] == old_fsid:
-        return "old"
-    return "unfinished" if int.from_bytes(sb[0xbc:0xc4], "little") >> 63 else "new"
-
-
 @pytest.mark.parametrize("ndevs,profile", [(1, "dup"), (3, "raid1"), (3, "raid5")])
 def test_crash_at_every_write(loopdevs, run_btrfsx, ndevs, profile):
     """Over an old filesystem, stop after the N-th write for every N, also
@@ -459,7 +436,7 @@ def test_crash_at_every_write(loopdevs, run_btrfsx, ndevs, profile):
         return rc, err
 
     def verify(point):
-        supers = tuple(primary_super(img, old_fsid) for img in images)
+        supers = tuple(crashutil.primary_super(img, old_fsid) for img in images)
         assert "new" not in supers or "unfinished" in supers, (point, supers)
         if supers == ("old",) * ndevs:
             state = tuple(fsutil.images_state(images))
@@ -476,8 +453,8 @@ def test_crash_at_every_write(loopdevs, run_btrfsx, ndevs, profile):
         assert p.returncode != 0 or supers[0] in ("old", "new"), (point, supers)
         if supers not in kernel_asked:
             fsutil.device_scan(devs)
-            kernel_asked[supers] = try_mount(devs) or (
-                "old" not in supers and try_mount(devs, "degraded"))
+            kernel_asked[supers] = crashutil.try_mount(devs) or (
+                "old" not in supers and crashutil.try_mount(devs, "degraded"))
         assert not kernel_asked[supers], (point, supers)
 
     tally = crashutil.sweep(reset, run, verify)
