@@ -34,6 +34,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +50,8 @@ SERIES_DIRS = {"v12": "allocation-hints-v12", "kakra": "allocation-hints-kakra"}
 MODULES = ["virtio", "virtio_ring", "virtio_blk", "virtio_pci_modern_dev",
            "virtio_pci_legacy_dev", "virtio_pci", "zstd_compress", "raid6_pq", "xor",
            "libcrc32c", "btrfs", "loop", "dm-mod", "dm-delay", "dm-flakey", "dm-log-writes"]
-GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs"]
+# dmsetup drives the device-mapper targets of the fault tests (tests/vm/faults.py).
+GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs", "dmsetup"]
 _LOCK = threading.Lock()
 STALE_AFTER_S = 24 * 3600
 _PREPARED: dict[str, Path] = {}     # series -> its base initramfs, this session
@@ -190,12 +192,24 @@ def guest_replay() -> Path:
     return usage_fill.build_replay(build, build)
 
 
-def guest_fill() -> Path:
-    out = cache_dir() / "guest-fill"
-    src = HERE / "guest-fill.c"
+def static_helper(name: str) -> Path:
+    """tests/vm/<name>.c built static (the initramfs has no libc) into the cache."""
+    out = cache_dir() / name
+    src = HERE / f"{name}.c"
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-        run(["gcc", "-static", "-O2", "-o", out, src])
+        tmp = Path(f"{out}.{os.getpid()}.{threading.get_ident()}")
+        run(["gcc", "-static", "-O2", "-Wall", "-o", tmp, src])
+        os.rename(tmp, out)
     return out
+
+
+def guest_fill() -> Path:
+    return static_helper("guest-fill")
+
+
+def logwrites_replay() -> Path:
+    """The dm-log-writes replayer (tests/vm/logwrites-replay.c), run on the host."""
+    return static_helper("logwrites-replay")
 
 
 def shared_libraries(binary: Path) -> set[Path]:
@@ -205,6 +219,17 @@ def shared_libraries(binary: Path) -> set[Path]:
         if m:
             libs.add(Path(m.group(1)))
     return libs
+
+
+# Loaded with dlopen, so ldd does not list them: glibc's pthread_cancel (which
+# btrfs scrub calls) aborts without libgcc_s.
+DLOPENED_LIBRARIES = ["libgcc_s.so.1"]
+
+
+def dlopened_libraries(beside: Path) -> set[Path]:
+    """DLOPENED_LIBRARIES as they will sit in the guest: in @beside's directory
+    (libc's), where the loader looks."""
+    return {beside.parent / name for name in DLOPENED_LIBRARIES}
 
 
 INIT = r"""#!/bin/busybox sh
@@ -248,7 +273,7 @@ def base_initramfs(series: str) -> Path:
     btrfsx = guest_btrfsx()
     programs = [Path(shutil.which(p)) for p in GUEST_PROGRAMS] + [btrfsx, guest_replay()]
     inputs = module_paths(series) + programs + [guest_fill(), Path(shutil.which("busybox"))]
-    h = hashlib.sha256(INIT.encode())
+    h = hashlib.sha256(INIT.encode() + " ".join(DLOPENED_LIBRARIES).encode())
     for p in inputs:
         h.update(str(p).encode() + str(p.stat().st_mtime_ns).encode())
     out = cache_dir() / f"initramfs-{series}-{h.hexdigest()[:16]}.cpio.gz"
@@ -266,7 +291,8 @@ def base_initramfs(series: str) -> Path:
         for prog in programs:
             shutil.copy(prog, root / "usr" / "bin" / prog.name)
             libs |= shared_libraries(prog)
-        for lib in libs:
+        libc = next(lib for lib in libs if lib.name.startswith("libc.so"))
+        for lib in libs | dlopened_libraries(libc):
             dest = root / lib.relative_to("/")
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(lib, dest)
@@ -389,6 +415,19 @@ class Guest:
             raise GuestError(f"{self.series}: modules failed to load: "
                              f"{res.results['insmod_failed']}")
         return res
+
+
+def run_guests(series: str, jobs: list[tuple[str, list[Path]]], timeout: float) -> GuestResult:
+    """One guest of @series per (script, disks), as many at once as there are
+    cores; their results merged into one (names must not collide)."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        parts = list(pool.map(lambda job: Guest(series).run(*job, timeout=timeout), jobs))
+    merged = GuestResult("".join(p.console for p in parts))
+    for part in parts:
+        for name, lines in part.results.items():
+            merged.results.setdefault(name, []).extend(lines)
+        merged.outputs.update(part.outputs)
+    return merged
 
 
 def make_disks(directory: Path, sizes: list[int]) -> list[Path]:
