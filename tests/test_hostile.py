@@ -107,7 +107,7 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
     ],
     "scrub start": [
         ("--offline", "-B", "{P}"), ("--offline", "-B", "-r", "{P}"), ("-B", "{B}"),
-        ("--offline", "-B", "{B}", "{P}"),
+        ("--offline", "-B", "{B}", "{P}"), ("--offline", "-B", "--io-timeout", "{N}", "{B}"),
     ],
     "scrub status": [
         ("--offline", "{P}"), ("{B}",), ("--offline",),

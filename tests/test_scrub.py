@@ -813,6 +813,13 @@ def test_bad_arguments(run_btrfsx, tmp_path, state_env):
         rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--memory", memory,
                                   str(zero), check=2, env=state_env)
         assert f"--memory: '{memory}' is not a size of at least 1MiB" in err, err
+    for seconds in ("abc", "-5", "4294967296", "1.5"):
+        rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--io-timeout", seconds,
+                                  str(zero), check=2, env=state_env)
+        assert f"--io-timeout: '{seconds}' is not a number of seconds" in err, err
+    rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--io-timeout", "0", str(zero),
+                              check=1, env=state_env)
+    assert "not a btrfs filesystem" in err
     assert zero.read_bytes() == bytes(1 << 20)
 
 

@@ -8,7 +8,7 @@ The pieces, each built once and cached outside the checkout in
 * ``btrfs.ko`` per series, built out of tree from ``linux-source-6.1`` with
   the series applied, keyed by the hash of the patch files;
 * a base initramfs per series: static busybox, the modules, btrfs-progs,
-  a plain (non-sanitizer) btrfsx build and every library ``ldd`` lists, the
+  a btrfsx build (no sanitizers, fault injection on) and every library ``ldd`` lists, the
   static fill helper, and ``/init``.
 
 ``Guest(series).run(script, disks)`` appends the test's shell script to the
@@ -50,7 +50,7 @@ SERIES_DIRS = {"v12": "allocation-hints-v12", "kakra": "allocation-hints-kakra"}
 MODULES = ["virtio", "virtio_ring", "virtio_blk", "virtio_pci_modern_dev",
            "virtio_pci_legacy_dev", "virtio_pci", "zstd_compress", "raid6_pq", "xor",
            "libcrc32c", "btrfs", "loop", "dm-mod", "dm-delay", "dm-flakey", "dm-log-writes"]
-# dmsetup drives the device-mapper targets of the fault tests (tests/vm/faults.py).
+# dmsetup drives the device-mapper targets of the fault tests (tests/vm/dmpack.py).
 GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs", "dmsetup"]
 _LOCK = threading.Lock()
 STALE_AFTER_S = 24 * 3600
@@ -177,9 +177,15 @@ def module_paths(series: str) -> list[Path]:
 # ----------------------------------------------------------------- guest binaries
 
 def guest_btrfsx() -> Path:
-    """A plain optimised btrfsx build (sanitizers are slow under TCG)."""
+    """An optimised btrfsx build without sanitizers (slow under TCG), with
+    fault injection: the failing-write tests pause writers before a chosen
+    write (BTRFSX_FAULT_PAUSE_BEFORE_WRITE)."""
     build = Path(os.environ.get("BTRFSX_VM_BUILD", REPO / "build-vm"))
-    run(["bash", REPO / "scripts" / "build.sh", build])
+    status = build / "config.status"
+    if status.exists() and "--enable-fault-injection" not in status.read_text(errors="replace"):
+        status.unlink()     # configured before: configure again, with it
+        (build / "Makefile").unlink(missing_ok=True)
+    run(["bash", REPO / "scripts" / "build.sh", build, "--enable-fault-injection"])
     return build / "btrfsx"
 
 
