@@ -67,6 +67,8 @@ capture set_offline btrfsx --format json device property set /dev/vdc allocation
 mount -o device=/dev/vdb,device=/dev/vdc /dev/vda /mnt
 capture kernel_after_offline kfile
 capture get_after_offline btrfsx --format json device property get /dev/vdc allocation_hint
+capture show_mounted btrfsx --format json filesystem show /mnt
+capture list_mounted btrfsx --format json property list /dev/vdc
 umount /mnt
 """
 
@@ -163,6 +165,25 @@ def test_offline_set_is_what_the_kernel_reports(guests, series):
     assert kernel_hint(res.output("kernel_after_offline")[1]) == 3
     _, got, gtext = json_of(res, "get_after_offline")
     assert got["hint_value"] == 3 and got["effective"] is True, gtext
+
+
+@pytest.mark.parametrize("series", ["v12", "kakra", "stock"])
+def test_show_and_list_on_the_mounted_filesystem(guests, series):
+    """filesystem show of the mount point reports each member's hint as the
+    kernel has it (effective only where the kernel honours hints), and
+    property list offers allocation_hint for a member device."""
+    res, _ = guests[series]
+    rc, doc, text = json_of(res, "show_mounted")
+    assert rc == 0, text
+    (fs,) = doc["filesystems"]
+    assert fs["mounted"] is True and fs["mountpoint"] == "/mnt", text
+    devs = {d["devid"]: d for d in fs["devices"]}
+    assert sorted(devs) == [1, 2, 3], text
+    assert devs[3]["hint"] == "data_only" and devs[3]["hint_value"] == 3, text
+    assert devs[3]["effective"] is (series != "stock"), text
+    assert all(devs[i]["hint_value"] == 0 for i in (1, 2)), text
+    rc, doc, text = json_of(res, "list_mounted")
+    assert rc == 0 and [p["name"] for p in doc["properties"]] == ["allocation_hint"], text
 
 
 def super_types(disk) -> list[int]:
