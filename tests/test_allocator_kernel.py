@@ -97,3 +97,33 @@ def test_replay_honours_the_dumped_hints(tmp_path, replay_exe):
     p = fsutil.run([str(replay_exe), "replay", "--ignore-hints", str(before), str(after)],
                    check=False)
     assert p.returncode == 1 and "MISMATCH" in p.stdout, p.stdout
+
+
+def test_replay_frees_a_removed_chunk_the_kernel_reused(tmp_path, replay_exe):
+    """The kernel's cleaner deleted data chunk A (emptied during the fill) and
+    the next chunk took its place: the plain replay, with A still allocated,
+    puts it in the hole between A and B; with A freed, that hole starts at
+    A and the model agrees (the largest hole, first fit)."""
+    mib = 1 << 20
+    size = 320 * mib
+    devs = "dev 1 1073741824 0\ndev 2 2147483648 0\n"
+
+    def chunk(logical, devid, physical):
+        return f"ext {devid} {physical} {size} {logical}\nchunk {logical} 1 {size} 1 {devid} {physical}\n"
+
+    a, b, c = 13631488, 13631488 + size, 13631488 + 2 * size
+    before = tmp_path / "before.txt"
+    after = tmp_path / "after.txt"
+    end = 2048 * mib - size
+    before.write_text(devs + chunk(a, 2, mib) + chunk(b, 2, end))
+    after.write_text(devs + chunk(b, 2, end) + chunk(c, 2, mib))
+    p = fsutil.run([str(replay_exe), "replay", str(before), str(after)], check=False)
+    assert p.returncode == 0, p.stdout
+    assert f"MISMATCH chunk {c}" in p.stdout, p.stdout
+    assert "ok with the removed chunks freed before new chunk #0" in p.stdout
+    assert p.stdout.splitlines()[-1] == "replayed 1 chunks, 0 mismatches, 1 removed"
+    # A chunk where neither state would put it stays a mismatch.
+    after.write_text(devs + chunk(b, 2, end) + chunk(c, 1, mib))
+    p = fsutil.run([str(replay_exe), "replay", str(before), str(after)], check=False)
+    assert p.returncode == 1 and p.stdout.splitlines()[-1] == (
+        "replayed 1 chunks, 1 mismatches, 1 removed"), p.stdout
