@@ -761,6 +761,7 @@ def _epoch(t: Union[datetime.datetime, float, int, None], default: float) -> int
     return int(t)
 
 
+@dataclasses.dataclass(frozen=True)
 class MisplacedChunk:
     """A chunk whose devices break the allocation hints."""
     logical: int
