@@ -218,3 +218,37 @@ def test_refusals(loopdevs, run_btrfsx, tmp_path, state):
         rc, out, err = run_btrfsx("balance", "misplaced", *bad, *([] if not bad else [tmp_path]),
                                   check=2, env=state)
     rc, out, err = run_btrfsx("balance", "misplaced", tmp_path, tmp_path, check=2, env=state)
+
+
+def test_room_check_refuses_before_moving(loopdevs, run_btrfsx, tmp_path, state):
+    """Every device full of data, then devids 1 and 2 made metadata_only: their
+    data chunks are forbidden, but devids 3 and 4 (data_only) have no room
+    for them. A kernel with hint support is faked through sysfs (the host
+    kernel has none), so the model's room check runs: nothing moves, and the
+    message says which devices lack how much."""
+    from test_filesystem import fake_sysfs
+    loops = loopdevs(4, size="512M")
+    fsutil.mkfs(loops.devs, data="raid1", metadata="raid1")
+    with fsutil.mounted(loops.devs) as mnt:
+        i = 0
+        while True:
+            with open(mnt / f"fill{i}", "wb") as f:
+                try:
+                    os.posix_fallocate(f.fileno(), 0, 32 * MiB)
+                except OSError:
+                    break
+            i += 1
+    hints = ["metadata_only", "metadata_only", "data_only", "data_only"]
+    for dev, hint in zip(loops.devs, hints):
+        run_btrfsx("property", "set", "-f", dev, "allocation_hint", hint)
+    env = dict(state, **fake_sysfs(tmp_path / "sys", fsutil.read_fsid(loops.devs[0]),
+                                   {i + 1: h for i, h in enumerate(hints)}))
+    with fsutil.mounted(loops.devs) as mnt:
+        before = chunks_now(loops.devs)
+        plan, err = balance(run_btrfsx, mnt, "--dry-run", rc=1, env=env)
+        assert plan["status"] == "no room" and plan["hints_effective"] is True
+        assert plan["planned"] and plan["moved"] == []
+        assert "data needs" in err and "more on its preferred devices" in err
+        assert "devid 3 (data_only), devid 4 (data_only)" in err
+        balance(run_btrfsx, mnt, rc=1, env=env)
+        assert chunks_now(loops.devs) == before
