@@ -49,7 +49,7 @@ static const char *const misplaced_usage[] = {
 	"                    pointless for placement (the kernel places without them)",
 	"--progress          show chunks, bytes, rate and ETA on stderr (default on a",
 	"                    terminal); --no-progress never",
-	"Sizes: --raw, --human-readable (default), --iec, --si, -b -k -m -g -t.",
+	BX_UNITS_HELP_LONG,
 	NULL
 };
 
@@ -192,7 +192,7 @@ static void print_result(struct bx_out *out, const struct bx_relocate_result *re
 
 	bx_out_obj_begin(out, "balance", BX_OBJ_LINES, NULL);
 	bx_out_uuid(out, "fsid", res->start.fsid, 0);
-	bx_out_str(out, "path", res->start.path, 0);
+	bx_out_str(out, "mountpoint", res->start.path, 0);
 	bx_out_str(out, "status", stop_name(res->stop), 0);
 	bx_out_str(out, "reason", res->reason[0] ? res->reason : NULL, 0);
 	bx_out_bool(out, "hints_effective", res->hints_effective, 0);
@@ -248,14 +248,14 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	bool progress_set = false, no_progress_set = false;
 	int opt;
 
 	a->progress = -1;
-	while ((opt = bx_getopt(ctx, argc, argv, "bkmgth", longopts)) != -1) {
+	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
 		if (bx_units_option(opt, &a->units))
 			continue;
 		switch (opt) {

@@ -28,7 +28,7 @@ const char *const bx_filesystem_misplaced_usage[] = {
 	"",
 	"Exit status: 0 nothing misplaced, 4 misplaced chunks found, 1 error.",
 	"'btrfsx balance misplaced' moves them.",
-	"Sizes: --raw, --human-readable (default), --iec, --si, -b -k -m -g -t.",
+	BX_UNITS_HELP_LONG,
 	NULL
 };
 
@@ -156,7 +156,9 @@ void misplaced_print_summary(struct bx_out *out, const struct bx_misplaced_repor
 	char rate[48];
 
 	bx_out_uuid(out, "fsid", rep->fsid, 0);
-	bx_out_str(out, "path", rep->path, 0);
+	/* text names what was read; JSON the mount point (null unmounted), as usage */
+	bx_out_str(out, "path", rep->path, BX_F_TEXT_ONLY);
+	bx_out_str(out, "mountpoint", rep->mounted ? rep->path : NULL, BX_F_JSON_ONLY);
 	bx_out_bool(out, "mounted", rep->mounted, BX_F_JSON_ONLY);
 	bx_out_bool(out, "hints_effective", rep->hints_effective, 0);
 	bx_out_u64(out, "chunks_checked", rep->chunks_checked, 0);
@@ -178,7 +180,7 @@ int bx_cmd_filesystem_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_misplaced_report rep;
@@ -186,7 +188,7 @@ int bx_cmd_filesystem_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	unsigned int units = 0;
 	int opt, ret;
 
-	while ((opt = bx_getopt(ctx, argc, argv, "bkmgth", longopts)) != -1) {
+	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
 		if (!bx_units_option(opt, &units))
 			return bx_opt_result(opt);
 	}

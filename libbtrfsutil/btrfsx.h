@@ -869,7 +869,7 @@ struct btrfsx_relocate_result {
 /**
  * btrfsx_relocate_misplaced() - move the misplaced chunks of a mounted
  * filesystem, one kernel balance call per chunk.
- * @path: the mount point.
+ * @path: the mount point (a member device stands for it).
  * @opts: NULL for every chunk, no pause, no progress.
  * @result: filled once the run started (also when it stopped early: see
  *          ->status and ->reason); free with btrfsx_relocate_result_free().
@@ -881,8 +881,8 @@ struct btrfsx_relocate_result {
  * the run (BTRFSX_ERROR_NO_SPACE). BTRFSX_ERROR_CANCELLED when cancelled;
  * BTRFSX_ERROR_BUSY when a balance runs or is paused, or another relocation
  * of this filesystem runs; BTRFSX_ERROR_NOT_SUPPORTED when the kernel ignores
- * hints (unless @opts->force); BTRFSX_ERROR_NOT_MOUNTED for a device or an
- * unmounted filesystem; BTRFSX_ERROR_PERMISSION for a read-only mount or
+ * hints (unless @opts->force); BTRFSX_ERROR_NOT_MOUNTED for an unmounted
+ * filesystem; BTRFSX_ERROR_PERMISSION for a read-only mount or
  * without CAP_SYS_ADMIN. Running again resumes: what is still misplaced is
  * worked out afresh.
  * Since: 0.2

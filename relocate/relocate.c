@@ -48,7 +48,6 @@ struct run {
 	double start;
 	double last_progress;
 	bool cancelled;			/* the progress callback asked to stop */
-	bool started;			/* the first report was read */
 	struct bx_relocate_progress prog;
 	uint64_t *created;		/* logical addresses of chunks this run created */
 	size_t nr_created;
@@ -87,27 +86,25 @@ static bool report_progress(struct run *r, bool force)
 
 /* ---- refusals before anything is read ---- */
 
-/* A path that is not a directory: say whether (and where) its filesystem is mounted. */
-static int refuse_device(const char *path, const char *sysfs_root)
+/*
+ * A device or image file that stands for no mounted filesystem: say whether
+ * it holds one that is not mounted, or what else is wrong with it.
+ */
+static int refuse_unmounted(const char *path, const char *sysfs_root)
 {
 	struct bx_usage_input in;
 	char mnt[PATH_MAX] = "";
 	char *paths[1] = { (char *)path };
 	int ret = bx_usage_read_offline(paths, 1, sysfs_root, &in, mnt, sizeof(mnt));
 
-	if (ret == 0) {
-		bx_usage_input_release(&in);
-		return bx_error_as(-ENOTDIR, BX_ERROR_KIND_NOT_MOUNTED, "%s: the filesystem is not "
-				   "mounted; relocating chunks needs it mounted (give the mount "
-				   "point)", path);
-	}
-	if (ret == -EBUSY && bx_error_last_kind() == BX_ERROR_KIND_MOUNTED)
-		return bx_error_as(-ENOTDIR, BX_ERROR_KIND_NOT_MOUNTED, "%s: a device, not a "
-				   "mount point: give the mount point (the filesystem is mounted "
-				   "at %s)", path, mnt);
-	return ret;
+	if (ret)
+		return ret;
+	bx_usage_input_release(&in);
+	return bx_error_as(-ENOTDIR, BX_ERROR_KIND_NOT_MOUNTED, "%s: the filesystem is not "
+			   "mounted; relocating chunks needs it mounted", path);
 }
 
+/* The mounted filesystem at @r->path (a member device stands for its mount point). */
 static int open_filesystem(struct run *r)
 {
 	struct statvfs sv;
@@ -116,11 +113,14 @@ static int open_filesystem(struct run *r)
 
 	if (stat(r->path, &st) < 0)
 		return bx_error(-errno, "%s: %m", r->path);
-	if (!S_ISDIR(st.st_mode))
-		return refuse_device(r->path, r->o->sysfs_root);
 	ret = bx_mounted_open(r->path, &r->mfs);
+	if (ret && !S_ISDIR(st.st_mode)) {
+		bx_error_clear();
+		return refuse_unmounted(r->path, r->o->sysfs_root);
+	}
 	if (ret)
 		return ret;
+	r->path = r->mfs.path;
 	if (fstatvfs(r->mfs.fd, &sv) == 0 && (sv.f_flag & ST_RDONLY))
 		return bx_error(-EROFS, "%s: mounted read-only; chunks cannot move", r->path);
 	return 0;
@@ -188,13 +188,12 @@ static int commit(struct run *r)
 }
 
 /*
- * Reads the filesystem and its report. The report's warnings (the kernel
- * ignores hints, ...) are said once, at the start: later reads drop theirs.
+ * Reads the filesystem and its report (the report's warnings, said at every
+ * read, are recorded once).
  */
 static int read_state(struct run *r, struct bx_usage_input *in, struct bx_misplaced_report *rep)
 {
 	char *paths[1] = { (char *)r->path };
-	size_t nr_warnings = bx_warnings_count();
 	int ret = commit(r);
 
 	if (!ret)
@@ -204,9 +203,6 @@ static int read_state(struct run *r, struct bx_usage_input *in, struct bx_mispla
 		if (ret)
 			bx_usage_input_release(in);
 	}
-	if (r->started)
-		bx_warnings_truncate(nr_warnings);
-	r->started = true;
 	return ret;
 }
 
@@ -873,7 +869,6 @@ int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 		    struct bx_relocate_result **resp)
 {
 	struct run r = { .path = path, .o = opts, .lock_fd = -1 };
-	size_t nr_warnings;
 	int ret, ret2;
 
 	*resp = NULL;
@@ -900,12 +895,9 @@ int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 		enum bx_error_kind kind = bx_error_last_kind();
 
 		snprintf(reason, sizeof(reason), "%s", ret ? bx_error_message(ret) : "");
-		nr_warnings = bx_warnings_count();
 		ret2 = bx_relocate_rate_add(r.state_dir, r.mfs.fsid, r.res->bytes_moved, r.res->busy);
-		if (ret2) {
-			bx_warnings_truncate(nr_warnings);
+		if (ret2)
 			bx_warn("the copy rate was not recorded: %s", bx_error_message(ret2));
-		}
 		ret2 = remaining(&r);
 		if (ret2)
 			bx_warn("what is left could not be read: %s", bx_error_message(ret2));

@@ -13,6 +13,7 @@
  * that stops (limit, cancel, no room) is resumed by running again: what is
  * still misplaced is worked out afresh.
  *
+ * A member device of a mounted filesystem stands for its mount point.
  * Refused: a path that is not a mounted btrfs, a read-only mount, a balance
  * already running or paused (anyone's), another relocation of the same
  * filesystem, and a kernel that ignores hints (unless forced: the kernel
@@ -116,7 +117,8 @@ struct bx_relocate_result {
 };
 
 /*
- * Relocates the misplaced chunks of the filesystem mounted at @path.
+ * Relocates the misplaced chunks of the filesystem mounted at @path (or of
+ * which @path is a member device).
  * *@res is filled whenever the run started (also when it stopped early:
  * then the return value says why, and res->stop / res->reason); free it
  * with bx_relocate_result_free(). Returns 0 (done, limit, dry run),
