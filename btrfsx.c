@@ -33,6 +33,7 @@ static const struct bx_cmd top_cmds[] = {
 	{ "device", NULL, NULL, &bx_device_group, 0 },
 	{ "scrub", NULL, NULL, &bx_scrub_group, 0 },
 	{ "monitor", NULL, NULL, &bx_monitor_group, 0 },
+	{ "balance", NULL, NULL, &bx_balance_group, 0 },
 	{ "mkfs", cmd_mkfs, mkfs_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
 	{ NULL },
 };

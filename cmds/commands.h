@@ -19,6 +19,7 @@
 #define BX_EXIT_FAILURE 1
 #define BX_EXIT_USAGE 2
 #define BX_EXIT_UNCORRECTABLE 3
+#define BX_EXIT_MISPLACED 4        /* filesystem misplaced found some */
 /* Returned by a command that printed its help: stop, exit 0. */
 #define BX_DONE 100
 /*
@@ -143,6 +144,7 @@ extern const struct bx_cmd_group bx_property_group;
 extern const struct bx_cmd_group bx_device_group;
 extern const struct bx_cmd_group bx_scrub_group;
 extern const struct bx_cmd_group bx_monitor_group;
+extern const struct bx_cmd_group bx_balance_group;
 
 /* Top-level commands (not groups). */
 int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv);

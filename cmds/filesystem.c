@@ -11,6 +11,7 @@
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-usage.h"
+#include "cmds/misplaced.h"
 #include "fsops/alloc-hint.h"
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
@@ -261,6 +262,8 @@ static const char *const filesystem_usage[] = {
 static const struct bx_cmd filesystem_cmds[] = {
 	{ "show", cmd_show, show_usage, NULL, BX_CMD_JSON },
 	{ "usage", bx_cmd_filesystem_usage, bx_filesystem_usage_usage, NULL, BX_CMD_JSON },
+	{ "misplaced", bx_cmd_filesystem_misplaced, bx_filesystem_misplaced_usage, NULL,
+	  BX_CMD_JSON },
 	{ NULL },
 };
 

@@ -38,6 +38,7 @@ enum bx_error_kind {
 	BX_ERROR_KIND_NOT_BTRFS,	/* no btrfs superblock, or not on a mounted btrfs */
 	BX_ERROR_KIND_MOUNTED,		/* needs an unmounted filesystem */
 	BX_ERROR_KIND_NOT_MOUNTED,	/* needs a mounted filesystem */
+	BX_ERROR_KIND_NO_SPACE,		/* the devices lack room (not a guard rail's refusal) */
 };
 
 /* bx_error() that also records @kind; bx_error_wrap() keeps the kind, bx_error() resets it. */

@@ -458,10 +458,12 @@ static int offline_chunks(struct offline_read *o)
 		if (ret > 0)
 			return bx_error(-EUCLEAN, "chunk %llu has no block group item",
 					(unsigned long long)c->logical);
+		o->b.in->chunks[o->b.in->nr_chunks - 1].used = used;
 		ret = add_space(&o->b, c->type, c->length, used);
 		if (ret)
 			return ret;
 	}
+	o->b.in->chunks_used_known = true;
 	return 0;
 }
 
@@ -509,6 +511,55 @@ out:
 	if (ret)
 		bx_usage_input_release(in);
 	return ret;
+}
+
+static int block_group_cb(void *arg, const struct btrfs_ioctl_search_header *sh,
+			  const void *item)
+{
+	struct bx_usage_chunk *c = arg;
+	const struct btrfs_block_group_item *bg = item;
+
+	if (sh->len < sizeof(*bg) || sh->offset != c->length)
+		return 0;
+	c->used = le64toh(bg->used);
+	return 1;	/* found: stop */
+}
+
+/* The block group item of @c in tree @tree: 1 found, 0 not there, or an error. */
+static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_usage_chunk *c)
+{
+	return bx_mounted_search_tree(fd, path, tree, c->logical, c->logical,
+				      BTRFS_BLOCK_GROUP_ITEM_KEY, block_group_cb, c);
+}
+
+int bx_usage_read_chunk_used(struct bx_usage_input *in)
+{
+	uint64_t tree = BTRFS_EXTENT_TREE_OBJECTID;
+	int fd, ret = 0;
+
+	if (in->chunks_used_known || !in->mounted)
+		return 0;
+	fd = open(in->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return bx_error(-errno, "%s: %m", in->path);
+	for (size_t i = 0; i < in->nr_chunks && ret >= 0; i++) {
+		struct bx_usage_chunk *c = &in->chunks[i];
+
+		ret = search_block_group(fd, in->path, tree, c);
+		/* Not in the extent tree: the filesystem has a block group tree. */
+		if (ret == 0 && i == 0 && tree == BTRFS_EXTENT_TREE_OBJECTID) {
+			tree = BTRFS_BLOCK_GROUP_TREE_OBJECTID;
+			ret = search_block_group(fd, in->path, tree, c);
+		}
+		if (ret == 0)
+			ret = bx_error(-EUCLEAN, "%s: chunk %llu has no block group item", in->path,
+				       (unsigned long long)c->logical);
+	}
+	close(fd);
+	if (ret < 0)
+		return ret;
+	in->chunks_used_known = true;
+	return 0;
 }
 
 int bx_usage_read(char *const *paths, int nr_paths, const char *sysfs_root,

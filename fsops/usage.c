@@ -405,13 +405,7 @@ static int device_holes(const struct bx_usage_dev *d, struct bx_alloc_device *ad
 	return ret;
 }
 
-struct model {
-	struct bx_alloc_device *devs;
-	size_t nr;
-	struct bx_alloc_params params;
-};
-
-static void model_release(struct model *m)
+void bx_usage_model_release(struct bx_usage_model *m)
 {
 	for (size_t i = 0; m->devs && i < m->nr; i++)
 		bx_alloc_device_release(&m->devs[i]);
@@ -419,7 +413,8 @@ static void model_release(struct model *m)
 	m->devs = NULL;
 }
 
-static int model_init(const struct bx_usage_input *in, uint32_t alloc_flags, struct model *m)
+int bx_usage_model_init(const struct bx_usage_input *in, uint32_t model_flags,
+			struct bx_usage_model *m)
 {
 	int ret = 0;
 
@@ -429,7 +424,7 @@ static int model_init(const struct bx_usage_input *in, uint32_t alloc_flags, str
 		return bx_error(-ENOMEM, "out of memory");
 	m->nr = in->nr_devs;
 	m->params.nodesize = in->nodesize;
-	m->params.flags = alloc_flags;
+	m->params.flags = model_flags;
 	for (size_t i = 0; i < in->nr_devs && !ret; i++) {
 		const struct bx_usage_dev *d = &in->devs[i];
 
@@ -439,8 +434,19 @@ static int model_init(const struct bx_usage_input *in, uint32_t alloc_flags, str
 		m->devs[i].writable = d->writable && !d->missing;
 	}
 	if (ret)
-		model_release(m);
+		bx_usage_model_release(m);
 	return ret;
+}
+
+uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in)
+{
+	uint32_t flags = 0;
+
+	if (in->kernel_sort_pre_6_9)
+		flags |= BX_ALLOC_SORT_PRE_6_9;
+	if (in->mounted && in->hints_effective)
+		flags |= BX_ALLOC_HINT_KERNEL;
+	return flags;
 }
 
 /*
@@ -485,7 +491,7 @@ static int class_cmp(const void *a, const void *b)
 }
 
 /* Classes and per-device rows: sizes, holes, and device bytes per chunk type. */
-static int fill_tables(const struct bx_usage_input *in, const struct model *m,
+static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_model *m,
 		       struct bx_usage_report *rep)
 {
 	rep->classes = calloc(in->nr_devs ? in->nr_devs : 1, sizeof(*rep->classes));
@@ -609,7 +615,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	uint64_t *before = NULL, *after = NULL;
 	uint32_t alloc_flags = 0;
 	size_t nr_writable = 0;
-	struct model m = { 0 };
+	struct bx_usage_model m = { 0 };
 	uint64_t strict_new = 0;
 	bool any_hint = false;
 	int ret;
@@ -664,7 +670,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	if (rep->mixed)
 		rep->metadata_free_in_chunks = rep->data_free_in_chunks;
 
-	ret = model_init(in, alloc_flags, &m);
+	ret = bx_usage_model_init(in, alloc_flags, &m);
 	if (ret)
 		return ret;
 	ret = fill_tables(in, &m, rep);
@@ -754,7 +760,7 @@ model_error:
 out:
 	free(before);
 	free(after);
-	model_release(&m);
+	bx_usage_model_release(&m);
 	if (ret) {
 		bx_usage_report_release(rep);
 		return ret;

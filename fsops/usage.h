@@ -37,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernel-shared/allocator.h"
+
 /* The kernel's SPACE_INFO flag of the global block reserve slot. */
 #define BX_SPACE_INFO_GLOBAL_RSV (1ULL << 49)
 
@@ -79,6 +81,7 @@ struct bx_usage_chunk {
 	uint32_t num_stripes;
 	uint32_t sub_stripes;
 	size_t first_stripe;		/* index into bx_usage_input.stripes */
+	uint64_t used;			/* logical bytes in use (block group item) */
 };
 
 struct bx_usage_input {
@@ -97,6 +100,7 @@ struct bx_usage_input {
 	struct bx_usage_chunk *chunks;	/* in chunk tree order (by logical) */
 	size_t nr_stripes;
 	struct bx_usage_stripe *stripes;
+	bool chunks_used_known;		/* bx_usage_chunk.used is filled */
 	bool have_global_reserve;	/* mounted only */
 	uint64_t global_reserve;
 	uint64_t global_reserve_used;
@@ -131,6 +135,13 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
  */
 int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
 			  struct bx_usage_input *in, char *mnt, size_t mnt_len);
+
+/*
+ * Fills bx_usage_chunk.used of a mounted filesystem's input from the block
+ * group items (one TREE_SEARCH_V2 per chunk, in the extent tree or the block
+ * group tree); the offline reader fills it already. Needs CAP_SYS_ADMIN.
+ */
+int bx_usage_read_chunk_used(struct bx_usage_input *in);
 
 /*
  * Reads the filesystem @paths names, mounted or not: a directory (alone) is
@@ -178,6 +189,29 @@ struct bx_usage_dev_row {
 	uint64_t metadata;
 	uint64_t system;
 };
+
+/* The allocator model's view of the input's devices. */
+struct bx_usage_model {
+	struct bx_alloc_device *devs;	/* one per input device, same order */
+	size_t nr;
+	struct bx_alloc_params params;	/* nodesize, and the BX_ALLOC_* flags given */
+};
+
+/*
+ * Builds the model's devices from @in: each device's free ranges are
+ * [1 MiB, total_bytes) minus its device extents; missing devices are not
+ * writable. Release with bx_usage_model_release(). Returns 0 or -ENOMEM.
+ */
+int bx_usage_model_init(const struct bx_usage_input *in, uint32_t model_flags,
+			struct bx_usage_model *m);
+void bx_usage_model_release(struct bx_usage_model *m);
+
+/*
+ * The BX_ALLOC_* flags that model the kernel which allocates next: the
+ * running one's sort(), and the hint kernels' second sort when a mounted
+ * filesystem's kernel honours hints (hints themselves are not turned off).
+ */
+uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in);
 
 /* bx_usage_compute() flags */
 #define BX_USAGE_STRICT (1U << 0)	/* model every preference as strict */

@@ -291,6 +291,22 @@ uint64_t bx_alloc_device_unallocated(const struct bx_alloc_device *dev)
 	return sum;
 }
 
+/* Room for one more hole. Returns 0 or -ENOMEM. */
+static int grow_holes(struct bx_alloc_device *dev)
+{
+	size_t cap = dev->holes_cap ? 2 * dev->holes_cap : 4;
+	struct bx_alloc_hole *n;
+
+	if (dev->nr_holes < dev->holes_cap)
+		return 0;
+	n = realloc(dev->holes, cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	dev->holes = n;
+	dev->holes_cap = cap;
+	return 0;
+}
+
 int bx_alloc_device_add_extent(struct bx_alloc_device *dev, uint64_t start, uint64_t len)
 {
 	uint64_t end = start + len, s, e, hs, he;
@@ -317,15 +333,8 @@ int bx_alloc_device_add_extent(struct bx_alloc_device *dev, uint64_t start, uint
 
 	if (hs < s && e < he) {
 		/* Split: the hole keeps its head, a new one takes the tail. */
-		if (dev->nr_holes == dev->holes_cap) {
-			size_t cap = dev->holes_cap ? 2 * dev->holes_cap : 4;
-			struct bx_alloc_hole *n = realloc(dev->holes, cap * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			dev->holes = n;
-			dev->holes_cap = cap;
-		}
+		if (grow_holes(dev))
+			return -ENOMEM;
 		memmove(&dev->holes[i + 2], &dev->holes[i + 1],
 			(dev->nr_holes - i - 1) * sizeof(dev->holes[0]));
 		dev->holes[i + 1].start = e;
@@ -343,6 +352,49 @@ int bx_alloc_device_add_extent(struct bx_alloc_device *dev, uint64_t start, uint
 		dev->nr_holes--;
 	}
 	dev->bytes_used += len;
+	return 0;
+}
+
+int bx_alloc_device_remove_extent(struct bx_alloc_device *dev, uint64_t start, uint64_t len)
+{
+	uint64_t end = start + len, s, e;
+	size_t i;
+
+	if (len == 0 || end < start)
+		return -EINVAL;
+	s = start < BX_ALLOC_RESERVED ? BX_ALLOC_RESERVED : start;
+	e = end > dev->total_bytes ? dev->total_bytes : end;
+	/* The first hole at or after s: the new one goes before it. */
+	for (i = 0; i < dev->nr_holes && dev->holes[i].start < s; i++)
+		;
+	if (e > s) {
+		uint64_t prev_end = i ? dev->holes[i - 1].start + dev->holes[i - 1].len : 0;
+		bool joins_prev = i > 0 && prev_end == s;
+		bool joins_next = i < dev->nr_holes && dev->holes[i].start == e;
+
+		if ((i > 0 && prev_end > s) || (i < dev->nr_holes && dev->holes[i].start < e))
+			return -EEXIST;
+		if (joins_prev && joins_next) {
+			dev->holes[i - 1].len += e - s + dev->holes[i].len;
+			memmove(&dev->holes[i], &dev->holes[i + 1],
+				(dev->nr_holes - i - 1) * sizeof(dev->holes[0]));
+			dev->nr_holes--;
+		} else if (joins_prev) {
+			dev->holes[i - 1].len += e - s;
+		} else if (joins_next) {
+			dev->holes[i].start = s;
+			dev->holes[i].len += e - s;
+		} else {
+			if (grow_holes(dev))
+				return -ENOMEM;
+			memmove(&dev->holes[i + 1], &dev->holes[i],
+				(dev->nr_holes - i) * sizeof(dev->holes[0]));
+			dev->holes[i].start = s;
+			dev->holes[i].len = e - s;
+			dev->nr_holes++;
+		}
+	}
+	dev->bytes_used = dev->bytes_used > len ? dev->bytes_used - len : 0;
 	return 0;
 }
 

@@ -184,6 +184,14 @@ int bx_alloc_device_set_holes(struct bx_alloc_device *dev,
  * or -ENOMEM. Extents below 1 MiB are accepted and only counted.
  */
 int bx_alloc_device_add_extent(struct bx_alloc_device *dev, uint64_t start, uint64_t len);
+/*
+ * Frees [start, start + len) again (a device extent that went away): the
+ * range becomes a hole, merged with its neighbours, and len leaves
+ * bytes_used. Returns 0, -EINVAL (len 0 or overflow), -EEXIST (part of it is
+ * free already) or -ENOMEM. Parts below 1 MiB or beyond total_bytes are only
+ * counted.
+ */
+int bx_alloc_device_remove_extent(struct bx_alloc_device *dev, uint64_t start, uint64_t len);
 /* Sum of the holes (the device's unallocated bytes above 1 MiB). */
 uint64_t bx_alloc_device_unallocated(const struct bx_alloc_device *dev);
 void bx_alloc_device_release(struct bx_alloc_device *dev);

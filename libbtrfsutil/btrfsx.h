@@ -36,6 +36,7 @@ enum btrfsx_error {
 	BTRFSX_ERROR_NOT_MOUNTED,	/* needs a mounted filesystem */
 	BTRFSX_ERROR_MOUNTED,		/* needs an unmounted filesystem */
 	BTRFSX_ERROR_CANCELLED,		/* stopped by the caller's cancel flag */
+	BTRFSX_ERROR_NO_SPACE,		/* the devices lack room (e.g. a tier is full). Since 0.2 */
 };
 
 /**
@@ -701,6 +702,200 @@ enum btrfsx_error btrfsx_monitor_projections(const char *db, const char *const *
 					     size_t nr_filesystems, int64_t now, int64_t window,
 					     struct btrfsx_monitor_projection **projections,
 					     size_t *nr_projections);
+
+/* ---- Misplaced chunks: the report and the relocation ---- */
+
+enum btrfsx_misplaced_class {
+	BTRFSX_MISPLACED_FORBIDDEN = 1,		/* a stripe where the hint excludes the type */
+	BTRFSX_MISPLACED_OFF_PREFERENCE = 2,	/* a worse tier while a better one has room */
+};
+
+/* One chunk whose devices break the hints. Arrays are owned by the result. */
+struct btrfsx_misplaced_chunk {
+	uint64_t logical;
+	uint64_t length;		/* logical bytes */
+	uint64_t used;			/* logical bytes in use: what a relocation copies */
+	uint64_t flags;			/* BTRFS_BLOCK_GROUP_* type and profile bits */
+	enum btrfsx_misplaced_class cls;
+	size_t nr_devids;
+	uint64_t *devids;		/* each stripe's device, in stripe order */
+	size_t nr_offending;
+	uint64_t *offending;		/* the devices breaking the hints */
+	/* where the allocator model would put a new chunk of this kind now */
+	bool have_model;		/* false: the model finds no room */
+	uint64_t model_flags;
+	uint64_t model_length;
+	size_t nr_model_devids;
+	uint64_t *model_devids;
+};
+
+struct btrfsx_misplaced_totals {
+	uint64_t chunks;
+	uint64_t allocated;		/* logical bytes */
+	uint64_t used;			/* logical bytes: what a relocation copies */
+	double estimate_seconds;	/* from the measured copy rate; < 0: unknown */
+};
+
+struct btrfsx_misplaced {
+	uint8_t fsid[16];
+	bool mounted;
+	char path[4096];
+	bool hints_effective;		/* new chunks follow the hints (mounted: the kernel's support) */
+	uint64_t chunks_checked;
+	struct btrfsx_misplaced_totals forbidden;
+	struct btrfsx_misplaced_totals off_preference;
+	double copy_rate;		/* used bytes per second of earlier relocations; 0: none */
+	size_t nr_chunks;
+	struct btrfsx_misplaced_chunk *chunks;	/* forbidden first, then by used bytes */
+};
+
+/**
+ * btrfsx_misplaced_get() - the chunks whose devices break the allocation hints.
+ * @paths: a mount point, or the member devices / image files of an unmounted
+ *         filesystem (as btrfsx_usage_get()).
+ * @nr_paths: how many paths.
+ * @sysfs_root: NULL for "/sys".
+ * @state_dir: where relocations recorded their copy rate (the estimate);
+ *             NULL for /var/lib/btrfsx.
+ * @out: the result; free with btrfsx_misplaced_free().
+ *
+ * The report of `btrfsx filesystem misplaced`: forbidden chunks (a stripe on
+ * a device whose hint excludes the chunk's type) and off-preference chunks
+ * (a stripe on a worse tier while the allocator model would place a new
+ * chunk of that kind better now), each with where the model would put it.
+ * The hints are the stored ones also when the running kernel ignores them
+ * (hints_effective false, and a warning). Mounted filesystems need
+ * CAP_SYS_ADMIN.
+ * Since: 0.2
+ */
+enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t nr_paths,
+				       const char *sysfs_root, const char *state_dir,
+				       struct btrfsx_misplaced **out);
+
+/**
+ * btrfsx_misplaced_free() - free a result of btrfsx_misplaced_get(); NULL is fine.
+ * Since: 0.2
+ */
+void btrfsx_misplaced_free(struct btrfsx_misplaced *misplaced);
+
+struct btrfsx_relocate_progress {
+	uint64_t chunks_done;
+	uint64_t chunks_total;		/* planned at the start */
+	uint64_t bytes_done;		/* used bytes moved */
+	uint64_t bytes_total;
+	double elapsed;			/* seconds */
+	double kernel_seconds;		/* in the kernel's balance calls */
+	uint64_t current;		/* logical address of the chunk being moved; 0: none */
+	uint64_t current_used;
+	bool pausing;			/* waiting between chunks */
+};
+
+/*
+ * Called from the calling thread about every @progress_interval seconds,
+ * also while a chunk moves; non-zero cancels the run (the chunk being moved
+ * through the kernel's balance control).
+ */
+typedef int (*btrfsx_relocate_progress_fn)(void *arg, const struct btrfsx_relocate_progress *p);
+
+struct btrfsx_relocate_options {
+	bool forbidden_only;		/* leave off-preference chunks alone */
+	bool dry_run;			/* plan and check the room, move nothing */
+	bool force;			/* move even when the kernel ignores hints */
+	uint64_t limit;			/* at most this many chunks; 0: no limit */
+	uint64_t max_bytes;		/* at most this many used bytes; 0: no limit */
+	double pause;			/* seconds between chunks */
+	const char *sysfs_root;		/* NULL: "/sys" */
+	const char *state_dir;		/* copy rate and lock; NULL: /var/lib/btrfsx */
+	btrfsx_relocate_progress_fn progress;	/* may be NULL */
+	void *progress_arg;
+	double progress_interval;	/* seconds; 0: 0.5 */
+	const volatile int *cancel;	/* may be NULL; non-zero cancels */
+};
+
+/* A chunk the kernel created while one was moved. */
+struct btrfsx_relocated_new {
+	uint64_t logical;
+	uint64_t flags;
+	uint64_t length;
+	size_t nr_devids;
+	uint64_t *devids;
+	bool as_modelled;		/* where the allocator model put it */
+	bool improves;			/* better placed than the chunk moved */
+};
+
+struct btrfsx_relocated {
+	uint64_t logical;
+	uint64_t flags;
+	uint64_t length;
+	uint64_t used;
+	enum btrfsx_misplaced_class cls;
+	size_t nr_devids;
+	uint64_t *devids;		/* where it was */
+	double seconds;			/* in the kernel's balance call */
+	size_t nr_new;
+	struct btrfsx_relocated_new *new_chunks;	/* none: packed into existing chunks */
+	bool as_modelled;
+};
+
+enum btrfsx_relocate_status {
+	BTRFSX_RELOCATE_DONE,		/* nothing (selected) is misplaced any more */
+	BTRFSX_RELOCATE_LIMIT,		/* the chunk or byte limit was reached */
+	BTRFSX_RELOCATE_DRY_RUN,
+	BTRFSX_RELOCATE_CANCELLED,
+	BTRFSX_RELOCATE_NO_ROOM,	/* the model has no room for a chunk to move */
+	BTRFSX_RELOCATE_ENOSPC,		/* the kernel ran out of space */
+	BTRFSX_RELOCATE_MISPLACED_AGAIN,	/* a new chunk is placed no better */
+	BTRFSX_RELOCATE_FAILED,
+};
+
+struct btrfsx_relocate_result {
+	enum btrfsx_relocate_status status;
+	char reason[2048];		/* why it stopped; "" when done */
+	bool hints_effective;
+	bool forced;
+	uint8_t fsid[16];
+	size_t nr_planned;
+	struct btrfsx_misplaced_chunk *planned;	/* what the run meant to move, in order */
+	uint64_t planned_bytes;
+	size_t nr_relocated;
+	struct btrfsx_relocated *relocated;
+	uint64_t bytes_moved;
+	double seconds;
+	double kernel_seconds;
+	uint64_t remaining_chunks;	/* misplaced at the end */
+	uint64_t remaining_bytes;
+};
+
+/**
+ * btrfsx_relocate_misplaced() - move the misplaced chunks of a mounted
+ * filesystem, one kernel balance call per chunk.
+ * @path: the mount point (a member device stands for it).
+ * @opts: NULL for every chunk, no pause, no progress.
+ * @result: filled once the run started (also when it stopped early: see
+ *          ->status and ->reason); free with btrfsx_relocate_result_free().
+ *
+ * `btrfsx balance misplaced`: forbidden chunks first, then off-preference
+ * ones; the allocator model must have room for every chunk planned
+ * (BTRFSX_ERROR_NO_SPACE otherwise, with the reason); after each chunk the
+ * new chunks are compared with the model, and one placed no better stops
+ * the run (BTRFSX_ERROR_NO_SPACE). BTRFSX_ERROR_CANCELLED when cancelled;
+ * BTRFSX_ERROR_BUSY when a balance runs or is paused, or another relocation
+ * of this filesystem runs; BTRFSX_ERROR_NOT_SUPPORTED when the kernel ignores
+ * hints (unless @opts->force); BTRFSX_ERROR_NOT_MOUNTED for an unmounted
+ * filesystem; BTRFSX_ERROR_PERMISSION for a read-only mount or
+ * without CAP_SYS_ADMIN. Running again resumes: what is still misplaced is
+ * worked out afresh.
+ * Since: 0.2
+ */
+enum btrfsx_error btrfsx_relocate_misplaced(const char *path,
+					    const struct btrfsx_relocate_options *opts,
+					    struct btrfsx_relocate_result **result);
+
+/**
+ * btrfsx_relocate_result_free() - free a relocation result; NULL is fine.
+ * Since: 0.2
+ */
+void btrfsx_relocate_result_free(struct btrfsx_relocate_result *result);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,7 @@ static const char *const error_strings[] = {
 	[BTRFSX_ERROR_NOT_MOUNTED] = "filesystem is not mounted",
 	[BTRFSX_ERROR_MOUNTED] = "filesystem is mounted",
 	[BTRFSX_ERROR_CANCELLED] = "cancelled",
+	[BTRFSX_ERROR_NO_SPACE] = "not enough space on the devices",
 };
 
 PUBLIC const char *btrfsx_strerror(enum btrfsx_error err)
@@ -67,6 +68,8 @@ static enum btrfsx_error from_kind(enum bx_error_kind kind)
 		return BTRFSX_ERROR_MOUNTED;
 	case BX_ERROR_KIND_NOT_MOUNTED:
 		return BTRFSX_ERROR_NOT_MOUNTED;
+	case BX_ERROR_KIND_NO_SPACE:
+		return BTRFSX_ERROR_NO_SPACE;
 	default:
 		return BTRFSX_OK;
 	}

@@ -449,8 +449,13 @@ def progs_chunks(devs: str | Sequence[str]) -> list[dict]:
     """Chunk items of the chunk tree: [{logical, length, owner, stripe_len, type
     (progs' string, e.g. 'DATA|RAID1'), num_stripes, sub_stripes, io_align,
     io_width, sector_size, stripes: [(devid, physical, dev_uuid)]}]."""
+    return parse_chunks(progs_dump_tree_text(devs, "chunk"))
+
+
+def parse_chunks(text: str) -> list[dict]:
+    """progs_chunks() from the text of ``dump-tree -t chunk`` (e.g. run elsewhere)."""
     out = []
-    for it in progs_dump_tree_items(devs, "chunk"):
+    for it in parse_dump_tree(text).items:
         if it.type != KEY_TYPES["CHUNK_ITEM"]:
             continue
         c: dict = {"logical": it.offset, "stripes": []}

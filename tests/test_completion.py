@@ -141,8 +141,10 @@ def test_hint_and_policy_names_match_property_descriptions(btrfsx_json):
 
 def test_groups_commands_and_prefixes():
     assert complete("btrfsx ") == \
-        "filesystem inspect read-policy property device scrub monitor mkfs".split()
+        "filesystem inspect read-policy property device scrub monitor balance mkfs".split()
     assert complete("btrfsx fi") == ["filesystem"]
+    assert complete("btrfsx bal ") == ["misplaced"]
+    assert complete("btrfsx fi mis") == ["misplaced"]
     assert complete("btrfsx inspect dump-") == ["dump-super", "dump-tree"]
     assert complete("btrfsx insp dump-s -") == ["-a", "--all", "-f", "--full", "-h", "--help"]
     assert complete("btrfsx device ") == ["io-stats", "property"]
@@ -156,6 +158,8 @@ def test_options():
     assert complete("btrfsx --") == ["--format", "--version", "--help"]
     assert complete("btrfsx scrub start --no-") == ["--no-progress", "--no-readahead"]
     assert complete("btrfsx filesystem usage --s") == ["--strict", "--si"]
+    assert complete("btrfsx balance misplaced --f") == ["--forbidden-only", "--force"]
+    assert complete("btrfsx balance misplaced --pause ") == []
     assert "--persistent" in complete("btrfsx read-policy set /mnt -")
     assert complete("btrfsx mkfs --cs") == ["--csum"]
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 import fsutil
+import misplaced_oracle
+import oracle
 import usage_fill
 from fsutil import GiB, MiB
 
@@ -378,3 +380,61 @@ def test_usage_block_groups_used_beyond_their_size(run_btrfsx, tmp_path):
     members = img.write(patches, tmp_path)
     rc, out, err = run_btrfsx("filesystem", "usage", *map(str, members), check=0)
     assert "runtime error" not in err and "Sanitizer" not in err, err
+
+
+# ---------------------------------------------------------------- misplaced chunks
+
+MISPLACED_HINTS = ["metadata_only", "metadata_preferred", "data_preferred", "data_preferred"]
+
+
+def test_misplaced_report_equals_the_chunk_tree(loopdevs, run_btrfsx, btrfsx_json):
+    """mkfs.btrfs puts metadata, system and the first data chunk on devids 3
+    and 4, the kernel the next data chunk on 1 and 2; under the hints data on
+    1 is forbidden, metadata on 3 and 4 off-preference (1 and 2 rank better)."""
+    loops = loopdevs(4, size="512M")
+    fsutil.mkfs(loops.devs, data="raid1", metadata="raid1")
+    with fsutil.mounted(loops.devs) as mnt:
+        put_data(mnt, prealloc=150 * MiB)
+    for dev, hint in zip(loops.devs, MISPLACED_HINTS):
+        if hint != "data_preferred":
+            run_btrfsx("property", "set", dev, "allocation_hint", hint)
+    chunks = misplaced_oracle.chunk_tree(oracle.progs_dump_tree_text(loops.devs, "chunk"))
+    want = misplaced_oracle.expected(chunks, MISPLACED_HINTS)
+    assert set(want.values()) == {"forbidden", "off-preference"}, want
+    used = misplaced_oracle.block_group_used(oracle.progs_dump_tree_text(loops.devs, "extent"))
+
+    doc = btrfsx_json("filesystem", "misplaced", *loops.devs, check=4)["misplaced"]
+    assert doc["mounted"] is False and doc["hints_effective"] is True
+    assert doc["chunks_checked"] == len(chunks)
+    assert {c["logical"]: c["class"] for c in doc["chunks"]} == want
+    for c in doc["chunks"]:
+        assert c["used"] == used[c["logical"]] and c["devids"] == chunks[c["logical"]][1]
+        assert c["model"]["devids"] and set(c["offending"]) <= set(c["devids"])
+    for cls, key in (("forbidden", "forbidden"), ("off-preference", "off_preference")):
+        mine = [c for c in doc["chunks"] if c["class"] == cls]
+        assert doc[key]["chunks"] == len(mine)
+        assert doc[key]["used"] == sum(c["used"] for c in mine)
+        assert doc[key]["allocated"] == sum(c["size"] for c in mine)
+        assert doc[key]["estimate_seconds"] is None     # nothing measured yet
+    assert doc["copy_rate"] is None
+
+    # mounted under a kernel that ignores hints: the same chunks, and it says so
+    with fsutil.mounted(loops.devs) as mnt:
+        live = btrfsx_json("filesystem", "misplaced", mnt, check=4)
+    assert live["misplaced"]["hints_effective"] is False
+    assert {c["logical"]: c["class"] for c in live["misplaced"]["chunks"]} == want
+    assert any("ignores allocation hints" in w for w in live["warnings"])
+
+
+def test_misplaced_none_and_errors(loopdevs, run_btrfsx, btrfsx_json, tmp_path):
+    loops = loopdevs(1)
+    fsutil.mkfs(loops.devs)
+    doc = btrfsx_json("filesystem", "misplaced", loops.devs[0])["misplaced"]
+    assert doc["chunks"] == [] and doc["forbidden"]["chunks"] == 0
+    junk = tmp_path / "junk.img"
+    junk.write_bytes(b"\0" * (4 * MiB))
+    rc, out, err = run_btrfsx("filesystem", "misplaced", junk, check=1)
+    assert "btrfs" in err
+    run_btrfsx("filesystem", "misplaced", tmp_path / "nothing", check=1)
+    run_btrfsx("filesystem", "misplaced", check=2)
+    run_btrfsx("filesystem", "misplaced", "--bogus", junk, check=2)

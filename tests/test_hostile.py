@@ -122,6 +122,14 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
     "monitor metrics": [
         ("--db", "{P}"), ("--window", "{S}"), ("--window", "{N}"),
     ],
+    "filesystem misplaced": [
+        ("{P}",), ("--raw", "{P}"), (), ("--bogus", "{B}"), ("{B}", "{P}"),
+    ],
+    "balance misplaced": [
+        ("{P}",), ("--dry-run", "{P}"), (), ("{M}", "extra"), ("--limit", "{N}", "{M}"),
+        ("--max-bytes", "{N}", "{M}"), ("--max-bytes", "{S}", "{M}"), ("--pause", "{S}", "{M}"),
+        ("--pause", "{N}", "{M}"),
+    ],
     "mkfs": [
         ("{P}",), ("-q", "{P}:m"), ("-b", "{N}", "{NEW}"), ("-b", "{Z}", "{NEW}"), ("-n", "{N}", "-b", "256M", "{NEW}"),
         ("-s", "{N}", "-b", "256M", "{NEW}"), ("-L", "{L}", "-b", "256M", "{NEW}"),

@@ -18,6 +18,7 @@ import fsutil
 import oracle
 import test_read_policy as read_policy_tests  # its filesystem and fake sysfs trees
 import test_scrub  # its filesystems, corruptions and the kernel scrub
+from test_balance import misplaced_fs  # noqa: F401 (a fixture, used by name)
 from test_device import STAT, dev_numbers
 
 pytestmark = pytest.mark.root
@@ -28,7 +29,7 @@ HEADER = TOP / "libbtrfsutil" / "btrfsx.h"
 
 # enum btrfsx_error
 OK, NO_MEMORY, INVALID_ARGUMENT, NOT_BTRFS, CORRUPTED, IO, MISSING_DEVICE, BUSY, PERMISSION, \
-    NOT_FOUND, OTHER, NOT_SUPPORTED, NOT_MOUNTED, MOUNTED, CANCELLED = range(15)
+    NOT_FOUND, OTHER, NOT_SUPPORTED, NOT_MOUNTED, MOUNTED, CANCELLED, NO_SPACE = range(16)
 
 HINT_SET_FORCE = 1
 NAMES = ["data_preferred", "metadata_preferred", "metadata_only", "data_only", "none"]
@@ -102,8 +103,13 @@ def test_exported_symbols_are_the_header_functions():
     symbols = [line.split()[2] for line in out.splitlines()
                if line.split()[1] != "A"]      # the version node itself
     assert {s.split("@")[0] for s in symbols} == header_functions()
-    assert len(header_functions()) == 19
-    assert all(s.endswith(("@@LIBBTRFSX_0.1", "@@LIBBTRFSX_0.2")) for s in symbols), symbols
+    assert len(header_functions()) == 23
+    # a function is in the node of the release that added it (its Since:)
+    since = dict(re.findall(r"\* (btrfsx_\w+)\(\).*?Since: (\d+\.\d+)", HEADER.read_text(),
+                            flags=re.S))
+    for s in symbols:
+        name, node = s.split("@@")
+        assert node == f"LIBBTRFSX_{since[name]}", s
 
 
 def test_error_strings(probe):
@@ -782,3 +788,53 @@ def test_documented_example_compiles_and_runs(loopdevs, tmp_path, source):
     assert "metadata room" in p.stdout
     p = subprocess.run([str(exe), str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 1 and "not on a mounted btrfs" in p.stderr
+
+
+# ---- misplaced chunks ----
+
+@pytest.fixture
+def misplaced_state(tmp_path):
+    return str(tmp_path / "state")
+
+
+def test_misplaced_and_relocation(misplaced_fs, probe, btrfsx_json, misplaced_state):
+    devs, mnt, sums = misplaced_fs
+    cli = btrfsx_json("filesystem", "misplaced", mnt, check=4,
+                      env={"BTRFSX_STATE_DIR": misplaced_state})["misplaced"]
+    got = ok(probe("misplaced", misplaced_state, mnt))
+    assert got["hints_effective"] is False and got["copy_rate"] == 0
+    assert [(c["logical"], c["class"], c["used"], c["devids"], c["model_devids"])
+            for c in got["chunks"]] == \
+        [(c["logical"], c["class"], c["used"], c["devids"], c["model"]["devids"])
+         for c in cli["chunks"]]
+    assert got["forbidden"]["estimate_seconds"] < 0
+
+    failed(probe("relocate", misplaced_state, mnt), NOT_SUPPORTED, "--force")
+    failed(probe("relocate", "no-opts", "-", mnt), NOT_SUPPORTED, "ignores allocation hints")
+    plan = ok(probe("relocate", "force", "dry-run", misplaced_state, mnt))
+    assert plan["status"] == 2 and plan["relocated"] == []      # BTRFSX_RELOCATE_DRY_RUN
+    assert [c["logical"] for c in plan["planned"]] == [c["logical"] for c in cli["chunks"]]
+    cancelled = probe("relocate", "force", "cancel-moving", misplaced_state, mnt)
+    # the callback cancels once a chunk is about to move: before or while the kernel moves it
+    assert re.search(r"cancelled (before|while) moving chunk", failed(cancelled, CANCELLED))
+    assert cancelled["result"]["status"] == 3 and cancelled["result"]["relocated"] == []
+    failed(probe("relocate", "force", "cancel-flag", misplaced_state, mnt), CANCELLED)
+
+    done = ok(probe("relocate", "force", misplaced_state, mnt))
+    assert done["status"] == 0 and done["forced"] is True
+    assert {m["logical"] for m in done["relocated"]} == {c["logical"] for c in cli["chunks"]}
+    assert all(m["as_modelled"] for m in done["relocated"])
+    assert done["progress"]["calls"] > 0 and done["progress"]["monotonic"]
+    assert ok(probe("misplaced", misplaced_state, mnt))["copy_rate"] > 0
+    assert {p: fsutil.sha256_file(mnt / p) for p in sums} == sums
+
+
+def test_misplaced_errors(probe, tmp_path, loopdevs):
+    failed(probe("misplaced", "-", tmp_path / "nothing"), NOT_FOUND)
+    failed(probe("misplaced", "-", tmp_path), NOT_BTRFS)
+    failed(probe("relocate", "-", tmp_path), NOT_BTRFS)
+    loops = loopdevs(1)
+    fsutil.mkfs(loops.devs)
+    failed(probe("relocate", "-", loops.devs[0]), NOT_MOUNTED, "not mounted")
+    with fsutil.mounted(loops.devs, options="ro") as mnt:
+        failed(probe("relocate", "force", "-", mnt), PERMISSION, "read-only")

@@ -31,6 +31,8 @@ import oracle
 from test_property import (NAMES, fake_fs, progs_dev_type, progs_super_types,  # noqa: F401
                            three_devs)
 from test_read_policy import EXPERIMENTAL, Fs, make_fake
+from test_balance import HINTS as MISPLACED_HINTS
+from test_balance import misplaced_fs  # noqa: F401 (a fixture, used by name)
 from test_scrub import Layout, corrupt, fresh_fs
 
 MiB = 1024 * 1024
@@ -156,7 +158,7 @@ def test_enums_names_and_errors(py):
               "types": [btrfsx.type_name(f) for f in (1, 2, 4, 5)]})
     ''')
     assert doc["version"] == "0.1.0"
-    assert [v for v, _ in doc["codes"].values()] == list(range(15))
+    assert [v for v, _ in doc["codes"].values()] == list(range(16))
     assert doc["codes"]["NOT_BTRFS"][1] == "not a btrfs filesystem"
     assert all(text for _, text in doc["codes"].values())
     classes = doc["classes"]
@@ -167,6 +169,7 @@ def test_enums_names_and_errors(py):
     for name, cls in [("NOT_BTRFS", "NotBtrfsError"), ("BUSY", "BusyError"),
                       ("MOUNTED", "MountedError"), ("NOT_MOUNTED", "NotMountedError"),
                       ("NOT_SUPPORTED", "NotSupportedError"), ("CANCELLED", "CancelledError"),
+                      ("NO_SPACE", "NoSpaceError"),
                       ("CORRUPTED", "CorruptedError"), ("IO", "BtrfsxIOError"),
                       ("MISSING_DEVICE", "MissingDeviceError"), ("OTHER", "BtrfsxError")]:
         assert classes[name][0] == cls and "BtrfsxError" in classes[name]
@@ -964,3 +967,60 @@ def test_set_hints_by_rotational_refusals(loopdevs, py_env, python, tmp_path):
     zero.write_bytes(bytes(1 << 20))
     p = run_example(py_env, python, "set-hints-by-rotational", zero, check=1)
     assert "not a btrfs filesystem" in p.stderr
+
+
+# --------------------------------------------------------------------------- misplaced chunks
+
+MISPLACED = '''
+how, mnt = sys.argv[1], sys.argv[2]
+state = os.environ["BTRFSX_STATE_DIR"]
+if how == "report":
+    emit(btrfsx.misplaced(mnt, state_dir=state))
+elif how == "refused":
+    emit(error(btrfsx.relocate_misplaced, mnt, state_dir=state))
+elif how == "cancel":
+    def stop_while_moving(p):
+        return p.current != 0
+    emit(error(btrfsx.relocate_misplaced, mnt, force=True, state_dir=state,
+               progress=stop_while_moving, progress_interval=0.01))
+elif how == "relocate":
+    ticks = []
+    r = btrfsx.relocate_misplaced(mnt, force=True, state_dir=state, progress=ticks.append,
+                                  progress_interval=0.01)
+    emit({"result": r, "ticks": ticks, "status": r.status.name,
+          "classes": [m.cls.name for m in r.relocated]})
+'''
+
+
+@pytest.mark.root
+def test_misplaced_and_relocation(misplaced_fs, py, btrfsx_json, tmp_path):
+    devs, mnt, sums = misplaced_fs
+    state = {"BTRFSX_STATE_DIR": str(tmp_path / "state")}
+    report = py(MISPLACED, "report", mnt, env=state)
+    cli = btrfsx_json("filesystem", "misplaced", mnt, check=4, env=state)["misplaced"]
+    assert report["hints_effective"] is False and report["copy_rate"] is None
+    assert any("ignores allocation hints" in w for w in report["warnings"])
+    assert [(c["logical"], c["used"], c["devids"], c["offending"], c["model_devids"])
+            for c in report["chunks"]] == \
+        [(c["logical"], c["used"], c["devids"], c["offending"], c["model"]["devids"])
+         for c in cli["chunks"]]
+    assert report["forbidden"] == {**cli["forbidden"], "estimate_seconds": None}
+
+    refused = py(MISPLACED, "refused", mnt, env=state)
+    assert refused["class"] == "NotSupportedError" and "--force" in refused["message"]
+
+    cancelled = py(MISPLACED, "cancel", mnt, env=state)
+    assert cancelled["class"] == "CancelledError"
+    assert cancelled["result"]["status"] == 3       # RelocateStatus.CANCELLED
+    assert cancelled["result"]["relocated"] == []
+
+    doc = py(MISPLACED, "relocate", mnt, env=state)
+    result = doc["result"]
+    assert doc["status"] == "DONE" and result["forced"] is True
+    assert {m["logical"] for m in result["relocated"]} == {c["logical"] for c in cli["chunks"]}
+    assert all(m["as_modelled"] for m in result["relocated"])
+    assert set(doc["classes"]) == {"FORBIDDEN", "OFF_PREFERENCE"}
+    ticks = doc["ticks"]
+    assert ticks and ticks[-1]["chunks_done"] == len(result["relocated"])
+    assert [t["bytes_done"] for t in ticks] == sorted(t["bytes_done"] for t in ticks)
+    assert {p: fsutil.sha256_file(mnt / p) for p in sums} == sums

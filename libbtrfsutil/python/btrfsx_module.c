@@ -894,8 +894,9 @@ static void restore_raised(struct progress_context *ctx)
 #endif
 }
 
-static PyObject *progress_to_dict(const struct btrfsx_scrub_progress *p)
+static PyObject *progress_to_dict(const void *arg)
 {
+	const struct btrfsx_scrub_progress *p = arg;
 	PyObject *dict = to_dict(p, scrub_progress_fields);
 
 	if (dict && put_new(dict, "total", to_dict(&p->total, scrub_counter_fields)))
@@ -919,8 +920,12 @@ static int cancel_requested(struct progress_context *ctx)
 	return ret;
 }
 
-/* 1 to stop: the callback said so, the event is set; -1: something raised. */
-static int call_progress(struct progress_context *ctx, const struct btrfsx_scrub_progress *p)
+/*
+ * 1 to stop: the callback said so, the event is set; -1: something raised.
+ * @to_dict turns the library's progress structure @p into the callback's dict.
+ */
+static int call_progress(struct progress_context *ctx, PyObject *(*to_dict_fn)(const void *p),
+			 const void *p)
 {
 	PyObject *dict, *answer;
 	int stop;
@@ -929,7 +934,7 @@ static int call_progress(struct progress_context *ctx, const struct btrfsx_scrub
 		return -1;
 	if (ctx->callback == Py_None)
 		return cancel_requested(ctx);
-	dict = progress_to_dict(p);
+	dict = to_dict_fn(p);
 	if (!dict)
 		return -1;
 	answer = PyObject_CallOneArg(ctx->callback, dict);
@@ -946,15 +951,15 @@ static int call_progress(struct progress_context *ctx, const struct btrfsx_scrub
  * The library calls this from the thread that released the GIL; take it back
  * for the Python side. Once something raised, keep asking to stop.
  */
-static int scrub_progress(void *arg, const struct btrfsx_scrub_progress *p)
+static int progress_tick(struct progress_context *ctx, PyObject *(*to_dict_fn)(const void *p),
+			 const void *p)
 {
-	struct progress_context *ctx = arg;
 	PyGILState_STATE gil;
 	int stop;
 
 	if (!ctx->raised[0]) {
 		gil = PyGILState_Ensure();
-		stop = call_progress(ctx, p);
+		stop = call_progress(ctx, to_dict_fn, p);
 		if (stop < 0)
 			keep_raised(ctx);
 		PyGILState_Release(gil);
@@ -962,6 +967,22 @@ static int scrub_progress(void *arg, const struct btrfsx_scrub_progress *p)
 			__atomic_store_n(&ctx->stop, 1, __ATOMIC_RELAXED);
 	}
 	return __atomic_load_n(&ctx->stop, __ATOMIC_RELAXED);
+}
+
+static int scrub_progress(void *arg, const struct btrfsx_scrub_progress *p)
+{
+	return progress_tick(arg, progress_to_dict, p);
+}
+
+/* Checks the callback and the cancel event before a call; 0, 1 (already cancelled) or -1. */
+static int progress_start(struct progress_context *ctx)
+{
+	int stop = ctx->callback == Py_None || PyCallable_Check(ctx->callback) ?
+		   cancel_requested(ctx) : -1;
+
+	if (stop < 0 && !PyErr_Occurred())
+		PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
+	return stop;
 }
 
 static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
@@ -978,11 +999,8 @@ static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
 			      &readonly, &no_readahead, &ctx.callback, &ctx.cancel,
 			      &opts.progress_interval, &opts.memory_bytes))
 		return NULL;
-	stop = ctx.callback == Py_None || PyCallable_Check(ctx.callback) ?
-	       cancel_requested(&ctx) : -1;
+	stop = progress_start(&ctx);
 	if (stop < 0) {
-		if (!PyErr_Occurred())
-			PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
 		path_list_free(&list);
 		return NULL;
 	}
@@ -1007,6 +1025,272 @@ static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
 	else
 		ret = with_warnings(scrub_result_to_dict(result));
 	btrfsx_scrub_result_free(result);
+	return ret;
+}
+
+/* ---- misplaced chunks and their relocation ---- */
+
+static PyObject *u64_list(const uint64_t *values, size_t n)
+{
+	PyObject *list = PyList_New((Py_ssize_t)n);
+
+	for (size_t i = 0; list && i < n; i++) {
+		PyObject *v = PyLong_FromUnsignedLongLong(values[i]);
+
+		if (!v) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+	}
+	return list;
+}
+
+static const struct field misplaced_chunk_fields[] = {
+	FIELD(struct btrfsx_misplaced_chunk, logical),
+	FIELD(struct btrfsx_misplaced_chunk, length),
+	FIELD(struct btrfsx_misplaced_chunk, used),
+	FIELD(struct btrfsx_misplaced_chunk, flags),
+	FIELD_AS(struct btrfsx_misplaced_chunk, cls, "cls"),
+	FIELD(struct btrfsx_misplaced_chunk, have_model),
+	FIELD(struct btrfsx_misplaced_chunk, model_flags),
+	FIELD(struct btrfsx_misplaced_chunk, model_length),
+	END_FIELDS
+};
+
+static const struct field misplaced_totals_fields[] = {
+	FIELD(struct btrfsx_misplaced_totals, chunks),
+	FIELD(struct btrfsx_misplaced_totals, allocated),
+	FIELD(struct btrfsx_misplaced_totals, used),
+	FIELD(struct btrfsx_misplaced_totals, estimate_seconds),
+	END_FIELDS
+};
+
+static const struct field misplaced_fields[] = {
+	FIELD(struct btrfsx_misplaced, fsid),
+	FIELD(struct btrfsx_misplaced, mounted),
+	FIELD(struct btrfsx_misplaced, path),
+	FIELD(struct btrfsx_misplaced, hints_effective),
+	FIELD(struct btrfsx_misplaced, chunks_checked),
+	FIELD(struct btrfsx_misplaced, copy_rate),
+	END_FIELDS
+};
+
+static PyObject *misplaced_chunk_to_dict(const struct btrfsx_misplaced_chunk *c)
+{
+	PyObject *dict = to_dict(c, misplaced_chunk_fields);
+
+	if (dict && (put_new(dict, "devids", u64_list(c->devids, c->nr_devids)) ||
+		     put_new(dict, "offending", u64_list(c->offending, c->nr_offending)) ||
+		     put_new(dict, "model_devids", u64_list(c->model_devids, c->nr_model_devids))))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+static PyObject *misplaced_chunks_to_list(const struct btrfsx_misplaced_chunk *chunks, size_t n)
+{
+	PyObject *list = PyList_New((Py_ssize_t)n);
+
+	for (size_t i = 0; list && i < n; i++) {
+		PyObject *item = misplaced_chunk_to_dict(&chunks[i]);
+
+		if (!item) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+	}
+	return list;
+}
+
+static PyObject *misplaced_to_dict(const struct btrfsx_misplaced *m)
+{
+	PyObject *dict = to_dict(m, misplaced_fields);
+
+	if (dict && (put_new(dict, "forbidden", to_dict(&m->forbidden, misplaced_totals_fields)) ||
+		     put_new(dict, "off_preference",
+			     to_dict(&m->off_preference, misplaced_totals_fields)) ||
+		     put_new(dict, "chunks", misplaced_chunks_to_list(m->chunks, m->nr_chunks))))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+static PyObject *py_misplaced_get(PyObject *module, PyObject *args)
+{
+	struct path_list list = { 0 };
+	struct btrfsx_misplaced *m = NULL;
+	PyObject *sysfs_root = NULL, *state_dir = NULL, *ret;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&O&O&:misplaced_get", path_list_converter, &list,
+			      optional_path, &sysfs_root, optional_path, &state_dir))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_misplaced_get(list.paths, list.count, path_or_null(sysfs_root),
+				   path_or_null(state_dir), &m);
+	Py_END_ALLOW_THREADS
+	path_list_free(&list);
+	release_paths(sysfs_root, state_dir, NULL);
+	ret = err ? raise_error(module, err, NULL) : with_warnings(misplaced_to_dict(m));
+	btrfsx_misplaced_free(m);
+	return ret;
+}
+
+static const struct field relocate_progress_fields[] = {
+	FIELD(struct btrfsx_relocate_progress, chunks_done),
+	FIELD(struct btrfsx_relocate_progress, chunks_total),
+	FIELD(struct btrfsx_relocate_progress, bytes_done),
+	FIELD(struct btrfsx_relocate_progress, bytes_total),
+	FIELD(struct btrfsx_relocate_progress, elapsed),
+	FIELD(struct btrfsx_relocate_progress, kernel_seconds),
+	FIELD(struct btrfsx_relocate_progress, current),
+	FIELD(struct btrfsx_relocate_progress, current_used),
+	FIELD(struct btrfsx_relocate_progress, pausing),
+	END_FIELDS
+};
+
+static const struct field relocated_new_fields[] = {
+	FIELD(struct btrfsx_relocated_new, logical),
+	FIELD(struct btrfsx_relocated_new, flags),
+	FIELD(struct btrfsx_relocated_new, length),
+	FIELD(struct btrfsx_relocated_new, as_modelled),
+	FIELD(struct btrfsx_relocated_new, improves),
+	END_FIELDS
+};
+
+static const struct field relocated_fields[] = {
+	FIELD(struct btrfsx_relocated, logical),
+	FIELD(struct btrfsx_relocated, flags),
+	FIELD(struct btrfsx_relocated, length),
+	FIELD(struct btrfsx_relocated, used),
+	FIELD_AS(struct btrfsx_relocated, cls, "cls"),
+	FIELD(struct btrfsx_relocated, seconds),
+	FIELD(struct btrfsx_relocated, as_modelled),
+	END_FIELDS
+};
+
+static const struct field relocate_result_fields[] = {
+	FIELD(struct btrfsx_relocate_result, status),
+	FIELD(struct btrfsx_relocate_result, reason),
+	FIELD(struct btrfsx_relocate_result, hints_effective),
+	FIELD(struct btrfsx_relocate_result, forced),
+	FIELD(struct btrfsx_relocate_result, fsid),
+	FIELD(struct btrfsx_relocate_result, planned_bytes),
+	FIELD(struct btrfsx_relocate_result, bytes_moved),
+	FIELD(struct btrfsx_relocate_result, seconds),
+	FIELD(struct btrfsx_relocate_result, kernel_seconds),
+	FIELD(struct btrfsx_relocate_result, remaining_chunks),
+	FIELD(struct btrfsx_relocate_result, remaining_bytes),
+	END_FIELDS
+};
+
+static PyObject *relocated_to_dict(const struct btrfsx_relocated *r)
+{
+	PyObject *dict = to_dict(r, relocated_fields), *list;
+
+	if (!dict || put_new(dict, "devids", u64_list(r->devids, r->nr_devids)))
+		goto fail;
+	list = PyList_New((Py_ssize_t)r->nr_new);
+	for (size_t i = 0; list && i < r->nr_new; i++) {
+		PyObject *item = to_dict(&r->new_chunks[i], relocated_new_fields);
+
+		if (!item || put_new(item, "devids", u64_list(r->new_chunks[i].devids,
+							      r->new_chunks[i].nr_devids))) {
+			Py_XDECREF(item);
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+	}
+	if (put_new(dict, "new_chunks", list))
+		goto fail;
+	return dict;
+fail:
+	Py_XDECREF(dict);
+	return NULL;
+}
+
+static PyObject *relocate_result_to_dict(const struct btrfsx_relocate_result *res)
+{
+	PyObject *dict = to_dict(res, relocate_result_fields), *list;
+
+	if (!dict || put_new(dict, "planned", misplaced_chunks_to_list(res->planned,
+								       res->nr_planned)))
+		goto fail;
+	list = PyList_New((Py_ssize_t)res->nr_relocated);
+	for (size_t i = 0; list && i < res->nr_relocated; i++) {
+		PyObject *item = relocated_to_dict(&res->relocated[i]);
+
+		if (!item) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+	}
+	if (put_new(dict, "relocated", list))
+		goto fail;
+	return dict;
+fail:
+	Py_XDECREF(dict);
+	return NULL;
+}
+
+static PyObject *relocate_progress_to_dict(const void *p)
+{
+	return to_dict(p, relocate_progress_fields);
+}
+
+static int relocate_progress(void *arg, const struct btrfsx_relocate_progress *p)
+{
+	return progress_tick(arg, relocate_progress_to_dict, p);
+}
+
+static PyObject *py_relocate_misplaced(PyObject *module, PyObject *args)
+{
+	struct btrfsx_relocate_options opts = { 0 };
+	struct btrfsx_relocate_result *result = NULL;
+	struct progress_context ctx = { 0 };
+	PyObject *path = NULL, *sysfs_root = NULL, *state_dir = NULL, *ret;
+	int forbidden_only, dry_run, force, stop;
+	unsigned long long limit, max_bytes;
+	enum btrfsx_error err;
+
+	if (!PyArg_ParseTuple(args, "O&pppKKdO&O&OOd:relocate_misplaced", PyUnicode_FSConverter,
+			      &path, &forbidden_only, &dry_run, &force, &limit, &max_bytes,
+			      &opts.pause, optional_path, &sysfs_root, optional_path, &state_dir,
+			      &ctx.callback, &ctx.cancel, &opts.progress_interval))
+		return NULL;
+	stop = progress_start(&ctx);
+	if (stop < 0) {
+		release_paths(path, sysfs_root, state_dir);
+		return NULL;
+	}
+	/* Already cancelled: the library stops before the first chunk. */
+	ctx.stop = stop;
+	opts.forbidden_only = forbidden_only;
+	opts.dry_run = dry_run;
+	opts.force = force;
+	opts.limit = limit;
+	opts.max_bytes = max_bytes;
+	opts.sysfs_root = path_or_null(sysfs_root);
+	opts.state_dir = path_or_null(state_dir);
+	opts.progress = relocate_progress;
+	opts.progress_arg = &ctx;
+	opts.cancel = &ctx.stop;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_relocate_misplaced(PyBytes_AS_STRING(path), &opts, &result);
+	Py_END_ALLOW_THREADS
+	release_paths(path, sysfs_root, state_dir);
+	if (ctx.raised[0]) {
+		btrfsx_relocate_result_free(result);
+		restore_raised(&ctx);
+		return NULL;
+	}
+	if (err)
+		ret = raise_error(module, err, result ? relocate_result_to_dict(result) : NULL);
+	else
+		ret = with_warnings(relocate_result_to_dict(result));
+	btrfsx_relocate_result_free(result);
 	return ret;
 }
 
@@ -1111,6 +1395,11 @@ static PyMethodDef methods[] = {
 	  "monitor_history(db, filesystem, since, until) -> (list, warnings)" },
 	{ "monitor_projections", py_monitor_projections, METH_VARARGS,
 	  "monitor_projections(db, filesystems, now, window) -> (list, warnings)" },
+	{ "misplaced_get", py_misplaced_get, METH_VARARGS,
+	  "misplaced_get(paths, sysfs_root, state_dir) -> (dict, warnings)" },
+	{ "relocate_misplaced", py_relocate_misplaced, METH_VARARGS,
+	  "relocate_misplaced(path, forbidden_only, dry_run, force, limit, max_bytes, pause, "
+	  "sysfs_root, state_dir, progress, cancel, interval) -> (dict, warnings)" },
 	{ "_set_error_factory", py_set_error_factory, METH_O,
 	  "_set_error_factory(callable): how errors become exceptions" },
 	{ NULL, NULL, 0, NULL }
@@ -1153,6 +1442,7 @@ static const struct constant constants[] = {
 	CONSTANT(ERROR_MISSING_DEVICE), CONSTANT(ERROR_BUSY), CONSTANT(ERROR_PERMISSION),
 	CONSTANT(ERROR_NOT_FOUND), CONSTANT(ERROR_OTHER), CONSTANT(ERROR_NOT_SUPPORTED),
 	CONSTANT(ERROR_NOT_MOUNTED), CONSTANT(ERROR_MOUNTED), CONSTANT(ERROR_CANCELLED),
+	CONSTANT(ERROR_NO_SPACE),
 	CONSTANT(HINT_DATA_PREFERRED), CONSTANT(HINT_METADATA_PREFERRED),
 	CONSTANT(HINT_METADATA_ONLY), CONSTANT(HINT_DATA_ONLY), CONSTANT(HINT_NONE),
 	CONSTANT(HINT_IFACE_NONE), CONSTANT(HINT_IFACE_NAME), CONSTANT(HINT_IFACE_TYPE),
@@ -1163,6 +1453,10 @@ static const struct constant constants[] = {
 	CONSTANT(READ_POLICY_IFACE_EARLIER), CONSTANT(READ_POLICY_PERSIST),
 	CONSTANT(APPLY_APPLIED), CONSTANT(APPLY_UNCHANGED), CONSTANT(APPLY_FAILED),
 	CONSTANT(APPLY_NO_RECORD), CONSTANT(APPLY_NOT_MOUNTED),
+	CONSTANT(MISPLACED_FORBIDDEN), CONSTANT(MISPLACED_OFF_PREFERENCE),
+	CONSTANT(RELOCATE_DONE), CONSTANT(RELOCATE_LIMIT), CONSTANT(RELOCATE_DRY_RUN),
+	CONSTANT(RELOCATE_CANCELLED), CONSTANT(RELOCATE_NO_ROOM), CONSTANT(RELOCATE_ENOSPC),
+	CONSTANT(RELOCATE_MISPLACED_AGAIN), CONSTANT(RELOCATE_FAILED),
 	{ NULL, 0 }
 };
 

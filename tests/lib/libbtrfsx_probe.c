@@ -597,6 +597,171 @@ static int probe_scrub(int argc, char **argv)
 	return end_report(err);
 }
 
+/* ---- misplaced chunks ---- */
+
+static void j_u64_list(const char *key, const uint64_t *v, size_t n)
+{
+	open_block(key, '[');
+	for (size_t i = 0; i < n; i++)
+		j_u64(NULL, v[i]);
+	close_block(']');
+}
+
+static void print_misplaced_chunk(const struct btrfsx_misplaced_chunk *c)
+{
+	open_block(NULL, '{');
+	j_u64("logical", c->logical);
+	j_u64("length", c->length);
+	j_u64("used", c->used);
+	j_u64("flags", c->flags);
+	j_str("class", c->cls == BTRFSX_MISPLACED_FORBIDDEN ? "forbidden" : "off-preference");
+	j_u64_list("devids", c->devids, c->nr_devids);
+	j_u64_list("offending", c->offending, c->nr_offending);
+	j_bool("have_model", c->have_model);
+	j_u64_list("model_devids", c->model_devids, c->nr_model_devids);
+	close_block('}');
+}
+
+static void print_totals(const char *key, const struct btrfsx_misplaced_totals *t)
+{
+	open_block(key, '{');
+	j_u64("chunks", t->chunks);
+	j_u64("allocated", t->allocated);
+	j_u64("used", t->used);
+	j_double("estimate_seconds", t->estimate_seconds);
+	close_block('}');
+}
+
+/* misplaced <state-dir|-> <path>... */
+static int probe_misplaced(int argc, char **argv)
+{
+	struct btrfsx_misplaced *m = NULL;
+	enum btrfsx_error err;
+
+	if (argc < 1)
+		return usage();
+	err = btrfsx_misplaced_get((const char *const *)argv + 1, (size_t)(argc - 1), NULL,
+				   arg_or_null(argv[0]), &m);
+	begin_report(err);
+	if (!err) {
+		open_block("result", '{');
+		j_uuid("fsid", m->fsid);
+		j_bool("mounted", m->mounted);
+		j_bool("hints_effective", m->hints_effective);
+		j_u64("chunks_checked", m->chunks_checked);
+		j_double("copy_rate", m->copy_rate);
+		print_totals("forbidden", &m->forbidden);
+		print_totals("off_preference", &m->off_preference);
+		open_block("chunks", '[');
+		for (size_t i = 0; i < m->nr_chunks; i++)
+			print_misplaced_chunk(&m->chunks[i]);
+		close_block(']');
+		close_block('}');
+	}
+	btrfsx_misplaced_free(m);
+	return end_report(err);
+}
+
+struct relocate_log {
+	unsigned int calls;
+	bool cancel_while_moving;
+	uint64_t last_done;
+	bool monotonic;
+};
+
+static int on_relocate_progress(void *arg, const struct btrfsx_relocate_progress *p)
+{
+	struct relocate_log *log = arg;
+
+	log->calls++;
+	if (p->bytes_done < log->last_done)
+		log->monotonic = false;
+	log->last_done = p->bytes_done;
+	return log->cancel_while_moving && p->current != 0;
+}
+
+/*
+ * relocate [force] [dry-run] [forbidden-only] [limit=N] [cancel-moving]
+ *          [cancel-flag] [no-opts] <state-dir> <mountpoint>
+ */
+static int probe_relocate(int argc, char **argv)
+{
+	struct relocate_log log = { .monotonic = true };
+	struct btrfsx_relocate_options opts = { .progress = on_relocate_progress,
+						.progress_arg = &log, .progress_interval = 0.01 };
+	struct btrfsx_relocate_result *r = NULL;
+	volatile int cancel = 0;
+	bool use_opts = true;
+	enum btrfsx_error err;
+	int i;
+
+	for (i = 0; i + 2 < argc; i++) {
+		if (!strcmp(argv[i], "force"))
+			opts.force = true;
+		else if (!strcmp(argv[i], "dry-run"))
+			opts.dry_run = true;
+		else if (!strcmp(argv[i], "forbidden-only"))
+			opts.forbidden_only = true;
+		else if (!strncmp(argv[i], "limit=", 6))
+			opts.limit = strtoull(argv[i] + 6, NULL, 0);
+		else if (!strcmp(argv[i], "cancel-moving"))
+			log.cancel_while_moving = true;
+		else if (!strcmp(argv[i], "cancel-flag"))
+			cancel = 1;
+		else if (!strcmp(argv[i], "no-opts"))
+			use_opts = false;
+		else
+			return usage();
+	}
+	if (argc - i != 2)
+		return usage();
+	opts.state_dir = arg_or_null(argv[i]);
+	opts.cancel = &cancel;
+	err = btrfsx_relocate_misplaced(arg_or_null(argv[i + 1]), use_opts ? &opts : NULL, &r);
+	begin_report(err);
+	if (r) {
+		open_block("result", '{');
+		j_u64("status", r->status);
+		j_str("reason", r->reason);
+		j_bool("forced", r->forced);
+		j_u64("bytes_moved", r->bytes_moved);
+		j_u64("remaining_chunks", r->remaining_chunks);
+		open_block("planned", '[');
+		for (size_t k = 0; k < r->nr_planned; k++)
+			print_misplaced_chunk(&r->planned[k]);
+		close_block(']');
+		open_block("relocated", '[');
+		for (size_t k = 0; k < r->nr_relocated; k++) {
+			const struct btrfsx_relocated *m = &r->relocated[k];
+
+			open_block(NULL, '{');
+			j_u64("logical", m->logical);
+			j_u64("used", m->used);
+			j_bool("as_modelled", m->as_modelled);
+			j_u64_list("devids", m->devids, m->nr_devids);
+			open_block("new_chunks", '[');
+			for (size_t n = 0; n < m->nr_new; n++) {
+				open_block(NULL, '{');
+				j_u64("logical", m->new_chunks[n].logical);
+				j_u64_list("devids", m->new_chunks[n].devids,
+					   m->new_chunks[n].nr_devids);
+				j_bool("as_modelled", m->new_chunks[n].as_modelled);
+				close_block('}');
+			}
+			close_block(']');
+			close_block('}');
+		}
+		close_block(']');
+		open_block("progress", '{');
+		j_u64("calls", log.calls);
+		j_bool("monotonic", log.monotonic);
+		close_block('}');
+		close_block('}');
+	}
+	btrfsx_relocate_result_free(r);
+	return end_report(err);
+}
+
 /* ---- conventions ---- */
 
 /* fs-info <device>... */
@@ -629,7 +794,7 @@ static int probe_strerror(int argc, char **argv)
 		return usage();
 	begin_report(BTRFSX_OK);
 	open_block("result", '[');
-	for (int e = BTRFSX_OK; e <= BTRFSX_ERROR_CANCELLED + 1; e++)
+	for (int e = BTRFSX_OK; e <= BTRFSX_ERROR_NO_SPACE + 1; e++)
 		j_str(NULL, btrfsx_strerror((enum btrfsx_error)e));
 	close_block(']');
 	return end_report(BTRFSX_OK);
@@ -715,6 +880,8 @@ static const struct {
 	{ "rp-apply", probe_rp_apply },
 	{ "io-stats", probe_io_stats },
 	{ "scrub", probe_scrub },
+	{ "misplaced", probe_misplaced },
+	{ "relocate", probe_relocate },
 	{ "fs-info", probe_fs_info },
 	{ "strerror", probe_strerror },
 	{ "threads", probe_threads },

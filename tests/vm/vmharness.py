@@ -9,7 +9,7 @@ The pieces, each built once and cached outside the checkout in
   the series applied, keyed by the hash of the patch files;
 * a base initramfs per series: static busybox, the modules, btrfs-progs,
   a btrfsx build (no sanitizers, fault injection on) and every library ``ldd`` lists, the
-  static fill helper, and ``/init``.
+  static helpers (``guest-fill``, ``guest-fsync``), and ``/init``.
 
 ``Guest(series).run(script, disks)`` appends the test's shell script to the
 base initramfs as a second cpio archive, boots, and parses the console:
@@ -209,8 +209,9 @@ def static_helper(name: str) -> Path:
     return out
 
 
-def guest_fill() -> Path:
-    return static_helper("guest-fill")
+def guest_helpers() -> list[Path]:
+    """The static helpers tests/vm/guest-*.c (guest-fill, guest-fsync) the guests run."""
+    return [static_helper(src.stem) for src in sorted(HERE.glob("guest-*.c"))]
 
 
 def logwrites_replay() -> Path:
@@ -278,7 +279,7 @@ def base_initramfs(series: str) -> Path:
     """The initramfs every guest of @series boots, rebuilt when an input changed."""
     btrfsx = guest_btrfsx()
     programs = [Path(shutil.which(p)) for p in GUEST_PROGRAMS] + [btrfsx, guest_replay()]
-    inputs = module_paths(series) + programs + [guest_fill(), Path(shutil.which("busybox"))]
+    inputs = module_paths(series) + programs + guest_helpers() + [Path(shutil.which("busybox"))]
     h = hashlib.sha256(INIT.encode() + " ".join(DLOPENED_LIBRARIES).encode())
     for p in inputs:
         h.update(str(p).encode() + str(p.stat().st_mtime_ns).encode())
@@ -302,7 +303,8 @@ def base_initramfs(series: str) -> Path:
             dest = root / lib.relative_to("/")
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(lib, dest)
-        shutil.copy(guest_fill(), root / "usr" / "bin" / "guest-fill")
+        for helper in guest_helpers():
+            shutil.copy(helper, root / "usr" / "bin" / helper.name)
         (root / "init").write_text(INIT)
         (root / "init").chmod(0o755)
         staged = Path(tmp + ".cpio.gz")     # unique: the temporary directory's name

@@ -1,0 +1,352 @@
+/*
+ * Misplaced chunks: the usage reader's chunk list classified against the
+ * hints (kernel-shared/placement.c), with totals and a time estimate. See
+ * misplaced.h.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid/uuid.h>
+
+#include "common/error.h"
+#include "common/atomic-file.h"
+#include "fsops/misplaced.h"
+#include "kernel-shared/ctree.h"
+
+int bx_misplaced_read(char *const *paths, int nr_paths, const char *sysfs_root,
+		      struct bx_usage_input *in)
+{
+	int ret = bx_usage_read(paths, nr_paths, sysfs_root, in);
+
+	if (ret)
+		return ret;
+	ret = bx_usage_read_chunk_used(in);
+	if (ret)
+		bx_usage_input_release(in);
+	return ret;
+}
+
+static bool input_is_mixed(const struct bx_usage_input *in)
+{
+	for (size_t i = 0; i < in->nr_spaces; i++) {
+		uint64_t f = in->spaces[i].flags;
+
+		if ((f & BTRFS_BLOCK_GROUP_DATA) && (f & BTRFS_BLOCK_GROUP_METADATA))
+			return true;
+	}
+	return false;
+}
+
+int bx_misplaced_model(const struct bx_usage_input *in, struct bx_usage_model *um,
+		       struct bx_place_model *pm)
+{
+	uint64_t data_kind = BTRFS_BLOCK_GROUP_DATA;
+	size_t nr_writable = 0;
+	int ret;
+
+	memset(pm, 0, sizeof(*pm));
+	ret = bx_usage_model_init(in, bx_usage_kernel_flags(in), um);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < um->nr; i++)
+		if (um->devs[i].writable)
+			nr_writable++;
+	if (input_is_mixed(in))
+		data_kind |= BTRFS_BLOCK_GROUP_METADATA;
+	pm->devs = um->devs;
+	pm->nr_devs = um->nr;
+	pm->params = um->params;
+	pm->new_type[BX_PLACE_KIND_DATA] = data_kind |
+		bx_usage_alloc_profile(in->spaces, in->nr_spaces, data_kind, nr_writable);
+	pm->new_type[BX_PLACE_KIND_METADATA] = BTRFS_BLOCK_GROUP_METADATA |
+		bx_usage_alloc_profile(in->spaces, in->nr_spaces, BTRFS_BLOCK_GROUP_METADATA,
+				       nr_writable);
+	pm->new_type[BX_PLACE_KIND_SYSTEM] = BTRFS_BLOCK_GROUP_SYSTEM |
+		bx_usage_alloc_profile(in->spaces, in->nr_spaces, BTRFS_BLOCK_GROUP_SYSTEM,
+				       nr_writable);
+	return 0;
+}
+
+void bx_misplaced_place_chunk(const struct bx_usage_input *in, const struct bx_usage_chunk *c,
+			      struct bx_place_stripe *stripes, struct bx_place_chunk *out)
+{
+	for (uint32_t s = 0; s < c->num_stripes; s++)
+		stripes[s] = (struct bx_place_stripe){ in->stripes[c->first_stripe + s].devid,
+						       in->stripes[c->first_stripe + s].physical };
+	*out = (struct bx_place_chunk){
+		.logical = c->logical,
+		.length = c->length,
+		.used = c->used,
+		.type = c->type,
+		.num_stripes = c->num_stripes,
+		.stripes = stripes,
+	};
+}
+
+static void chunk_release(struct bx_misplaced_chunk *c)
+{
+	free(c->stripes);
+	free(c->offending);
+	free(c->target_devids);
+}
+
+void bx_misplaced_report_release(struct bx_misplaced_report *rep)
+{
+	for (size_t i = 0; i < rep->nr_chunks; i++)
+		chunk_release(&rep->chunks[i]);
+	free(rep->chunks);
+	memset(rep, 0, sizeof(*rep));
+}
+
+/* Moves the verdict's lists into @out (taking ownership). */
+static int fill_chunk(const struct bx_place_chunk *pc, struct bx_place_verdict *v,
+		      struct bx_misplaced_chunk *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->logical = pc->logical;
+	out->length = pc->length;
+	out->used = pc->used;
+	out->type = pc->type;
+	out->cls = v->cls;
+	out->tiers = v->tiers;
+	out->num_stripes = pc->num_stripes;
+	out->stripes = malloc(pc->num_stripes * sizeof(*out->stripes));
+	if (!out->stripes)
+		return -ENOMEM;
+	memcpy(out->stripes, pc->stripes, pc->num_stripes * sizeof(*out->stripes));
+	out->nr_offending = v->nr_offending;
+	out->offending = v->offending;
+	v->offending = NULL;
+	v->nr_offending = 0;
+	if (v->target_ret == 0) {
+		out->have_target = true;
+		out->target_type = v->target.type;
+		out->target_length = v->target.length;
+		out->target_stripes = v->target.num_stripes;
+		out->target_devids = calloc(v->target.num_stripes, sizeof(*out->target_devids));
+		if (!out->target_devids)
+			return -ENOMEM;
+		for (uint32_t s = 0; s < v->target.num_stripes; s++)
+			out->target_devids[s] = v->target.stripes[s].devid;
+	}
+	return 0;
+}
+
+/* Forbidden first, then off-preference; the fewest used bytes first, then by address. */
+static int relocation_order(const void *a, const void *b)
+{
+	const struct bx_misplaced_chunk *x = a, *y = b;
+
+	if (x->cls != y->cls)
+		return x->cls == BX_PLACE_FORBIDDEN ? -1 : 1;
+	if (x->used != y->used)
+		return x->used < y->used ? -1 : 1;
+	return x->logical < y->logical ? -1 : x->logical > y->logical;
+}
+
+static void add_to_totals(struct bx_misplaced_report *rep, const struct bx_misplaced_chunk *c)
+{
+	struct bx_misplaced_totals *t = c->cls == BX_PLACE_FORBIDDEN ? &rep->forbidden :
+					&rep->off_preference;
+
+	t->chunks++;
+	t->allocated += c->length;
+	t->used += c->used;
+}
+
+static void estimate(struct bx_misplaced_report *rep, const char *state_dir)
+{
+	uint64_t bytes = 0;
+	double seconds = 0;
+
+	rep->forbidden.seconds = rep->off_preference.seconds = -1;
+	if (!state_dir)
+		return;
+	if (bx_relocate_rate_load(state_dir, rep->fsid, &bytes, &seconds)) {
+		/* An unreadable record costs the estimate, not the report. */
+		bx_warn("no time estimate: %s", bx_error_message(-EIO));
+		bx_error_clear();
+		return;
+	}
+	if (!bytes || seconds <= 0)
+		return;
+	rep->have_rate = true;
+	rep->rate = (double)bytes / seconds;
+	rep->forbidden.seconds = (double)rep->forbidden.used / rep->rate;
+	rep->off_preference.seconds = (double)rep->off_preference.used / rep->rate;
+}
+
+static int classify_all(const struct bx_usage_input *in, const struct bx_place_model *pm,
+			struct bx_misplaced_report *rep)
+{
+	struct bx_place_stripe *stripes = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	rep->chunks = calloc(in->nr_chunks + 1, sizeof(*rep->chunks));
+	if (!rep->chunks)
+		return bx_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < in->nr_chunks && !ret; i++) {
+		const struct bx_usage_chunk *c = &in->chunks[i];
+		struct bx_place_verdict v;
+		struct bx_place_chunk pc;
+
+		if (c->num_stripes > cap) {
+			struct bx_place_stripe *grown = realloc(stripes, c->num_stripes *
+								sizeof(*grown));
+
+			if (!grown) {
+				ret = -ENOMEM;
+				break;
+			}
+			stripes = grown;
+			cap = c->num_stripes;
+		}
+		bx_misplaced_place_chunk(in, c, stripes, &pc);
+		ret = bx_place_classify(pm, &pc, &v);
+		if (!ret && v.cls != BX_PLACE_OK) {
+			ret = fill_chunk(&pc, &v, &rep->chunks[rep->nr_chunks]);
+			rep->nr_chunks++;	/* released with the report, even half filled */
+			if (!ret)
+				add_to_totals(rep, &rep->chunks[rep->nr_chunks - 1]);
+		} else if (!ret && c->length > c->used) {
+			rep->pool[bx_place_kind(c->type)] += c->length - c->used;
+		}
+		bx_place_verdict_release(&v);
+		rep->chunks_checked++;
+	}
+	free(stripes);
+	if (ret == -ENOMEM)
+		return bx_error(ret, "out of memory");
+	if (ret)
+		return bx_error(ret, "the allocator model does not take the chunk types of %s",
+				in->path);
+	return 0;
+}
+
+int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
+			 struct bx_misplaced_report *rep)
+{
+	struct bx_usage_model um;
+	struct bx_place_model pm;
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!in->nr_devs)
+		return bx_error(-EINVAL, "no devices");
+	if (!in->chunks_used_known)
+		return bx_error(-EINVAL, "the used bytes of the chunks were not read");
+	memcpy(rep->fsid, in->fsid, sizeof(rep->fsid));
+	rep->mounted = in->mounted;
+	snprintf(rep->path, sizeof(rep->path), "%s", in->path);
+	rep->hints_effective = in->hints_effective;
+	ret = bx_misplaced_model(in, &um, &pm);
+	if (ret)
+		return ret;
+	ret = classify_all(in, &pm, rep);
+	bx_usage_model_release(&um);
+	if (ret) {
+		bx_misplaced_report_release(rep);
+		return ret;
+	}
+	qsort(rep->chunks, rep->nr_chunks, sizeof(*rep->chunks), relocation_order);
+	estimate(rep, state_dir);
+	if (!rep->hints_effective && rep->nr_chunks)
+		bx_warn("the running kernel ignores allocation hints: these chunks break the "
+			"stored hints, but new chunks will not follow them either");
+	return 0;
+}
+
+/* ---- the measured copy rate ---- */
+
+static void rate_path(const char *state_dir, const uint8_t fsid[16], char *buf, size_t len)
+{
+	char uuid[37];
+
+	uuid_unparse_lower(fsid, uuid);
+	snprintf(buf, len, "%s/relocate/%s.json", state_dir, uuid);
+}
+
+int bx_relocate_rate_load(const char *state_dir, const uint8_t fsid[16], uint64_t *bytes,
+			  double *seconds)
+{
+	struct json_object *root, *jb, *js;
+	char path[PATH_MAX];
+	FILE *fp;
+
+	*bytes = 0;
+	*seconds = 0;
+	rate_path(state_dir, fsid, path, sizeof(path));
+	fp = fopen(path, "re");
+	if (!fp)
+		return errno == ENOENT ? 0 : bx_error(-errno, "%s: %m", path);
+	fclose(fp);
+	root = json_object_from_file(path);
+	if (!root || !json_object_object_get_ex(root, "bytes", &jb) ||
+	    !json_object_object_get_ex(root, "seconds", &js) ||
+	    !json_object_is_type(jb, json_type_int) ||
+	    (!json_object_is_type(js, json_type_double) && !json_object_is_type(js, json_type_int)) ||
+	    json_object_get_int64(jb) < 0 || json_object_get_double(js) < 0) {
+		json_object_put(root);
+		return bx_error(-EUCLEAN, "%s: not a relocation record", path);
+	}
+	*bytes = (uint64_t)json_object_get_int64(jb);
+	*seconds = json_object_get_double(js);
+	json_object_put(root);
+	return 0;
+}
+
+struct rate_record {
+	uint64_t bytes;
+	double seconds;
+};
+
+static int write_rate(FILE *fp, const struct rate_record *r)
+{
+	struct json_object *root = json_object_new_object();
+
+	if (!root || json_object_object_add(root, "bytes", json_object_new_int64((int64_t)r->bytes)) ||
+	    json_object_object_add(root, "seconds", json_object_new_double(r->seconds))) {
+		json_object_put(root);
+		return bx_error(-ENOMEM, "out of memory");
+	}
+	fprintf(fp, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+	json_object_put(root);
+	return 0;
+}
+
+int bx_relocate_rate_add(const char *state_dir, const uint8_t fsid[16], uint64_t bytes,
+			 double seconds)
+{
+	struct bx_atomic_file af;
+	struct rate_record r;
+	char path[PATH_MAX];
+	int ret;
+
+	ret = bx_relocate_rate_load(state_dir, fsid, &r.bytes, &r.seconds);
+	if (ret) {
+		/* A damaged record is replaced by this run's figures. */
+		bx_error_clear();
+		r.bytes = 0;
+		r.seconds = 0;
+	}
+	r.bytes += bytes;
+	r.seconds += seconds;
+	snprintf(path, sizeof(path), "%s/relocate", state_dir);
+	ret = bx_mkdir_parents(path);
+	if (!ret) {
+		rate_path(state_dir, fsid, path, sizeof(path));
+		ret = bx_atomic_begin(&af, path, 0644);
+	}
+	if (ret)
+		return ret;
+	ret = write_rate(af.fp, &r);
+	if (ret) {
+		bx_atomic_abort(&af);
+		return ret;
+	}
+	return bx_atomic_commit(&af);
+}

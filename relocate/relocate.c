@@ -1,0 +1,922 @@
+/*
+ * The relocation engine (see relocate.h).
+ *
+ * Each chunk: read the filesystem (after a transaction commit, so the
+ * device tree the kernel allocates from is the one read), pick the next
+ * misplaced chunk, check the model's room for it, balance it alone in a
+ * worker thread while the calling thread reports progress and watches the
+ * cancel flag, commit, read again, and compare the chunks that appeared
+ * with what the model allocates from the state read before.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/btrfs.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "common/error.h"
+#include "common/atomic-file.h"
+#include "common/units.h"
+#include "fsops/mounted-fs.h"
+#include "fsops/usage.h"
+#include "kernel-shared/ctree.h"
+#include "kernel-shared/hints.h"
+#include "kernel-shared/volumes.h"
+#include "relocate/relocate.h"
+
+#define DEFAULT_STATE_DIR "/var/lib/btrfsx"
+#define POLL_SECONDS 0.1
+
+struct run {
+	const char *path;
+	const struct bx_relocate_opts *o;
+	struct bx_relocate_result *res;
+	struct bx_mounted_fs mfs;
+	int lock_fd;
+	const char *state_dir;
+	double start;
+	double last_progress;
+	bool cancelled;			/* the progress callback asked to stop */
+	struct bx_relocate_progress prog;
+	uint64_t *created;		/* logical addresses of chunks this run created */
+	size_t nr_created;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool cancel_requested(const struct run *r)
+{
+	return r->cancelled || (r->o->cancel && *r->o->cancel);
+}
+
+/* Calls the progress callback when it is due (or @force); true when it asks to cancel. */
+static bool report_progress(struct run *r, bool force)
+{
+	double t = now(), interval = r->o->progress_interval > 0 ? r->o->progress_interval : 0.5;
+
+	if (!r->o->progress || (!force && t - r->last_progress < interval))
+		return false;
+	r->last_progress = t;
+	r->prog.elapsed = t - r->start;
+	if (r->prog.chunks_done > r->prog.chunks_total)
+		r->prog.chunks_total = r->prog.chunks_done;
+	if (r->prog.bytes_done > r->prog.bytes_total)
+		r->prog.bytes_total = r->prog.bytes_done;
+	if (r->o->progress(r->o->progress_arg, &r->prog))
+		r->cancelled = true;
+	return r->cancelled;
+}
+
+/* ---- refusals before anything is read ---- */
+
+/*
+ * A device or image file that stands for no mounted filesystem: say whether
+ * it holds one that is not mounted, or what else is wrong with it.
+ */
+static int refuse_unmounted(const char *path, const char *sysfs_root)
+{
+	struct bx_usage_input in;
+	char mnt[PATH_MAX] = "";
+	char *paths[1] = { (char *)path };
+	int ret = bx_usage_read_offline(paths, 1, sysfs_root, &in, mnt, sizeof(mnt));
+
+	if (ret)
+		return ret;
+	bx_usage_input_release(&in);
+	return bx_error_as(-ENOTDIR, BX_ERROR_KIND_NOT_MOUNTED, "%s: the filesystem is not "
+			   "mounted; relocating chunks needs it mounted", path);
+}
+
+/* The mounted filesystem at @r->path (a member device stands for its mount point). */
+static int open_filesystem(struct run *r)
+{
+	struct statvfs sv;
+	struct stat st;
+	int ret;
+
+	if (stat(r->path, &st) < 0)
+		return bx_error(-errno, "%s: %m", r->path);
+	ret = bx_mounted_open(r->path, &r->mfs);
+	if (ret && !S_ISDIR(st.st_mode)) {
+		bx_error_clear();
+		return refuse_unmounted(r->path, r->o->sysfs_root);
+	}
+	if (ret)
+		return ret;
+	r->path = r->mfs.path;
+	if (fstatvfs(r->mfs.fd, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+		return bx_error(-EROFS, "%s: mounted read-only; chunks cannot move", r->path);
+	return 0;
+}
+
+/* One relocation per filesystem at a time: a lock file beside the rate record. */
+static int take_lock(struct run *r)
+{
+	char path[PATH_MAX], uuid[37];
+	int ret;
+
+	uuid_unparse_lower(r->mfs.fsid, uuid);
+	snprintf(path, sizeof(path), "%s/relocate", r->state_dir);
+	ret = bx_mkdir_parents(path);
+	if (!ret) {
+		snprintf(path, sizeof(path), "%s/relocate/%s.lock", r->state_dir, uuid);
+		r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		ret = r->lock_fd < 0 ? bx_error(-errno, "%s: %m", path) : 0;
+	}
+	if (ret) {
+		/* The kernel still refuses a second balance while one runs. */
+		bx_warn("%s; another relocation of this filesystem is not kept out between "
+			"chunks", bx_error_message(ret));
+		bx_error_clear();
+		return 0;
+	}
+	if (flock(r->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			return bx_error(-EBUSY, "%s: another 'balance misplaced' runs on this "
+					"filesystem", r->path);
+		return bx_error(-errno, "%s: %m", path);
+	}
+	return 0;
+}
+
+/* Anyone's balance, running or paused, keeps us out. */
+static int check_no_balance(struct run *r)
+{
+	struct btrfs_ioctl_balance_args args;
+
+	memset(&args, 0, sizeof(args));
+	if (ioctl(r->mfs.fd, BTRFS_IOC_BALANCE_PROGRESS, &args) == 0) {
+		if (args.state & BTRFS_BALANCE_STATE_RUNNING)
+			return bx_error(-EBUSY, "%s: a balance is running ('btrfs balance status "
+					"%s'); wait for it to end or cancel it", r->path, r->path);
+		return bx_error(-EBUSY, "%s: a paused balance is waiting; resume it ('btrfs "
+				"balance resume %s') or cancel it ('btrfs balance cancel %s')",
+				r->path, r->path, r->path);
+	}
+	if (errno == ENOTCONN)
+		return 0;
+	if (errno == EPERM)
+		return bx_error(-EPERM, "%s: relocating chunks needs root (CAP_SYS_ADMIN)", r->path);
+	return bx_error(-errno, "%s: cannot ask for the balance status: %m", r->path);
+}
+
+/* ---- reading the filesystem ---- */
+
+/* Commits the running transaction: afterwards the trees read are what the kernel allocates from. */
+static int commit(struct run *r)
+{
+	if (ioctl(r->mfs.fd, BTRFS_IOC_SYNC) < 0)
+		return bx_error(-errno, "%s: cannot commit: %m", r->path);
+	return 0;
+}
+
+/*
+ * Reads the filesystem and its report (the report's warnings, said at every
+ * read, are recorded once).
+ */
+static int read_state(struct run *r, struct bx_usage_input *in, struct bx_misplaced_report *rep)
+{
+	char *paths[1] = { (char *)r->path };
+	int ret = commit(r);
+
+	if (!ret)
+		ret = bx_misplaced_read(paths, 1, r->o->sysfs_root, in);
+	if (!ret) {
+		ret = bx_misplaced_compute(in, r->state_dir, rep);
+		if (ret)
+			bx_usage_input_release(in);
+	}
+	return ret;
+}
+
+/* ---- planning ---- */
+
+static bool selected(const struct run *r, const struct bx_misplaced_chunk *c)
+{
+	return c->cls == BX_PLACE_FORBIDDEN || !r->o->forbidden_only;
+}
+
+static bool created_here(const struct run *r, uint64_t logical)
+{
+	for (size_t i = 0; i < r->nr_created; i++)
+		if (r->created[i] == logical)
+			return true;
+	return false;
+}
+
+/* @n chunks of a report as placement sees them (stripes point into the report). */
+static struct bx_place_chunk *place_chunks(const struct bx_misplaced_chunk *chunks, size_t n)
+{
+	struct bx_place_chunk *pc = calloc(n + 1, sizeof(*pc));
+
+	for (size_t i = 0; pc && i < n; i++) {
+		const struct bx_misplaced_chunk *c = &chunks[i];
+
+		pc[i] = (struct bx_place_chunk){ c->logical, c->length, c->used, c->type,
+						 c->num_stripes, c->stripes };
+	}
+	return pc;
+}
+
+/* "1,2" into @buf: the devids of @model's devices whose tier for @type is @tier. */
+static void tier_devids(const struct bx_place_model *m, uint64_t type, uint32_t tier, char *buf,
+			size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < m->nr_devs && used < len; i++) {
+		char hint[32];
+
+		if (!m->devs[i].writable ||
+		    (uint32_t)bx_alloc_hint_tier(m->devs[i].hint, type, m->params.flags, NULL) != tier)
+			continue;
+		bx_hint_describe(m->devs[i].hint, hint, sizeof(hint));
+		used += (size_t)snprintf(buf + used, len - used, "%sdevid %llu (%s)", used ? ", " : "",
+					 (unsigned long long)m->devs[i].devid, hint);
+	}
+}
+
+/* The reason there is no room, into @buf: per kind, how much and where. */
+static void describe_shortfall(const struct bx_place_model *m, const struct bx_place_room *room,
+			       size_t nr_moves, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	used += (size_t)snprintf(buf, len, "the allocator model has no room for every chunk to move:");
+	for (int k = 0; k < BX_PLACE_NR_KINDS && used < len; k++) {
+		uint64_t type = m->new_type[k];
+		char missing[32], devs[512];
+
+		if (!room->short_moves[k])
+			continue;
+		bx_pretty_size(room->missing[k], 0, missing, sizeof(missing));
+		tier_devids(m, type, bx_place_best_tier(m, type), devs, sizeof(devs));
+		used += (size_t)snprintf(buf + used, len - used, " %s needs %s more on its "
+					 "preferred devices (%s) for %u chunk%s;",
+					 bx_place_type_name(type), missing, *devs ? devs : "none",
+					 room->short_moves[k], room->short_moves[k] == 1 ? "" : "s");
+	}
+	if (used < len && room->nr_fit)
+		snprintf(buf + used, len - used, " the first %zu of the %zu planned chunks fit "
+			 "(--limit %zu moves those)", room->nr_fit, nr_moves, room->nr_fit);
+	else if (used < len)
+		snprintf(buf + used, len - used, " free space on those devices (or other hints) "
+			 "must come first");
+}
+
+/*
+ * The room check of moving @n chunks of @rep, starting at @chunks: 0 when
+ * all fit, else -ENOSPC with the reason recorded and copied into the result.
+ */
+static int check_room(struct run *r, const struct bx_usage_input *in,
+		      const struct bx_misplaced_report *rep,
+		      const struct bx_misplaced_chunk *chunks, size_t n)
+{
+	struct bx_place_chunk *moves;
+	struct bx_usage_model um;
+	struct bx_place_model pm;
+	struct bx_place_room room;
+	int ret;
+
+	if (!rep->hints_effective || !n)
+		return 0;	/* forced: the kernel places by its own rules */
+	moves = place_chunks(chunks, n);
+	if (!moves)
+		return bx_error(-ENOMEM, "out of memory");
+	ret = bx_misplaced_model(in, &um, &pm);
+	if (!ret) {
+		ret = bx_place_room(&pm, moves, n, rep->pool, &room);
+		if (ret)
+			ret = bx_error(ret, "the allocator model failed: %s", strerror(-ret));
+		else if (room.nr_fit < n) {
+			describe_shortfall(&pm, &room, n, r->res->reason, sizeof(r->res->reason));
+			ret = bx_error_as(-ENOSPC, BX_ERROR_KIND_NO_SPACE, "%s: %s", r->path,
+					  r->res->reason);
+		}
+		bx_usage_model_release(&um);
+	}
+	free(moves);
+	return ret;
+}
+
+/* How many of the start report's chunks the options select, in order. */
+static size_t plan(struct run *r, const struct bx_misplaced_report *rep, uint64_t *bytes)
+{
+	uint64_t sum = 0;
+	size_t n = 0;
+
+	while (n < rep->nr_chunks && selected(r, &rep->chunks[n])) {
+		if (r->o->limit && n >= r->o->limit)
+			break;
+		if (r->o->max_bytes && sum + rep->chunks[n].used > r->o->max_bytes)
+			break;
+		sum += rep->chunks[n].used;
+		n++;
+	}
+	*bytes = sum;
+	return n;
+}
+
+/* ---- one kernel balance call ---- */
+
+struct balance_call {
+	int fd;
+	struct btrfs_ioctl_balance_args args;
+	int err;			/* 0 or the errno of the ioctl */
+	bool done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void *balance_thread(void *arg)
+{
+	struct balance_call *b = arg;
+	int ret = ioctl(b->fd, BTRFS_IOC_BALANCE_V2, &b->args);
+	int err = ret < 0 ? errno : ret > 0 ? EBUSY : 0;	/* > 0: another exclusive operation */
+
+	pthread_mutex_lock(&b->lock);
+	b->err = err;
+	b->done = true;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
+}
+
+/* The balance arguments that select exactly the chunk at @logical of @type. */
+static void balance_args_for(uint64_t logical, uint64_t type, struct btrfs_ioctl_balance_args *a)
+{
+	struct btrfs_balance_args one = {
+		.flags = BTRFS_BALANCE_ARGS_VRANGE,
+		.vstart = logical,
+		.vend = logical + 1,
+	};
+
+	memset(a, 0, sizeof(*a));
+	if (type & BTRFS_BLOCK_GROUP_DATA) {
+		a->flags |= BTRFS_BALANCE_DATA;
+		a->data = one;
+	}
+	/* Mixed block groups: the kernel wants data and metadata with the same arguments. */
+	if (type & BTRFS_BLOCK_GROUP_METADATA) {
+		a->flags |= BTRFS_BALANCE_METADATA;
+		a->meta = one;
+	}
+	if (type & BTRFS_BLOCK_GROUP_SYSTEM) {
+		a->flags |= BTRFS_BALANCE_SYSTEM;
+		a->sys = one;
+	}
+}
+
+static void wait_a_little(struct balance_call *b, double seconds)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)(seconds * 1e9);
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&b->lock);
+	if (!b->done)
+		pthread_cond_timedwait(&b->cond, &b->lock, &until);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/*
+ * Balances the chunk; returns 0, -EINTR when cancelled (through the
+ * kernel's balance control), or the ioctl's negative errno.
+ */
+static int balance_one(struct run *r, const struct bx_misplaced_chunk *c, double *seconds)
+{
+	struct balance_call b = { .fd = r->mfs.fd };
+	sigset_t block, old;
+	bool cancel_sent = false;
+	pthread_t thread;
+	double t0 = now();
+	int ret;
+
+	balance_args_for(c->logical, c->type, &b.args);
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_cond_init(&b.cond, NULL);
+	/* Signals go to the calling thread, which turns them into a cancel. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	ret = pthread_create(&thread, NULL, balance_thread, &b);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		pthread_mutex_destroy(&b.lock);
+		pthread_cond_destroy(&b.cond);
+		return bx_error(-ret, "cannot start a thread: %s", strerror(ret));
+	}
+	for (;;) {
+		bool done;
+
+		wait_a_little(&b, POLL_SECONDS);
+		pthread_mutex_lock(&b.lock);
+		done = b.done;
+		pthread_mutex_unlock(&b.lock);
+		if (done)
+			break;
+		r->prog.busy = r->res->busy + (now() - t0);
+		/*
+		 * The cancel returns once the kernel has stopped; the balance call
+		 * then ends too. ENOTCONN: the call has not reached the kernel's
+		 * balance yet (or has left it): try again at the next poll.
+		 */
+		if (!cancel_sent && (report_progress(r, false) || cancel_requested(r)) &&
+		    ioctl(r->mfs.fd, BTRFS_IOC_BALANCE_CTL, BTRFS_BALANCE_CTL_CANCEL) == 0)
+			cancel_sent = true;
+	}
+	pthread_join(thread, NULL);
+	pthread_mutex_destroy(&b.lock);
+	pthread_cond_destroy(&b.cond);
+	*seconds = now() - t0;
+	/* A cancel that came after the chunk was done leaves it moved. */
+	if (b.err == ECANCELED)
+		return cancel_sent ? -EINTR : bx_error(-ECANCELED, "%s: someone cancelled the "
+						       "balance of chunk %llu", r->path,
+						       (unsigned long long)c->logical);
+	return -b.err;
+}
+
+/* ---- what the kernel did ---- */
+
+static const struct bx_usage_chunk *find_chunk(const struct bx_usage_input *in, uint64_t logical)
+{
+	for (size_t i = 0; i < in->nr_chunks; i++)
+		if (in->chunks[i].logical == logical)
+			return &in->chunks[i];
+	return NULL;
+}
+
+static int remember_created(struct run *r, uint64_t logical)
+{
+	uint64_t *grown = realloc(r->created, (r->nr_created + 1) * sizeof(*grown));
+
+	if (!grown)
+		return bx_error(-ENOMEM, "out of memory");
+	r->created = grown;
+	r->created[r->nr_created++] = logical;
+	return 0;
+}
+
+/*
+ * Fills @rel->new_chunks with the chunks of @after that @before lacks, in
+ * address order (the order the kernel created them), each compared with
+ * the model's next chunk of its type, run forward from @before.
+ */
+static int compare_new_chunks(struct run *r, const struct bx_usage_input *before,
+			      const struct bx_usage_input *after, const struct bx_place_chunk *old,
+			      struct bx_relocated *rel)
+{
+	struct bx_usage_model um;
+	struct bx_place_model pm;
+	struct bx_alloc_sim *sim = NULL;
+	int ret;
+
+	rel->as_modelled = true;
+	rel->new_chunks = calloc(after->nr_chunks + 1, sizeof(*rel->new_chunks));
+	if (!rel->new_chunks)
+		return bx_error(-ENOMEM, "out of memory");
+	ret = bx_misplaced_model(before, &um, &pm);
+	if (ret)
+		return ret;
+	/* A kernel without hint support allocates as mainline does. */
+	if (!before->hints_effective)
+		um.params.flags |= BX_ALLOC_IGNORE_HINTS;
+	ret = bx_alloc_sim_new(um.devs, um.nr, &um.params, &sim);
+	for (size_t i = 0; !ret && i < after->nr_chunks; i++) {
+		const struct bx_usage_chunk *c = &after->chunks[i];
+		struct bx_relocate_new_chunk *n;
+		struct bx_alloc_chunk model;
+		int step;
+
+		if (find_chunk(before, c->logical))
+			continue;
+		n = &rel->new_chunks[rel->nr_new++];
+		n->logical = c->logical;
+		n->type = c->type;
+		n->length = c->length;
+		n->num_stripes = c->num_stripes;
+		n->devids = calloc(c->num_stripes + 1, sizeof(*n->devids));
+		if (!n->devids) {
+			ret = bx_error(-ENOMEM, "out of memory");
+			break;
+		}
+		for (uint32_t s = 0; s < c->num_stripes; s++)
+			n->devids[s] = after->stripes[c->first_stripe + s].devid;
+		step = bx_alloc_sim_step(sim, c->type, &model);
+		n->as_modelled = step == 0 && model.num_stripes == c->num_stripes &&
+				 model.length == c->length;
+		for (uint32_t s = 0; n->as_modelled && s < c->num_stripes; s++)
+			n->as_modelled = model.stripes[s].devid == n->devids[s] &&
+					 model.stripes[s].physical ==
+					 after->stripes[c->first_stripe + s].physical;
+		if (!n->as_modelled)
+			rel->as_modelled = false;
+		n->improves = bx_place_kind(c->type) != bx_place_kind(old->type) ||
+			      bx_place_improves(&pm, old, n->devids, n->num_stripes);
+		ret = remember_created(r, c->logical);
+	}
+	bx_alloc_sim_free(sim);
+	bx_usage_model_release(&um);
+	return ret;
+}
+
+static void describe_devids(const uint64_t *devids, uint32_t n, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%llu", i ? "," : "",
+					 (unsigned long long)devids[i]);
+}
+
+/* A new chunk of the moved kind that is no better placed: why, into the result. */
+static int explain_misplaced_again(struct run *r, const struct bx_usage_input *before,
+				   const struct bx_relocated *rel,
+				   const struct bx_relocate_new_chunk *n)
+{
+	struct bx_usage_model um;
+	struct bx_place_model pm;
+	char devs[128], old_devs[128], pref[512], unalloc[32];
+	uint64_t free_bytes = 0;
+	uint32_t tier;
+	int ret = bx_misplaced_model(before, &um, &pm);
+
+	if (ret)
+		return ret;
+	tier = bx_place_best_tier(&pm, n->type);
+	for (size_t i = 0; i < pm.nr_devs; i++)
+		if (pm.devs[i].writable &&
+		    (uint32_t)bx_alloc_hint_tier(pm.devs[i].hint, n->type, pm.params.flags, NULL) == tier)
+			free_bytes += bx_alloc_device_unallocated(&pm.devs[i]);
+	tier_devids(&pm, n->type, tier, pref, sizeof(pref));
+	bx_usage_model_release(&um);
+	describe_devids(n->devids, n->num_stripes, devs, sizeof(devs));
+	describe_devids(rel->devids, rel->num_stripes, old_devs, sizeof(old_devs));
+	bx_pretty_size(free_bytes, 0, unalloc, sizeof(unalloc));
+	snprintf(r->res->reason, sizeof(r->res->reason),
+		 "the %s of chunk %llu (devids %s) went to the new chunk %llu on devids %s, no "
+		 "better placed: the preferred devices (%s) have %s unallocated, too little for a "
+		 "%s %s chunk", bx_place_type_name(rel->type), (unsigned long long)rel->logical,
+		 old_devs, (unsigned long long)n->logical, devs, *pref ? pref : "none", unalloc,
+		 bx_place_type_name(n->type), bx_profile_name(n->type));
+	return bx_error_as(-ENOSPC, BX_ERROR_KIND_NO_SPACE, "%s: %s", r->path, r->res->reason);
+}
+
+static void relocated_release(struct bx_relocated *rel)
+{
+	for (size_t i = 0; i < rel->nr_new; i++)
+		free(rel->new_chunks[i].devids);
+	free(rel->new_chunks);
+	free(rel->devids);
+}
+
+void bx_relocate_result_free(struct bx_relocate_result *res)
+{
+	if (!res)
+		return;
+	for (size_t i = 0; i < res->nr_relocated; i++)
+		relocated_release(&res->relocated[i]);
+	free(res->relocated);
+	bx_misplaced_report_release(&res->start);
+	free(res);
+}
+
+/* A new slot in the result's list, zeroed, with the old placement of @c. */
+static struct bx_relocated *new_record(struct run *r, const struct bx_misplaced_chunk *c)
+{
+	struct bx_relocate_result *res = r->res;
+	struct bx_relocated *grown = realloc(res->relocated,
+					     (res->nr_relocated + 1) * sizeof(*grown));
+	struct bx_relocated *rel;
+
+	if (!grown)
+		return NULL;
+	res->relocated = grown;
+	rel = &res->relocated[res->nr_relocated];
+	memset(rel, 0, sizeof(*rel));
+	rel->devids = calloc(c->num_stripes + 1, sizeof(*rel->devids));
+	if (!rel->devids)
+		return NULL;
+	res->nr_relocated++;
+	rel->logical = c->logical;
+	rel->type = c->type;
+	rel->length = c->length;
+	rel->used = c->used;
+	rel->cls = c->cls;
+	rel->num_stripes = c->num_stripes;
+	for (uint32_t s = 0; s < c->num_stripes; s++)
+		rel->devids[s] = c->stripes[s].devid;
+	return rel;
+}
+
+/* ---- the run ---- */
+
+/* The next chunk to move from @rep, or NULL; sets LIMIT when a limit stops it. */
+static const struct bx_misplaced_chunk *next_chunk(struct run *r,
+						   const struct bx_misplaced_report *rep)
+{
+	if (r->o->limit && r->prog.chunks_done >= r->o->limit) {
+		r->res->stop = BX_RELOCATE_LIMIT;
+		return NULL;
+	}
+	for (size_t i = 0; i < rep->nr_chunks; i++) {
+		const struct bx_misplaced_chunk *c = &rep->chunks[i];
+
+		if (!selected(r, c) || created_here(r, c->logical))
+			continue;
+		if (r->o->max_bytes && r->prog.bytes_done + c->used > r->o->max_bytes) {
+			r->res->stop = BX_RELOCATE_LIMIT;
+			return NULL;
+		}
+		return c;
+	}
+	r->res->stop = BX_RELOCATE_DONE;
+	return NULL;
+}
+
+/* Sleeps @seconds between chunks, reporting progress; false when cancelled. */
+static bool pause_between(struct run *r)
+{
+	double until = now() + r->o->pause;
+
+	r->prog.pausing = true;
+	while (now() < until) {
+		struct timespec ts = { 0, (long)(POLL_SECONDS * 1e9) };
+
+		if (cancel_requested(r) || report_progress(r, false))
+			break;
+		nanosleep(&ts, NULL);
+	}
+	r->prog.pausing = false;
+	return !cancel_requested(r);
+}
+
+static int stop_for_kernel_error(struct run *r, const struct bx_misplaced_chunk *c, int err)
+{
+	char used[32];
+
+	bx_pretty_size(c->used, 0, used, sizeof(used));
+	if (err == -ENOSPC) {
+		r->res->stop = BX_RELOCATE_ENOSPC;
+		snprintf(r->res->reason, sizeof(r->res->reason), "the kernel ran out of space moving "
+			 "chunk %llu (%s %s, %s used): a tier filled up; what was not moved stays "
+			 "where it was, nothing is lost", (unsigned long long)c->logical,
+			 bx_place_type_name(c->type), bx_profile_name(c->type), used);
+		return bx_error_as(-ENOSPC, BX_ERROR_KIND_NO_SPACE, "%s: %s", r->path,
+				   r->res->reason);
+	}
+	r->res->stop = BX_RELOCATE_FAILED;
+	if (err == -EINPROGRESS || err == -EBUSY)
+		err = bx_error(-EBUSY, "%s: another balance or device operation started meanwhile",
+			       r->path);
+	else if (err != -ECANCELED)
+		err = bx_error(err, "%s: balance of chunk %llu: %s", r->path,
+			       (unsigned long long)c->logical, strerror(-err));
+	snprintf(r->res->reason, sizeof(r->res->reason), "%s", bx_error_message(err));
+	return err;
+}
+
+/* Moves @c; fills its record. Returns 0 to go on, or why to stop. */
+static int move_one(struct run *r, const struct bx_usage_input *before,
+		    const struct bx_misplaced_report *rep, const struct bx_misplaced_chunk *c)
+{
+	struct bx_usage_input after;
+	struct bx_misplaced_report after_rep;
+	struct bx_place_chunk old = { c->logical, c->length, c->used, c->type, c->num_stripes,
+				      c->stripes };
+	struct bx_relocated *rel;
+	double seconds = 0;
+	int ret;
+
+	r->prog.current = c->logical;
+	r->prog.current_used = c->used;
+	if (report_progress(r, true) || cancel_requested(r)) {
+		r->res->stop = BX_RELOCATE_CANCELLED;
+		snprintf(r->res->reason, sizeof(r->res->reason), "cancelled before moving chunk "
+			 "%llu (run again to go on)", (unsigned long long)c->logical);
+		return bx_error(-EINTR, "%s: %s", r->path, r->res->reason);
+	}
+	ret = balance_one(r, c, &seconds);
+	r->res->busy += seconds;
+	r->prog.busy = r->res->busy;
+	r->prog.current = 0;
+	if (ret == -EINTR) {
+		r->res->stop = BX_RELOCATE_CANCELLED;
+		snprintf(r->res->reason, sizeof(r->res->reason), "cancelled while moving chunk %llu; "
+			 "it stays where it was (run again to go on)", (unsigned long long)c->logical);
+		return bx_error(-EINTR, "%s: %s", r->path, r->res->reason);
+	}
+	if (ret)
+		return stop_for_kernel_error(r, c, ret);
+	rel = new_record(r, c);
+	if (!rel)
+		return bx_error(-ENOMEM, "out of memory");
+	rel->seconds = seconds;
+	r->prog.chunks_done++;
+	r->prog.bytes_done += c->used;
+	r->res->bytes_moved += c->used;
+	ret = read_state(r, &after, &after_rep);
+	if (ret)
+		return ret;
+	ret = compare_new_chunks(r, before, &after, &old, rel);
+	for (size_t i = 0; !ret && i < rel->nr_new; i++) {
+		if (rel->new_chunks[i].improves || !rep->hints_effective)
+			continue;
+		r->res->stop = BX_RELOCATE_MISPLACED_AGAIN;
+		ret = explain_misplaced_again(r, before, rel, &rel->new_chunks[i]);
+	}
+	if (!ret && !rel->as_modelled && rep->hints_effective)
+		bx_warn("chunk %llu: the kernel placed a new chunk other than the allocator model "
+			"said", (unsigned long long)c->logical);
+	bx_misplaced_report_release(&after_rep);
+	bx_usage_input_release(&after);
+	report_progress(r, true);
+	return ret;
+}
+
+static int one_step(struct run *r, bool *go_on)
+{
+	struct bx_usage_input in;
+	struct bx_misplaced_report rep;
+	const struct bx_misplaced_chunk *c;
+	int ret;
+
+	*go_on = false;
+	ret = read_state(r, &in, &rep);
+	if (ret)
+		return ret;
+	c = next_chunk(r, &rep);
+	if (c) {
+		/* The room for this chunk alone: something else may have filled a tier. */
+		ret = check_room(r, &in, &rep, c, 1);
+		if (ret == -ENOSPC)
+			r->res->stop = BX_RELOCATE_NO_ROOM;
+		if (!ret)
+			ret = move_one(r, &in, &rep, c);
+		*go_on = ret == 0;
+	}
+	bx_misplaced_report_release(&rep);
+	bx_usage_input_release(&in);
+	return ret;
+}
+
+static int remaining(struct run *r)
+{
+	struct bx_usage_input in;
+	struct bx_misplaced_report rep;
+	int ret = read_state(r, &in, &rep);
+
+	if (ret)
+		return ret;
+	r->res->remaining_chunks = rep.nr_chunks;
+	r->res->remaining_bytes = rep.forbidden.used + rep.off_preference.used;
+	bx_misplaced_report_release(&rep);
+	bx_usage_input_release(&in);
+	return 0;
+}
+
+/* The start: report, refusals that need it, the plan and its room. */
+static int start(struct run *r, struct bx_usage_input *in)
+{
+	struct bx_relocate_result *res = r->res;
+	int ret = read_state(r, in, &res->start);
+
+	if (ret)
+		return ret;
+	res->hints_effective = res->start.hints_effective;
+	if (res->start.nr_chunks && !res->hints_effective) {
+		if (!r->o->force)
+			return bx_error(-EOPNOTSUPP, "%s: the running kernel ignores allocation "
+					"hints: moved chunks would be placed without them (--force "
+					"moves them anyway, which is pointless for placement)",
+					r->path);
+		res->forced = true;
+	}
+	res->nr_planned = plan(r, &res->start, &res->planned_bytes);
+	r->prog.chunks_total = res->nr_planned;
+	r->prog.bytes_total = res->planned_bytes;
+	if (res->start.nr_chunks && !res->nr_planned && selected(r, &res->start.chunks[0])) {
+		char used[32];
+
+		bx_pretty_size(res->start.chunks[0].used, 0, used, sizeof(used));
+		bx_warn("the first chunk to move holds %s, more than --max-bytes", used);
+	}
+	ret = check_room(r, in, &res->start, res->start.chunks, res->nr_planned);
+	if (ret == -ENOSPC)
+		res->stop = BX_RELOCATE_NO_ROOM;
+	return ret;
+}
+
+static int run_all(struct run *r)
+{
+	struct bx_usage_input in;
+	bool go_on = true;
+	int ret;
+
+	memset(&in, 0, sizeof(in));
+	ret = start(r, &in);
+	bx_usage_input_release(&in);
+	if (ret)
+		return ret;
+	if (r->o->dry_run) {
+		r->res->stop = BX_RELOCATE_DRY_RUN;
+		return 0;
+	}
+	while (go_on) {
+		if (cancel_requested(r)) {
+			r->res->stop = BX_RELOCATE_CANCELLED;
+			snprintf(r->res->reason, sizeof(r->res->reason), "cancelled between chunks "
+				 "(run again to go on)");
+			return bx_error(-EINTR, "%s: %s", r->path, r->res->reason);
+		}
+		ret = one_step(r, &go_on);
+		if (ret || !go_on)
+			break;
+		if (r->o->pause > 0 && !pause_between(r)) {
+			r->res->stop = BX_RELOCATE_CANCELLED;
+			snprintf(r->res->reason, sizeof(r->res->reason), "cancelled between chunks "
+				 "(run again to go on)");
+			return bx_error(-EINTR, "%s: %s", r->path, r->res->reason);
+		}
+	}
+	return ret;
+}
+
+int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
+		    struct bx_relocate_result **resp)
+{
+	struct run r = { .path = path, .o = opts, .lock_fd = -1 };
+	int ret, ret2;
+
+	*resp = NULL;
+	r.mfs.fd = -1;
+	r.state_dir = opts->state_dir ? opts->state_dir : DEFAULT_STATE_DIR;
+	r.start = now();
+	r.res = calloc(1, sizeof(*r.res));
+	if (!r.res)
+		return bx_error(-ENOMEM, "out of memory");
+	r.res->stop = BX_RELOCATE_FAILED;
+	ret = open_filesystem(&r);
+	if (!ret)
+		ret = check_no_balance(&r);
+	if (!ret)
+		ret = take_lock(&r);
+	if (!ret)
+		ret = run_all(&r);
+	if (r.res->stop == BX_RELOCATE_FAILED && !r.res->reason[0] && ret)
+		snprintf(r.res->reason, sizeof(r.res->reason), "%s", bx_error_message(ret));
+	r.res->seconds = now() - r.start;
+	if (r.res->nr_relocated) {
+		/* What is left, and the copy rate; neither may hide why the run stopped. */
+		char reason[sizeof(r.res->reason)];
+		enum bx_error_kind kind = bx_error_last_kind();
+
+		snprintf(reason, sizeof(reason), "%s", ret ? bx_error_message(ret) : "");
+		ret2 = bx_relocate_rate_add(r.state_dir, r.mfs.fsid, r.res->bytes_moved, r.res->busy);
+		if (ret2)
+			bx_warn("the copy rate was not recorded: %s", bx_error_message(ret2));
+		ret2 = remaining(&r);
+		if (ret2)
+			bx_warn("what is left could not be read: %s", bx_error_message(ret2));
+		if (ret)
+			bx_error_as(ret, kind, "%s", reason);
+		else
+			bx_error_clear();
+	}
+	report_progress(&r, true);
+	if (r.lock_fd >= 0)
+		close(r.lock_fd);
+	free(r.created);
+	bx_mounted_close(&r.mfs);
+	if (r.res->stop == BX_RELOCATE_FAILED && !r.res->start.nr_chunks && !r.res->nr_relocated &&
+	    ret && !r.res->start.chunks_checked) {
+		/* Refused before anything was read: nothing to give back. */
+		bx_relocate_result_free(r.res);
+		return ret;
+	}
+	*resp = r.res;
+	return ret;
+}

@@ -1,0 +1,133 @@
+/*
+ * The relocation engine: moves the misplaced chunks of a mounted filesystem
+ * (fsops/misplaced.h), and only those, one chunk per kernel balance call
+ * (BTRFS_IOC_BALANCE_V2 with a vrange filter on that chunk and its type),
+ * forbidden ones first, then off-preference ones.
+ *
+ * Before it starts, the allocator model must have room for every chunk it
+ * plans to move (kernel-shared/placement.h, bx_place_room); before each
+ * chunk it reads the filesystem again and checks that chunk's room; after
+ * each chunk it reads where the kernel put the data (the new chunks) and
+ * checks them against the model: every new chunk where the model said, and
+ * better placed than the old one, else the run stops with the reason. A run
+ * that stops (limit, cancel, no room) is resumed by running again: what is
+ * still misplaced is worked out afresh.
+ *
+ * A member device of a mounted filesystem stands for its mount point.
+ * Refused: a path that is not a mounted btrfs, a read-only mount, a balance
+ * already running or paused (anyone's), another relocation of the same
+ * filesystem, and a kernel that ignores hints (unless forced: the kernel
+ * would place the chunk without them).
+ *
+ * Library style: nothing is printed; progress goes to a callback from the
+ * calling thread, a cancel flag (or the callback) stops the run through the
+ * kernel's balance control (BTRFS_IOC_BALANCE_CTL). Functions return 0 or a
+ * negative errno with a message recorded by bx_error().
+ */
+#ifndef BTRFSX_RELOCATE_H
+#define BTRFSX_RELOCATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fsops/misplaced.h"
+
+struct bx_relocate_progress {
+	uint64_t chunks_done;
+	uint64_t chunks_total;		/* planned at the start (grows if more turn up) */
+	uint64_t bytes_done;		/* used bytes of the chunks moved */
+	uint64_t bytes_total;
+	double elapsed;			/* seconds since the start */
+	double busy;			/* seconds spent in the kernel's balance calls */
+	uint64_t current;		/* logical address of the chunk being moved; 0: none */
+	uint64_t current_used;
+	bool pausing;			/* between chunks (--pause) */
+};
+
+/* Called from the calling thread; non-zero cancels the run. */
+typedef int (*bx_relocate_progress_fn)(void *arg, const struct bx_relocate_progress *p);
+
+struct bx_relocate_opts {
+	bool forbidden_only;		/* leave off-preference chunks alone */
+	bool dry_run;			/* plan (and check the room), move nothing */
+	bool force;			/* move even when the kernel ignores hints */
+	uint64_t limit;			/* at most this many chunks; 0: no limit */
+	uint64_t max_bytes;		/* at most this many used bytes; 0: no limit */
+	double pause;			/* seconds between chunks */
+	const char *sysfs_root;		/* NULL: "/sys" */
+	const char *state_dir;		/* copy rate and lock; NULL: /var/lib/btrfsx */
+	bx_relocate_progress_fn progress;	/* may be NULL */
+	void *progress_arg;
+	double progress_interval;	/* seconds; 0: 0.5 */
+	const volatile int *cancel;	/* may be NULL; non-zero cancels */
+};
+
+/* A chunk the kernel created while one was moved. */
+struct bx_relocate_new_chunk {
+	uint64_t logical;
+	uint64_t type;
+	uint64_t length;
+	uint32_t num_stripes;
+	uint64_t *devids;		/* in stripe order */
+	bool as_modelled;		/* the model allocates the same devices and offsets */
+	bool improves;			/* better placed than the chunk moved (same kind only) */
+};
+
+struct bx_relocated {
+	uint64_t logical;
+	uint64_t type;
+	uint64_t length;
+	uint64_t used;
+	enum bx_place_class cls;
+	uint32_t num_stripes;
+	uint64_t *devids;		/* where it was */
+	double seconds;			/* in the kernel's balance call */
+	size_t nr_new;
+	struct bx_relocate_new_chunk *new_chunks;	/* none: packed into existing chunks */
+	bool as_modelled;		/* every new chunk as_modelled */
+};
+
+enum bx_relocate_stop {
+	BX_RELOCATE_DONE,		/* nothing (selected) is misplaced any more */
+	BX_RELOCATE_LIMIT,		/* the chunk or byte limit was reached */
+	BX_RELOCATE_DRY_RUN,		/* planned only */
+	BX_RELOCATE_CANCELLED,
+	BX_RELOCATE_NO_ROOM,		/* the model has no room for a planned chunk */
+	BX_RELOCATE_ENOSPC,		/* the kernel ran out of space while moving */
+	BX_RELOCATE_MISPLACED_AGAIN,	/* a new chunk is no better placed than the old */
+	BX_RELOCATE_FAILED,		/* another error: see the return value */
+};
+
+struct bx_relocate_result {
+	enum bx_relocate_stop stop;
+	char reason[2048];		/* why it stopped, for people; "" when done */
+	bool hints_effective;
+	bool forced;			/* moved although the kernel ignores hints */
+	struct bx_misplaced_report start;	/* the report before the first chunk */
+	size_t nr_planned;		/* the first nr_planned chunks of start */
+	uint64_t planned_bytes;
+	size_t nr_relocated;
+	struct bx_relocated *relocated;
+	uint64_t bytes_moved;		/* used bytes of the chunks moved */
+	double seconds;			/* wall time */
+	double busy;			/* in the kernel's balance calls */
+	uint64_t remaining_chunks;	/* misplaced when the run ended */
+	uint64_t remaining_bytes;
+};
+
+/*
+ * Relocates the misplaced chunks of the filesystem mounted at @path (or of
+ * which @path is a member device).
+ * *@res is filled whenever the run started (also when it stopped early:
+ * then the return value says why, and res->stop / res->reason); free it
+ * with bx_relocate_result_free(). Returns 0 (done, limit, dry run),
+ * -EINTR (cancelled), -ENOSPC (no room, the kernel's ENOSPC, or a chunk
+ * placed no better), -EBUSY (a balance or relocation runs), -EOPNOTSUPP
+ * (the kernel ignores hints), -EROFS, -EPERM, or another error.
+ */
+int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
+		    struct bx_relocate_result **res);
+void bx_relocate_result_free(struct bx_relocate_result *res);
+
+#endif
