@@ -337,6 +337,8 @@ static void step_text(struct bx_out *out, const struct bx_plan_step *st, size_t 
 	if (st->status != BX_PLAN_STEP_DONE && used < sizeof(line))
 		snprintf(line + strlen(line), sizeof(line) - strlen(line), " [%s]",
 			 status_name(st->status));
+	else if (st->tight && used < sizeof(line))
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " [tight]");
 	bx_out_textf(out, "%s", line);
 	if (st->status == BX_PLAN_STEP_IMPOSSIBLE)
 		bx_out_textf(out, "      impossible: %s", st->reason);
@@ -378,6 +380,7 @@ static void print_step(struct bx_out *out, const struct bx_plan_step *st, size_t
 	bx_out_str(out, "description", what, 0);
 	bx_out_u64(out, "devid", st->devid, 0);
 	bx_out_str(out, "status", status_name(st->status), 0);
+	bx_out_bool(out, "tight", st->tight, 0);
 	bx_out_str(out, "reason", st->status == BX_PLAN_STEP_IMPOSSIBLE ? st->reason : NULL, 0);
 	bx_out_u64(out, "moved_chunks", st->moved_chunks, 0);
 	bx_out_u64(out, "moved_bytes", st->moved_bytes, 0);
@@ -407,6 +410,8 @@ static void json_chunks(struct bx_out *out, const char *key, const struct bx_pla
 		bx_out_u64(out, "flags", c->type, 0);
 		bx_out_u64(out, "length", c->length, 0);
 		bx_out_u64(out, "used", c->used, 0);
+		bx_out_u64(out, "used_before", c->used_before, 0);
+		bx_out_bool(out, "existed", c->existed, 0);
 		misplaced_devids_json(out, "devids", c->devids, c->num_stripes);
 		bx_out_obj_end(out);
 	}

@@ -11,18 +11,22 @@
 #include "kernel-shared/placement.h"
 #include "plan/plan.h"
 
+/* A chunk; ps.chunks keeps them in address order except where gone ones were reused. */
 struct ps_chunk {
 	uint64_t logical;
 	uint64_t length;
 	uint64_t used;
 	uint64_t used_before;		/* in the input; 0 for a new chunk */
+	bool is_new;			/* made by the plan */
 	uint64_t type;
 	uint64_t stripe_size;		/* device bytes of each stripe */
 	uint32_t num_stripes;
 	uint32_t sub_stripes;
 	struct bx_place_stripe *stripes;
+	uint64_t start_used;		/* when the running change began */
 	bool gone;			/* relocated away */
 	bool pending;			/* to be moved by the running change */
+	bool moving;			/* being moved: read-only, no pool */
 	bool in_pool;			/* listed in its pool */
 };
 
@@ -37,6 +41,13 @@ struct ps_dev {
 struct ps_take {
 	size_t idx;
 	uint64_t bytes;
+};
+
+/* A device extent freed in the running transaction: not yet reusable. */
+struct ps_freed {
+	size_t dev;
+	uint64_t start;
+	uint64_t len;
 };
 
 /* Free space in chunks of one type, filled in order. */
@@ -56,18 +67,19 @@ struct ps {
 	struct ps_chunk *chunks;	/* by logical */
 	size_t nr_spaces;
 	struct bx_usage_space *spaces;	/* as the space info would show them */
-	uint64_t next_devid;
-	uint64_t next_logical;
+	uint64_t first_logical;		/* of a chunk when none is left */
 	size_t nr_pools;
 	struct ps_pool *pools;
 	size_t nr_journal, cap_journal;
 	struct ps_take *journal;	/* the takes since the last mark kept */
+	size_t nr_freed, cap_freed;
+	struct ps_freed *freed;		/* until ps_commit() */
 };
 
 int ps_init(struct ps *s, const struct bx_usage_input *in);
 void ps_release(struct ps *s);
 
-/* The index of devid @devid (removed ones too), or -1. */
+/* The index of devid @devid (a removed one when no other has it), or -1. */
 long ps_dev_index(const struct ps *s, uint64_t devid);
 size_t ps_nr_writable(const struct ps *s);
 /* The type and profile the kernel gives a new chunk of @kind (a BTRFS_BLOCK_GROUP_* type bit). */
@@ -87,8 +99,14 @@ void ps_set_hint(struct ps *s, size_t idx, uint64_t hint);
  * else -ENOSPC. Returns its index, -ENOSPC, or another negative errno.
  */
 long ps_alloc_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *improve);
-/* Frees the extents of chunk @idx and drops it from the space info. */
+/*
+ * Frees chunk @idx: it leaves the space info, its devices' used bytes go
+ * down at once, but its extents become holes only at ps_commit(): the
+ * kernel's free_dev_extent search reads the commit root of the device tree.
+ */
 int ps_free_chunk(struct ps *s, size_t idx);
+/* The transaction commits: the extents freed since become holes. */
+int ps_commit(struct ps *s);
 
 /*
  * Puts up to @bytes into the free space of the pool of @type, in order;
@@ -100,7 +118,11 @@ uint64_t ps_pool_free(const struct ps *s, uint64_t type);
 /* Journal: forget the takes after @mark (they stay), or undo them. */
 void ps_journal_keep(struct ps *s, size_t mark);
 void ps_journal_undo(struct ps *s, size_t mark);
-/* Lists chunk @idx in its type's pool (when it has free space and is not pending). */
+/*
+ * Lists chunk @idx in its type's pool when it has free space and is not
+ * being moved. Chunks that move later in the same change take bytes too:
+ * the kernel makes only the block group it relocates read-only.
+ */
 int ps_pool_add(struct ps *s, size_t idx);
 /* Forgets every pool (chunks become pending or gone between changes). */
 void ps_pools_reset(struct ps *s);

@@ -32,10 +32,28 @@ static uint64_t stripe_size_of(uint64_t type, uint64_t length, uint32_t num_stri
 
 long ps_dev_index(const struct ps *s, uint64_t devid)
 {
-	for (size_t i = 0; i < s->nr_devs; i++)
-		if (s->devs[i].info.devid == devid)
+	long removed = -1;
+
+	/* A removed devid may be taken again by a device added later. */
+	for (size_t i = 0; i < s->nr_devs; i++) {
+		if (s->devs[i].info.devid != devid)
+			continue;
+		if (!s->devs[i].removed)
 			return (long)i;
-	return -1;
+		removed = (long)i;
+	}
+	return removed;
+}
+
+/* The kernel's find_next_devid(): one above the highest devid in the filesystem. */
+static uint64_t next_devid(const struct ps *s)
+{
+	uint64_t next = 1;
+
+	for (size_t i = 0; i < s->nr_devs; i++)
+		if (!s->devs[i].removed && s->devs[i].info.devid >= next)
+			next = s->devs[i].info.devid + 1;
+	return next;
 }
 
 size_t ps_nr_writable(const struct ps *s)
@@ -136,8 +154,6 @@ static int copy_devices(struct ps *s, const struct bx_usage_input *in)
 		s->devs[i].info = in->devs[i];
 		s->devs[i].info.nr_extents = 0;
 		s->devs[i].info.extents = NULL;
-		if (in->devs[i].devid >= s->next_devid)
-			s->next_devid = in->devs[i].devid + 1;
 	}
 	return 0;
 }
@@ -170,9 +186,9 @@ static int copy_chunks(struct ps *s, const struct bx_usage_input *in)
 		pc->num_stripes = c->num_stripes;
 		pc->sub_stripes = c->sub_stripes;
 		pc->stripe_size = stripe_size_of(c->type, c->length, c->num_stripes);
-		if (c->logical + c->length > s->next_logical)
-			s->next_logical = c->logical + c->length;
 	}
+	/* No chunk left at all: mkfs's first address. */
+	s->first_logical = 1024 * 1024;
 	return 0;
 }
 
@@ -182,7 +198,6 @@ int ps_init(struct ps *s, const struct bx_usage_input *in)
 
 	memset(s, 0, sizeof(*s));
 	s->in = in;
-	s->next_devid = 1;
 	s->params.flags = bx_usage_kernel_flags(in) |
 			  (in->hints_effective ? 0 : BX_ALLOC_IGNORE_HINTS);
 	s->spaces = calloc(in->nr_spaces + 1, sizeof(*s->spaces));
@@ -212,6 +227,7 @@ void ps_release(struct ps *s)
 	free(s->spaces);
 	free(s->pools);
 	free(s->journal);
+	free(s->freed);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -222,6 +238,7 @@ long ps_add_device(struct ps *s, uint64_t size, uint64_t hint)
 	struct bx_alloc_device *adevs;
 	struct ps_dev *devs;
 	size_t idx = s->nr_devs;
+	uint64_t devid = next_devid(s);
 	int ret;
 
 	adevs = realloc(s->adevs, (idx + 1) * sizeof(*adevs));
@@ -233,20 +250,19 @@ long ps_add_device(struct ps *s, uint64_t size, uint64_t hint)
 		return OOM();
 	s->devs = devs;
 	memset(&s->adevs[idx], 0, sizeof(s->adevs[idx]));
-	ret = bx_alloc_device_init(&s->adevs[idx], s->next_devid, size, hint);
+	ret = bx_alloc_device_init(&s->adevs[idx], devid, size, hint);
 	if (ret)
 		return OOM();
 	s->adevs[idx].writable = true;
 	memset(&s->devs[idx], 0, sizeof(s->devs[idx]));
 	s->devs[idx].added = true;
 	s->devs[idx].info = (struct bx_usage_dev){
-		.devid = s->next_devid,
+		.devid = devid,
 		.total_bytes = size,
 		.device_size = size,
 		.hint = hint,
 		.writable = true,
 	};
-	s->next_devid++;
 	s->nr_devs++;
 	return (long)idx;
 }
@@ -321,6 +337,19 @@ out:
 
 /* ---- chunks ---- */
 
+/*
+ * The kernel's find_next_chunk(): the end of the highest chunk there is, so
+ * the range of a last chunk that went away is used again. Chunks are
+ * appended in address order, so the last one not gone is the highest.
+ */
+static uint64_t next_logical(const struct ps *s)
+{
+	for (size_t i = s->nr_chunks; i-- > 0;)
+		if (!s->chunks[i].gone)
+			return s->chunks[i].logical + s->chunks[i].length;
+	return s->first_logical;
+}
+
 static int grow_chunks(struct ps *s)
 {
 	struct ps_chunk *grown;
@@ -387,13 +416,13 @@ long ps_alloc_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *im
 		pc->stripes[k] = (struct bx_place_stripe){ c.stripes[k].devid, c.stripes[k].physical };
 		s->devs[c.stripes[k].dev_index].info.bytes_used += c.stripe_size;
 	}
-	pc->logical = s->next_logical;
+	pc->logical = next_logical(s);
+	pc->is_new = true;
 	pc->length = c.length;
 	pc->type = c.type;
 	pc->num_stripes = c.num_stripes;
 	pc->sub_stripes = c.sub_stripes;
 	pc->stripe_size = c.stripe_size;
-	s->next_logical += c.length;
 	bx_alloc_chunk_release(&c);
 	ret = account(s, pc->type, pc->length, 0, 1);
 	if (ret) {
@@ -403,30 +432,66 @@ long ps_alloc_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *im
 	return (long)s->nr_chunks++;
 }
 
+static int defer_free(struct ps *s, size_t dev, uint64_t start, uint64_t len)
+{
+	if (s->nr_freed == s->cap_freed) {
+		size_t cap = s->cap_freed ? 2 * s->cap_freed : 64;
+		struct ps_freed *grown = realloc(s->freed, cap * sizeof(*grown));
+
+		if (!grown)
+			return OOM();
+		s->freed = grown;
+		s->cap_freed = cap;
+	}
+	s->freed[s->nr_freed++] = (struct ps_freed){ dev, start, len };
+	return 0;
+}
+
 int ps_free_chunk(struct ps *s, size_t idx)
 {
 	struct ps_chunk *pc = &s->chunks[idx];
 
 	for (uint32_t k = 0; k < pc->num_stripes; k++) {
 		long d = ps_dev_index(s, pc->stripes[k].devid);
+		uint64_t len = pc->stripe_size;
 		int ret;
 
 		if (d < 0)
 			continue;
-		s->devs[d].info.bytes_used -= s->devs[d].info.bytes_used > pc->stripe_size ?
-					      pc->stripe_size : s->devs[d].info.bytes_used;
+		s->devs[d].info.bytes_used -= s->devs[d].info.bytes_used > len ? len :
+					      s->devs[d].info.bytes_used;
 		if (s->devs[d].removed)
 			continue;
-		ret = bx_alloc_device_remove_extent(&s->adevs[d], pc->stripes[k].physical,
-						    pc->stripe_size);
-		if (ret && ret != -EEXIST)
-			return ret == -ENOMEM ? OOM() : bx_error(ret, "chunk %llu: its extent on "
-								"devid %llu does not free",
-								(unsigned long long)pc->logical,
-								(unsigned long long)pc->stripes[k].devid);
+		/* The allocator's second sort key sees it at once (device->bytes_used). */
+		s->adevs[d].bytes_used -= s->adevs[d].bytes_used > len ? len : s->adevs[d].bytes_used;
+		ret = defer_free(s, (size_t)d, pc->stripes[k].physical, len);
+		if (ret)
+			return ret;
 	}
 	pc->gone = true;
 	return account(s, pc->type, pc->length, pc->used, -1);
+}
+
+int ps_commit(struct ps *s)
+{
+	for (size_t i = 0; i < s->nr_freed; i++) {
+		const struct ps_freed *f = &s->freed[i];
+		struct bx_alloc_device *d = &s->adevs[f->dev];
+		uint64_t used = d->bytes_used;	/* counted out when it was freed */
+		int ret;
+
+		if (s->devs[f->dev].removed)
+			continue;
+		ret = bx_alloc_device_remove_extent(d, f->start, f->len);
+		d->bytes_used = used;
+		if (ret && ret != -EEXIST)
+			return ret == -ENOMEM ? OOM() : bx_error(ret, "devid %llu: an extent at %llu "
+								"does not free",
+								(unsigned long long)d->devid,
+								(unsigned long long)f->start);
+	}
+	s->nr_freed = 0;
+	return 0;
 }
 
 /* ---- pools ---- */
@@ -453,7 +518,7 @@ int ps_pool_add(struct ps *s, size_t idx)
 	struct ps_chunk *pc = &s->chunks[idx];
 	struct ps_pool *p;
 
-	if (pc->gone || pc->pending || pc->in_pool || pc->used >= pc->length)
+	if (pc->gone || pc->moving || pc->in_pool || pc->used >= pc->length)
 		return 0;
 	p = pool_of(s, pc->type, true);
 	if (!p)
@@ -510,7 +575,7 @@ int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken)
 	while (p && p->next < p->nr && *taken < bytes) {
 		size_t idx = p->chunks[p->next];
 		struct ps_chunk *pc = &s->chunks[idx];
-		uint64_t room = pc->gone || pc->pending ? 0 : pc->length - pc->used;
+		uint64_t room = pc->gone || pc->moving ? 0 : pc->length - pc->used;
 		uint64_t take = room < bytes - *taken ? room : bytes - *taken;
 
 		if (take) {
@@ -519,7 +584,7 @@ int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken)
 			add_used(s, idx, take, 1);
 			*taken += take;
 		}
-		if (pc->used >= pc->length || pc->gone || pc->pending) {
+		if (pc->used >= pc->length || pc->gone || pc->moving) {
 			pc->in_pool = false;
 			p->next++;
 		}
@@ -537,7 +602,7 @@ uint64_t ps_pool_free(const struct ps *s, uint64_t type)
 		for (size_t k = p->next; p->type == type && k < p->nr; k++) {
 			const struct ps_chunk *pc = &s->chunks[p->chunks[k]];
 
-			if (!pc->gone && !pc->pending && pc->length > pc->used)
+			if (!pc->gone && !pc->moving && pc->length > pc->used)
 				free_bytes += pc->length - pc->used;
 		}
 	}

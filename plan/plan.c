@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ struct relocation {
 	bool reserve_once;		/* balance: the empty data chunk at most once */
 	bool improve;			/* relocate: new chunks must place it better */
 	bool reserved;
+	bool system_made;		/* convert: the system chunk of the new profile */
 };
 
 /* What a change could not place, per type of the chunks it needed. */
@@ -98,8 +100,8 @@ static int record(struct bx_plan_chunk **arr, size_t *nr, size_t *cap, size_t st
 		*cap = ncap;
 	}
 	r = &(*arr)[*nr];
-	*r = (struct bx_plan_chunk){ step, c->logical, c->length, c->used, c->type,
-				     c->num_stripes, NULL };
+	*r = (struct bx_plan_chunk){ step, c->logical, c->length, c->used, c->used_before,
+				     !c->is_new, c->type, c->num_stripes, NULL };
 	r->devids = calloc(c->num_stripes + 1, sizeof(*r->devids));
 	if (!r->devids)
 		return OOM();
@@ -112,12 +114,15 @@ static int record(struct bx_plan_chunk **arr, size_t *nr, size_t *cap, size_t st
 static int record_moved(struct planner *p, size_t idx)
 {
 	struct bx_plan_result *res = p->res;
+	struct ps_chunk c = p->s.chunks[idx];
 
+	/* What it copies: its bytes when the change began (others' may pass through it). */
+	c.used = c.start_used;
 	p->step->moved_chunks++;
-	p->step->moved_bytes += p->s.chunks[idx].used;
-	p->step->moved_length += p->s.chunks[idx].length;
+	p->step->moved_bytes += c.used;
+	p->step->moved_length += c.length;
 	return record(&res->moved, &res->nr_moved, &p->cap_moved, (size_t)(p->step - res->steps),
-		      &p->s.chunks[idx]);
+		      &c);
 }
 
 /* Created chunks are recorded when the change ends, with the bytes placed in them. */
@@ -175,6 +180,51 @@ static long pool_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk 
 }
 
 /*
+ * Whether new chunk @idx is smaller than a chunk of its type gets when the
+ * devices have room: its stripes took what was left.
+ */
+static bool undersized(const struct ps *s, size_t idx)
+{
+	const struct ps_chunk *c = &s->chunks[idx];
+	struct bx_alloc_limits lim;
+	struct bx_alloc_raid_attr *r = &lim.raid;
+	uint64_t total = 0, cap;
+	uint32_t data_stripes;
+
+	for (size_t i = 0; i < s->nr_devs; i++)
+		if (s->adevs[i].writable)
+			total += s->adevs[i].total_bytes;
+	if (bx_alloc_limits(c->type, total, s->params.nodesize, &lim) ||
+	    c->num_stripes < (uint32_t)r->nparity)
+		return false;
+	data_stripes = (c->num_stripes - (uint32_t)r->nparity) / (uint32_t)r->ncopies;
+	cap = lim.max_stripe_size;
+	if (data_stripes && lim.max_chunk_size / data_stripes < cap)
+		cap = lim.max_chunk_size / data_stripes & ~((16ULL << 20) - 1);
+	return c->stripe_size < cap;
+}
+
+/*
+ * The kernel makes a metadata or system block group read-only only if it
+ * could overcommit its free space elsewhere: on unallocated space, counted
+ * once per copy and halved (calc_available_free_space). Below this the
+ * reservations while it moves have been seen to fail.
+ */
+#define TIGHT_HEADROOM (64ULL << 20)
+
+static bool little_headroom(const struct ps *s, uint64_t type)
+{
+	struct bx_alloc_raid_attr r;
+	uint64_t unallocated = 0;
+
+	if (bx_alloc_raid_attr(type, &r))
+		return false;
+	for (size_t i = 0; i < s->nr_devs; i++)
+		unallocated += ps_unallocated(s, i);
+	return unallocated / (uint64_t)r.ncopies / 2 < TIGHT_HEADROOM;
+}
+
+/*
  * Moves chunk @idx: 0 moved, 1 no room (*@missing: what it still needed;
  * @fatal: the kernel would stop the whole change at once), or a negative
  * errno. *@target_out: the type of the chunks it needed.
@@ -192,7 +242,11 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 
 	*target_out = target;
 	*fatal = false;
-	/* btrfs_may_alloc_data_chunk: no data in use, so the profile is kept by an empty chunk. */
+	/*
+	 * Until the relocation's first commit (prepare_to_relocate), what the
+	 * previous chunk freed cannot be allocated again.
+	 * btrfs_may_alloc_data_chunk: no data in use, so the profile is kept by an empty chunk.
+	 */
 	if (kind == BX_PLACE_KIND_DATA && !ps_used_of_kind(s, BTRFS_BLOCK_GROUP_DATA) &&
 	    !(rel->reserve_once && rel->reserved)) {
 		n = pool_chunk(s, target, NULL);
@@ -205,12 +259,45 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 			return (int)n;
 		rel->reserved = true;
 	}
-	/* btrfs_inc_block_group_ro: a chunk of the new profile first (ENOSPC is fine). */
-	if (target != s->chunks[idx].type) {
+	/*
+	 * btrfs_inc_block_group_ro: a chunk of the new profile first (ENOSPC is
+	 * fine); never a system chunk, which btrfs_chunk_alloc() refuses.
+	 */
+	if (target != s->chunks[idx].type && kind != BX_PLACE_KIND_SYSTEM) {
 		n = pool_chunk(s, target, improve);
 		if (n < 0 && n != -ENOSPC)
 			return (int)n;
+		/*
+		 * Converting metadata, that first chunk of the new profile
+		 * brings the system chunk of the new profile with it (seen:
+		 * reserve_chunk_space() while it is made).
+		 */
+		if (n >= 0 && rel->target[BX_PLACE_KIND_SYSTEM] && !rel->system_made) {
+			rel->system_made = true;
+			n = pool_chunk(s, rel->target[BX_PLACE_KIND_SYSTEM], NULL);
+			if (n < 0 && n != -ENOSPC)
+				return (int)n;
+		}
 	}
+	/*
+	 * Metadata that the other block groups cannot take: the block group
+	 * cannot go read-only without room, so the kernel allocates there too.
+	 */
+	if (kind != BX_PLACE_KIND_DATA && ps_pool_free(s, target) < need &&
+	    little_headroom(s, target))
+		p->step->tight = true;
+	while (kind != BX_PLACE_KIND_DATA && ps_pool_free(s, target) < need) {
+		n = pool_chunk(s, target, improve);
+		if (n == -ENOSPC)
+			break;
+		if (n < 0)
+			return (int)n;
+		if (undersized(s, (size_t)n))
+			p->step->tight = true;
+	}
+	n = ps_commit(s);
+	if (n)
+		return (int)n;
 	for (;;) {
 		if (ps_pool_take(s, target, need, &taken))
 			return OOM();
@@ -274,7 +361,9 @@ static int relocate_pass(struct planner *p, struct relocation *rel, struct move_
 				return ret;
 			continue;
 		}
+		s->chunks[idx].moving = true;
 		ret = move_chunk(p, rel, idx, &missing, &target, &fatal);
+		s->chunks[idx].moving = false;
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
@@ -316,8 +405,10 @@ static int relocate(struct planner *p, struct relocation *rel, struct move_list 
 	struct ps *s = &p->s;
 	int ret;
 
-	for (size_t i = 0; i < ml->nr; i++)
+	for (size_t i = 0; i < ml->nr; i++) {
 		s->chunks[ml->idx[i]].pending = true;
+		s->chunks[ml->idx[i]].start_used = s->chunks[ml->idx[i]].used;
+	}
 	ps_pools_reset(s);
 	for (size_t c = 0; c < s->nr_chunks; c++) {
 		ret = ps_pool_add(s, c);
@@ -327,6 +418,8 @@ static int relocate(struct planner *p, struct relocation *rel, struct move_list 
 	ret = relocate_pass(p, rel, ml);
 	if (!ret && ml->nr && rel->retry)
 		ret = relocate_pass(p, rel, ml);
+	if (!ret)
+		ret = ps_commit(s);
 	for (size_t i = 0; i < ml->nr; i++)
 		s->chunks[ml->idx[i]].pending = false;
 	ps_pools_reset(s);
@@ -625,7 +718,9 @@ static int apply_resize(struct planner *p, const struct bx_plan_change *c)
 		add_warning(p, "devid %llu is %s: grow the device (or partition) first for '%s'",
 			    (unsigned long long)c->devid, now, "btrfs filesystem resize");
 	}
-	ret = ps_resize_device(&p->s, (size_t)d, c->size);
+	ret = ps_commit(&p->s);
+	if (!ret)
+		ret = ps_resize_device(&p->s, (size_t)d, c->size);
 	if (ret || c->size >= old)
 		return ret;
 	ret = chunks_on_device(&p->s, c->devid, c->size, &ml);
@@ -758,6 +853,46 @@ static int apply_convert(struct planner *p, const struct bx_plan_change *c)
 	return ret;
 }
 
+/*
+ * A replace copies the device block group by block group, each read-only
+ * meanwhile (scrub). Without another system block group with room, the
+ * kernel allocates one (check_system_chunk). The metadata allocator does
+ * the same when a transaction commits while the only metadata block group
+ * with room is read-only: seen once the copy holds more than about a MiB
+ * of tree blocks (shorter copies finished between commits).
+ */
+#define REPLACE_BUSY_METADATA (1024 * 1024ULL)
+static int replace_read_only_pass(struct planner *p, uint64_t devid)
+{
+	struct move_list ml = { 0 };
+	struct ps *s = &p->s;
+	int ret = chunks_on_device(s, devid, 0, &ml);
+
+	/* Scrub goes up the device; chunks_on_device lists them down. */
+	for (size_t i = ml.nr; !ret && i-- > 0;) {
+		size_t idx = ml.idx[i];
+		uint64_t type = s->chunks[idx].type;
+		long n;
+
+		if ((type & BTRFS_BLOCK_GROUP_DATA) || ((type & BTRFS_BLOCK_GROUP_METADATA) &&
+							  s->chunks[idx].used < REPLACE_BUSY_METADATA))
+			continue;
+		s->chunks[idx].moving = true;
+		ps_pools_reset(s);
+		for (size_t c = 0; !ret && c < s->nr_chunks; c++)
+			ret = ps_pool_add(s, c);
+		if (!ret && !ps_pool_free(s, ps_alloc_type(s, type & TYPE_BITS))) {
+			n = ps_alloc_chunk(s, ps_alloc_type(s, type & TYPE_BITS), NULL);
+			if (n < 0 && n != -ENOSPC)
+				ret = (int)n;
+		}
+		s->chunks[idx].moving = false;
+	}
+	ps_pools_reset(s);
+	free(ml.idx);
+	return ret;
+}
+
 /* Bytes a replace copies from @devid: each stripe there holds its share of the used bytes. */
 static uint64_t replace_copies(const struct ps *s, uint64_t devid)
 {
@@ -779,6 +914,7 @@ static int apply_replace(struct planner *p, const struct bx_plan_change *c)
 	long d = target_device(p, c);
 	struct ps_dev *dev;
 	char old[32], want[32], hint[32];
+	int ret;
 
 	if (d < 0)
 		return (int)d;
@@ -805,6 +941,10 @@ static int apply_replace(struct planner *p, const struct bx_plan_change *c)
 		add_warning(p, "devid %llu: the filesystem uses %s of the new %s device until 'btrfs "
 			    "filesystem resize %llu:max'", (unsigned long long)c->devid, old, want,
 			    (unsigned long long)c->devid);
+	ret = replace_read_only_pass(p, c->devid);
+	if (ret)
+		return ret;
+	dev = &p->s.devs[d];
 	dev->replaced = true;
 	dev->info.device_size = c->size;
 	dev->info.path[0] = '\0';
@@ -816,19 +956,23 @@ static int apply_replace(struct planner *p, const struct bx_plan_change *c)
 
 /* ---- relocate: the misplaced chunks, as `btrfsx balance misplaced` moves them ---- */
 
-static size_t find_chunk(const struct ps *s, uint64_t logical)
+/*
+ * The index of the chunk at @logical in @alive (indexes of the chunks not
+ * gone, by address), or SIZE_MAX.
+ */
+static size_t find_chunk(const struct ps *s, const size_t *alive, size_t nr, uint64_t logical)
 {
-	size_t lo = 0, hi = s->nr_chunks;
+	size_t lo = 0, hi = nr;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (s->chunks[mid].logical < logical)
+		if (s->chunks[alive[mid]].logical < logical)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo;
+	return lo < nr && s->chunks[alive[lo]].logical == logical ? alive[lo] : SIZE_MAX;
 }
 
 /* The misplaced chunks of the state now, in the order the relocation takes them. */
@@ -885,6 +1029,7 @@ static int apply_relocate(struct planner *p)
 	struct relocation rel = { .improve = true };
 	struct bx_misplaced_report rep;
 	struct move_list ml = { 0 };
+	size_t *alive = NULL, nr_alive = 0;
 	bool effective;
 	int ret = misplaced_now(p, &rep, &effective);
 
@@ -904,12 +1049,17 @@ static int apply_relocate(struct planner *p)
 		goto out;
 	}
 	ml.idx = calloc(rep.nr_chunks + 1, sizeof(*ml.idx));
-	if (!ret && !ml.idx)
+	alive = calloc(p->s.nr_chunks + 1, sizeof(*alive));
+	if (!ret && (!ml.idx || !alive))
 		ret = OOM();
+	/* Not gone, they are in address order. */
+	for (size_t c = 0; !ret && c < p->s.nr_chunks; c++)
+		if (!p->s.chunks[c].gone)
+			alive[nr_alive++] = c;
 	for (size_t i = 0; !ret && i < rep.nr_chunks; i++) {
-		size_t idx = find_chunk(&p->s, rep.chunks[i].logical);
+		size_t idx = find_chunk(&p->s, alive, nr_alive, rep.chunks[i].logical);
 
-		if (idx < p->s.nr_chunks && p->s.chunks[idx].logical == rep.chunks[i].logical)
+		if (idx != SIZE_MAX)
 			ml.idx[ml.nr++] = idx;
 	}
 	if (!ret)
@@ -918,6 +1068,7 @@ static int apply_relocate(struct planner *p)
 		ret = step_short(p, &ml, "a misplaced chunk finds no better place");
 out:
 	free(ml.idx);
+	free(alive);
 	bx_misplaced_report_release(&rep);
 	return ret;
 }
@@ -1023,6 +1174,11 @@ static void warn_after(struct planner *p, const struct bx_usage_input *in)
 	const struct bx_usage_report *a = &res->after;
 	char x[32], y[32];
 
+	for (size_t i = 0; i < res->nr_steps; i++)
+		if (res->steps[i].tight)
+			add_warning(p, "change %zu moves the only metadata or system block group while "
+				    "the devices have room only for a smaller one: the kernel may still "
+				    "fail it with ENOSPC; free some space first", i + 1);
 	warn_metadata_devices(p);
 	if (a->warnings & BX_USAGE_W_METADATA_LOW) {
 		bx_pretty_size(a->metadata_room, 0, x, sizeof(x));

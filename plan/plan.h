@@ -33,8 +33,8 @@
  *    refused as a whole when the model has no room for all.
  *
  * Relocating a chunk: its used bytes go first into the free space of the
- * chunks of the new chunk type that stay (the kernel fills existing block
- * groups first), then into new chunks the allocator model places one after
+ * chunks of the new chunk type, by address (the kernel fills existing block
+ * groups first, also those it relocates later), then into new chunks the allocator model places one after
  * the other on the writable devices; when the chunk's profile is not the
  * one new chunks get, the kernel first allocates one chunk of the new
  * profile (btrfs_inc_block_group_ro); moving a data chunk while no data is
@@ -119,8 +119,15 @@ struct bx_plan_step {
 	uint64_t devid;			/* the device it acts on (add: the new devid) */
 	enum bx_plan_status status;
 	char reason[1024];		/* impossible: why, for people */
+	/*
+	 * Possible, but it moves the only metadata or system block group with
+	 * room while the devices hold only a smaller chunk than usual: the
+	 * kernel's space reservation may still fail it (ENOSPC, seen ending in
+	 * a transaction abort). A warning says so.
+	 */
+	bool tight;
 	uint64_t moved_chunks;		/* chunks relocated (or rewritten) */
-	uint64_t moved_bytes;		/* their used bytes: what is copied */
+	uint64_t moved_bytes;		/* their used bytes when it began: what is copied */
 	uint64_t moved_length;		/* their logical size */
 	uint64_t new_chunks;		/* chunks allocated for them */
 	uint64_t new_length;
@@ -136,7 +143,10 @@ struct bx_plan_chunk {
 	size_t step;			/* index of the change */
 	uint64_t logical;
 	uint64_t length;
-	uint64_t used;			/* moved: used bytes before; created: bytes placed in it */
+	uint64_t used;			/* moved: used bytes when its change began (what it
+					 * copies); created: bytes placed in it */
+	uint64_t used_before;		/* used bytes in the filesystem now */
+	bool existed;			/* in the filesystem now (false: an earlier change made it) */
 	uint64_t type;
 	uint32_t num_stripes;
 	uint64_t *devids;		/* in stripe order */
