@@ -856,12 +856,11 @@ static int apply_convert(struct planner *p, const struct bx_plan_change *c)
 /*
  * A replace copies the device block group by block group, each read-only
  * meanwhile (scrub). Without another system block group with room, the
- * kernel allocates one (check_system_chunk). The metadata allocator does
- * the same when a transaction commits while the only metadata block group
- * with room is read-only: seen once the copy holds more than about a MiB
- * of tree blocks (shorter copies finished between commits).
+ * kernel allocates one (check_system_chunk). Without another metadata block
+ * group with room, whether it allocates a metadata chunk depends on a
+ * transaction committing during that copy (seen both ways on the same
+ * layout): the plan leaves it out and calls the replace tight.
  */
-#define REPLACE_BUSY_METADATA (1024 * 1024ULL)
 static int replace_read_only_pass(struct planner *p, uint64_t devid)
 {
 	struct move_list ml = { 0 };
@@ -871,20 +870,23 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 	/* Scrub goes up the device; chunks_on_device lists them down. */
 	for (size_t i = ml.nr; !ret && i-- > 0;) {
 		size_t idx = ml.idx[i];
-		uint64_t type = s->chunks[idx].type;
+		uint64_t type = ps_alloc_type(s, s->chunks[idx].type & TYPE_BITS);
 		long n;
 
-		if ((type & BTRFS_BLOCK_GROUP_DATA) || ((type & BTRFS_BLOCK_GROUP_METADATA) &&
-							  s->chunks[idx].used < REPLACE_BUSY_METADATA))
+		if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_DATA)
 			continue;
 		s->chunks[idx].moving = true;
 		ps_pools_reset(s);
 		for (size_t c = 0; !ret && c < s->nr_chunks; c++)
 			ret = ps_pool_add(s, c);
-		if (!ret && !ps_pool_free(s, ps_alloc_type(s, type & TYPE_BITS))) {
-			n = ps_alloc_chunk(s, ps_alloc_type(s, type & TYPE_BITS), NULL);
-			if (n < 0 && n != -ENOSPC)
-				ret = (int)n;
+		if (!ret && !ps_pool_free(s, type)) {
+			if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA) {
+				p->step->tight = true;
+			} else {
+				n = ps_alloc_chunk(s, type, NULL);
+				if (n < 0 && n != -ENOSPC)
+					ret = (int)n;
+			}
 		}
 		s->chunks[idx].moving = false;
 	}
@@ -1176,9 +1178,10 @@ static void warn_after(struct planner *p, const struct bx_usage_input *in)
 
 	for (size_t i = 0; i < res->nr_steps; i++)
 		if (res->steps[i].tight)
-			add_warning(p, "change %zu moves the only metadata or system block group while "
-				    "the devices have room only for a smaller one: the kernel may still "
-				    "fail it with ENOSPC; free some space first", i + 1);
+			add_warning(p, "change %zu is tight: it moves or copies the only metadata or "
+				    "system block group with little room; the kernel may allocate another "
+				    "meanwhile or fail with ENOSPC (figures uncertain); free some space "
+				    "first", i + 1);
 	warn_metadata_devices(p);
 	if (a->warnings & BX_USAGE_W_METADATA_LOW) {
 		bx_pretty_size(a->metadata_room, 0, x, sizeof(x));

@@ -120,10 +120,10 @@ struct bx_plan_step {
 	enum bx_plan_status status;
 	char reason[1024];		/* impossible: why, for people */
 	/*
-	 * Possible, but it moves the only metadata or system block group with
-	 * room while the devices hold only a smaller chunk than usual: the
-	 * kernel's space reservation may still fail it (ENOSPC, seen ending in
-	 * a transaction abort). A warning says so.
+	 * Possible, but uncertain: it moves or copies the only metadata or
+	 * system block group with room while the devices are nearly full. The
+	 * kernel's space reservation may then allocate another chunk or fail
+	 * (ENOSPC, seen ending in a transaction abort). A warning says so.
 	 */
 	bool tight;
 	uint64_t moved_chunks;		/* chunks relocated (or rewritten) */

@@ -391,13 +391,14 @@ static void test_replace(void)
 	CHECK_EQ_U64(dev_of(&res.after_in, 2)->device_size, 8 * GiB);
 	CHECK_EQ_U64(dev_of(&res.after_in, 2)->hint, BX_HINT_DATA_PREFERRED);
 	/*
-	 * Its three extents stay; copying the only system and the only metadata
-	 * block group (64 MiB used: a commit falls in it) made one more of each.
+	 * Its three extents stay; copying the only system block group made
+	 * another; the only metadata block group makes the replace tight.
 	 */
-	CHECK_EQ_U64(dev_of(&res.after_in, 2)->nr_extents, 5);
+	CHECK_EQ_U64(dev_of(&res.after_in, 2)->nr_extents, 4);
+	CHECK(res.steps[0].tight);
 	/* System 16 KiB + metadata 64 MiB + data 512 MiB, each raid1 copy on devid 2. */
 	CHECK_EQ_U64(res.steps[0].copied_bytes, 16384 + 64 * MiB + 512 * MiB);
-	CHECK(res.nr_warnings >= 2 && strstr(res.warnings[0], "does not copy the allocation hint"));
+	CHECK(res.nr_warnings >= 3 && strstr(res.warnings[0], "does not copy the allocation hint"));
 	bx_plan_result_release(&res);
 	CHECK(plan(&f.in, hinted, 1, &res) == 0);
 	CHECK_EQ_U64(dev_of(&res.after_in, 2)->hint, BX_HINT_METADATA_ONLY);
