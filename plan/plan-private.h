@@ -53,6 +53,7 @@ struct ps_freed {
 /* Free space in chunks of one type, filled in order. */
 struct ps_pool {
 	uint64_t type;
+	uint64_t free;			/* free bytes of the chunks listed */
 	size_t *chunks;			/* indexes into ps.chunks */
 	size_t nr, cap, next;
 };
@@ -74,6 +75,7 @@ struct ps {
 	struct ps_take *journal;	/* the takes since the last mark kept */
 	size_t nr_freed, cap_freed;
 	struct ps_freed *freed;		/* until ps_commit() */
+	long moving;			/* the chunk being moved, or -1 */
 };
 
 int ps_init(struct ps *s, const struct bx_usage_input *in);
@@ -113,7 +115,10 @@ int ps_commit(struct ps *s);
  * *@taken the bytes that fit. Every take is journalled. Returns 0 or -ENOMEM.
  */
 int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken);
-/* Free bytes left in the pool of @type. */
+/* Chunk @idx is moved (read-only: no pool takes from it), and is done. */
+void ps_begin_move(struct ps *s, size_t idx);
+void ps_end_move(struct ps *s, size_t idx);
+/* Free bytes left in the pool of @type, but for the chunk being moved. */
 uint64_t ps_pool_free(const struct ps *s, uint64_t type);
 /* Journal: forget the takes after @mark (they stay), or undo them. */
 void ps_journal_keep(struct ps *s, size_t mark);

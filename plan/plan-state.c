@@ -198,6 +198,7 @@ int ps_init(struct ps *s, const struct bx_usage_input *in)
 
 	memset(s, 0, sizeof(*s));
 	s->in = in;
+	s->moving = -1;
 	s->params.flags = bx_usage_kernel_flags(in) |
 			  (in->hints_effective ? 0 : BX_ALLOC_IGNORE_HINTS);
 	s->spaces = calloc(in->nr_spaces + 1, sizeof(*s->spaces));
@@ -337,6 +338,8 @@ out:
 
 /* ---- chunks ---- */
 
+static void pool_drop(struct ps *s, size_t idx);
+
 /*
  * The kernel's find_next_chunk(): the end of the highest chunk there is, so
  * the range of a last chunk that went away is used again. Chunks are
@@ -468,6 +471,7 @@ int ps_free_chunk(struct ps *s, size_t idx)
 		if (ret)
 			return ret;
 	}
+	pool_drop(s, idx);
 	pc->gone = true;
 	return account(s, pc->type, pc->length, pc->used, -1);
 }
@@ -533,8 +537,35 @@ int ps_pool_add(struct ps *s, size_t idx)
 		p->cap = cap;
 	}
 	p->chunks[p->nr++] = idx;
+	p->free += pc->length - pc->used;
 	pc->in_pool = true;
 	return 0;
+}
+
+/* Chunk @idx leaves its pool: its free space is no longer offered. */
+static void pool_drop(struct ps *s, size_t idx)
+{
+	struct ps_chunk *pc = &s->chunks[idx];
+	struct ps_pool *p;
+
+	if (!pc->in_pool)
+		return;
+	pc->in_pool = false;
+	p = pool_of(s, pc->type, false);
+	if (p)
+		p->free -= pc->length > pc->used ? pc->length - pc->used : 0;
+}
+
+void ps_begin_move(struct ps *s, size_t idx)
+{
+	s->chunks[idx].moving = true;
+	s->moving = (long)idx;
+}
+
+void ps_end_move(struct ps *s, size_t idx)
+{
+	s->chunks[idx].moving = false;
+	s->moving = -1;
 }
 
 static int journal(struct ps *s, size_t idx, uint64_t bytes)
@@ -556,7 +587,10 @@ static int journal(struct ps *s, size_t idx, uint64_t bytes)
 static void add_used(struct ps *s, size_t idx, uint64_t bytes, int sign)
 {
 	struct ps_chunk *pc = &s->chunks[idx];
+	struct ps_pool *p = pc->in_pool ? pool_of(s, pc->type, false) : NULL;
 
+	if (p)
+		p->free = sign > 0 ? p->free - bytes : p->free + bytes;
 	for (size_t i = 0; i < s->nr_spaces; i++) {
 		if (s->spaces[i].flags != pc->type)
 			continue;
@@ -585,7 +619,7 @@ int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken)
 			*taken += take;
 		}
 		if (pc->used >= pc->length || pc->gone || pc->moving) {
-			pc->in_pool = false;
+			pool_drop(s, idx);
 			p->next++;
 		}
 	}
@@ -594,19 +628,18 @@ int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken)
 
 uint64_t ps_pool_free(const struct ps *s, uint64_t type)
 {
-	uint64_t free_bytes = 0;
-
 	for (size_t i = 0; i < s->nr_pools; i++) {
 		const struct ps_pool *p = &s->pools[i];
+		const struct ps_chunk *m = s->moving >= 0 ? &s->chunks[s->moving] : NULL;
 
-		for (size_t k = p->next; p->type == type && k < p->nr; k++) {
-			const struct ps_chunk *pc = &s->chunks[p->chunks[k]];
-
-			if (!pc->gone && !pc->moving && pc->length > pc->used)
-				free_bytes += pc->length - pc->used;
-		}
+		if (p->type != type)
+			continue;
+		/* The block group being moved is read-only: its room does not count. */
+		if (m && m->in_pool && m->type == type)
+			return p->free - (m->length - m->used);
+		return p->free;
 	}
-	return free_bytes;
+	return 0;
 }
 
 void ps_journal_keep(struct ps *s, size_t mark)

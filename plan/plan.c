@@ -361,9 +361,9 @@ static int relocate_pass(struct planner *p, struct relocation *rel, struct move_
 				return ret;
 			continue;
 		}
-		s->chunks[idx].moving = true;
+		ps_begin_move(s, idx);
 		ret = move_chunk(p, rel, idx, &missing, &target, &fatal);
-		s->chunks[idx].moving = false;
+		ps_end_move(s, idx);
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
@@ -867,6 +867,9 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 	struct ps *s = &p->s;
 	int ret = chunks_on_device(s, devid, 0, &ml);
 
+	ps_pools_reset(s);
+	for (size_t c = 0; !ret && c < s->nr_chunks; c++)
+		ret = ps_pool_add(s, c);
 	/* Scrub goes up the device; chunks_on_device lists them down. */
 	for (size_t i = ml.nr; !ret && i-- > 0;) {
 		size_t idx = ml.idx[i];
@@ -875,20 +878,19 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 
 		if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_DATA)
 			continue;
-		s->chunks[idx].moving = true;
-		ps_pools_reset(s);
-		for (size_t c = 0; !ret && c < s->nr_chunks; c++)
-			ret = ps_pool_add(s, c);
-		if (!ret && !ps_pool_free(s, type)) {
+		ps_begin_move(s, idx);
+		if (!ps_pool_free(s, type)) {
 			if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA) {
 				p->step->tight = true;
 			} else {
 				n = ps_alloc_chunk(s, type, NULL);
-				if (n < 0 && n != -ENOSPC)
+				if (n >= 0)
+					ret = ps_pool_add(s, (size_t)n);
+				else if (n != -ENOSPC)
 					ret = (int)n;
 			}
 		}
-		s->chunks[idx].moving = false;
+		ps_end_move(s, idx);
 	}
 	ps_pools_reset(s);
 	free(ml.idx);
