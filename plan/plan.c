@@ -1142,7 +1142,8 @@ static int misplaced_reports(struct planner *p, const struct bx_usage_input *in)
 
 /*
  * Devices that prefer metadata (its tiers 1 and 2) fewer than the metadata
- * profile's copies: each chunk keeps a copy on a data device.
+ * profile needs: the kernel takes the next tier too and sorts them all by
+ * free space, so the metadata devices may not even be used.
  */
 static void warn_metadata_devices(struct planner *p)
 {
@@ -1153,7 +1154,7 @@ static void warn_metadata_devices(struct planner *p)
 	char devs[256] = "";
 
 	if (bx_alloc_raid_attr(type, &attr) || (s->params.flags & BX_ALLOC_IGNORE_HINTS) ||
-	    (type & BTRFS_BLOCK_GROUP_DATA) || attr.ncopies < 2 || (type & BTRFS_BLOCK_GROUP_DUP))
+	    (type & BTRFS_BLOCK_GROUP_DATA) || attr.devs_min < 2)
 		return;
 	for (size_t i = 0; i < s->nr_devs; i++) {
 		int tier = bx_alloc_hint_tier(s->adevs[i].hint, type, 0, NULL);
@@ -1165,11 +1166,13 @@ static void warn_metadata_devices(struct planner *p)
 		snprintf(devs + len, sizeof(devs) - len, "%s%llu", len ? "," : "",
 			 (unsigned long long)s->adevs[i].devid);
 	}
-	if (preferring && preferring < (size_t)attr.ncopies)
-		add_warning(p, "%s metadata keeps %d copies but only %zu device%s prefer%s metadata "
-			    "(devid %s): every metadata chunk puts a copy on a data device",
-			    bx_profile_name(type), attr.ncopies, preferring,
-			    preferring == 1 ? "" : "s", preferring == 1 ? "s" : "", devs);
+	if (preferring && preferring < (size_t)attr.devs_min)
+		add_warning(p, "%s metadata needs %d devices but only %zu prefer%s metadata (devid "
+			    "%s): the kernel then picks among those and the data devices by free "
+			    "space, so metadata chunks may go to data devices; give %d device%s a "
+			    "metadata hint", bx_profile_name(type), attr.devs_min, preferring,
+			    preferring == 1 ? "s" : "", devs, attr.devs_min,
+			    attr.devs_min == 1 ? "" : "s");
 }
 
 static void warn_after(struct planner *p, const struct bx_usage_input *in)
