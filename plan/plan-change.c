@@ -44,6 +44,19 @@ static int parse_size(const char *op, const char *str, uint64_t *size)
 	return 0;
 }
 
+/* A hint by name or by its value (0 .. 4). */
+static int parse_hint(const char *op, const char *str, uint64_t *hint)
+{
+	int ret = bx_hint_parse(str, true, hint);
+
+	if (ret)
+		return bx_error_wrap(ret, "--%s", op);
+	if (*hint > BX_HINT_MAX_KNOWN)
+		return bx_error(-EINVAL, "--%s: hint value %s has no meaning to the kernels (0 .. 4)",
+				op, str);
+	return 0;
+}
+
 /* "SIZE[:HINT]" */
 static int parse_size_hint(const char *op, const char *str, struct bx_plan_change *c)
 {
@@ -59,9 +72,9 @@ static int parse_size_hint(const char *op, const char *str, struct bx_plan_chang
 	ret = parse_size(op, size, &c->size);
 	if (ret || !colon)
 		return ret;
-	ret = bx_hint_parse(colon + 1, false, &c->hint);
+	ret = parse_hint(op, colon + 1, &c->hint);
 	if (ret)
-		return bx_error_wrap(ret, "--%s", op);
+		return ret;
 	c->has_hint = true;
 	return 0;
 }
@@ -120,9 +133,7 @@ static int parse_value(const char *op, const char *value, struct bx_plan_change 
 		ret = split(op, value, "DEVID=HINT", devid, sizeof(devid), &right);
 		if (!ret)
 			ret = parse_devid(op, devid, &c->devid);
-		if (!ret && bx_hint_parse(right, false, &c->hint))
-			ret = bx_error_wrap(-EINVAL, "--hint");
-		return ret;
+		return ret ? ret : parse_hint(op, right, &c->hint);
 	case BX_PLAN_CONVERT:
 		return parse_convert(value, c);
 	case BX_PLAN_REPLACE:

@@ -38,6 +38,7 @@ COPIES = {"single": 1, "dup": 2, "raid0": 1, "raid1": 2, "raid10": 2, "raid1c3":
 DATA_PROFILES = ["single", "raid0", "raid1", "raid10", "raid1c3"]
 META_PROFILES = ["dup", "raid1", "raid1c3"]
 STRICT = {0: 3, 1: 2, 2: 2, 3: 3, 4: 4}
+HINT_NAMES = ["data_preferred", "metadata_preferred", "metadata_only", "data_only", "none"]
 TOLERANCE = 0.01
 
 
@@ -244,7 +245,8 @@ def _change_cmds(case: Case, disks: dict[str, str], mnt: str) -> list[str]:
             paths[new] = dev
             cmd = f"btrfs device add -f {dev} {mnt}"
             if hint and hint != "0":
-                cmd = f"sh -c '{cmd} && btrfsx device property set {dev} allocation_hint {hint}'"
+                cmd = (f"sh -c '{cmd} && btrfsx device property set {dev} allocation_hint "
+                       f"{HINT_NAMES[int(hint)]}'")
             cmds.append(cmd)
         elif op == "remove":
             cmds.append(f"btrfs device remove {value} {mnt}")
@@ -263,11 +265,13 @@ def _change_cmds(case: Case, disks: dict[str, str], mnt: str) -> list[str]:
             paths[int(devid)] = dev
             cmd = f"btrfs replace start -B -f {devid} {dev} {mnt}"
             if hint and hint != "0":
-                cmd = f"sh -c '{cmd} && btrfsx device property set {dev} allocation_hint {hint}'"
+                cmd = (f"sh -c '{cmd} && btrfsx device property set {dev} allocation_hint "
+                       f"{HINT_NAMES[int(hint)]}'")
             cmds.append(cmd)
         elif op == "hint":
             devid, hint = value.split("=")
-            cmds.append(f"btrfsx device property set {paths[int(devid)]} allocation_hint {hint}")
+            cmds.append(f"btrfsx device property set {paths[int(devid)]} allocation_hint "
+                        f"{HINT_NAMES[int(hint)]}")
         elif op == "relocate":
             cmds.append(f"btrfsx balance misplaced {mnt}")
     return cmds
@@ -310,7 +314,7 @@ def script(case: Case, disks: dict[str, str], mnt: str = "/mnt") -> str:
     else:
         if case.measure == "strict":
             for devid, (disk, hint) in sorted(case.final.items()):
-                lines.append(f"  hint {disks[disk]} allocation_hint {STRICT[hint]}")
+                lines.append(f"  hint {disks[disk]} allocation_hint {HINT_NAMES[STRICT[hint]]}")
         lines.append(f"  guest-fill data {mnt} | sed 's/^@@R fill_data/@@R fill {s}/'")
     lines.append("fi")
     lines.append(f"umount {mnt}")

@@ -442,6 +442,8 @@ static void test_parse(void)
 	CHECK(bx_plan_parse_change("hint", "2=M", &c) == 0 && c.hint == BX_HINT_METADATA_PREFERRED);
 	CHECK(bx_plan_parse_change("add", "64X", &c) == -EINVAL);
 	CHECK(bx_plan_parse_change("add", "64G:fast", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("hint", "2=4", &c) == 0 && c.hint == BX_HINT_NONE);
+	CHECK(bx_plan_parse_change("hint", "2=5", &c) == -EINVAL);
 	CHECK(bx_plan_parse_change("remove", "0", &c) == -EINVAL);
 	CHECK(bx_plan_parse_change("remove", "-1", &c) == -EINVAL);
 	CHECK(bx_plan_parse_change("resize", "3:10G", &c) == -EINVAL);
