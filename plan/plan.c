@@ -609,13 +609,18 @@ static long target_device(const struct planner *p, const struct bx_plan_change *
 
 static int check_size(const char *op, uint64_t size)
 {
-	char min[32];
+	char bound[32];
 
+	if (size > BX_PLAN_MAX_DEVICE) {
+		bx_pretty_size(BX_PLAN_MAX_DEVICE, 0, bound, sizeof(bound));
+		return bx_error(-EINVAL, "--%s: the planner takes devices of at most %s", op,
+				bound);
+	}
 	if (size >= BX_PLAN_MIN_DEVICE)
 		return 0;
-	bx_pretty_size(BX_PLAN_MIN_DEVICE, 0, min, sizeof(min));
+	bx_pretty_size(BX_PLAN_MIN_DEVICE, 0, bound, sizeof(bound));
 	return bx_error(-EINVAL, "--%s: a device must be at least %s (the kernel's smallest "
-			"resize)", op, min);
+			"resize)", op, bound);
 }
 
 static int apply_add(struct planner *p, const struct bx_plan_change *c)
@@ -925,6 +930,9 @@ static int apply_replace(struct planner *p, const struct bx_plan_change *c)
 	dev = &p->s.devs[d];
 	bx_pretty_size(dev->info.total_bytes, 0, old, sizeof(old));
 	bx_pretty_size(c->size, 0, want, sizeof(want));
+	ret = check_size("replace", c->size);
+	if (ret)
+		return ret;
 	if (c->size < dev->info.total_bytes)
 		return bx_error(-EINVAL, "--replace: the new device (%s) is smaller than devid %llu "
 				"(%s); the kernel's replace needs at least its size", want,

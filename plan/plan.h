@@ -54,8 +54,12 @@
 #include "fsops/misplaced.h"
 #include "fsops/usage.h"
 
-/* The smallest device a plan takes (the kernel's smallest resize). */
+/*
+ * The smallest device a plan takes (the kernel's smallest resize), and the
+ * largest: the model's fills grow with the device, and no device is larger.
+ */
 #define BX_PLAN_MIN_DEVICE (256ULL << 20)
+#define BX_PLAN_MAX_DEVICE (1ULL << 50)
 
 enum bx_plan_op {
 	BX_PLAN_ADD,

@@ -251,6 +251,7 @@ static void test_bad_plans(void)
 						 "data=raid1" };
 	static const char *const small[] = { "resize", "1=100M" };
 	static const char *const replace[] = { "replace", "2=1G" };
+	static const char *const huge[] = { "add", "2P" };
 	struct fs f;
 
 	three_raid1(&f, 4 * GiB, NULL, 512 * MiB);
@@ -261,6 +262,7 @@ static void test_bad_plans(void)
 	expect_einval(&f.in, converted, 2, "converted twice");
 	expect_einval(&f.in, small, 1, "at least 256.00MiB");
 	expect_einval(&f.in, replace, 1, "smaller than devid 2");
+	expect_einval(&f.in, huge, 1, "at most 1.00PiB");
 	bx_usage_input_release(&f.in);
 }
 

@@ -421,13 +421,9 @@ class UsageDevice:
     system: int
 
 
-@dataclasses.dataclass(frozen=True)
-class UsageSpace:
-    """One block group type and profile: a line of the Data/Metadata/System
-    list (logical bytes)."""
-    flags: int                   #: block group type and profile bits
-    total_bytes: int
-    used_bytes: int
+class _BlockGroupFlags:
+    """Names of the block group ``flags`` of a result."""
+    flags: int
 
     @property
     def type(self) -> str:
@@ -438,6 +434,15 @@ class UsageSpace:
     def profile(self) -> str:
         """"single", "dup", "raid1", ..."""
         return profile_name(self.flags)
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageSpace(_BlockGroupFlags):
+    """One block group type and profile: a line of the Data/Metadata/System
+    list (logical bytes)."""
+    flags: int                   #: block group type and profile bits
+    total_bytes: int
+    used_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -782,7 +787,7 @@ def _epoch(t: Union[datetime.datetime, float, int, None], default: float) -> int
 
 
 @dataclasses.dataclass(frozen=True)
-class MisplacedChunk:
+class MisplacedChunk(_BlockGroupFlags):
     """A chunk whose devices break the allocation hints."""
     logical: int
     length: int                  #: logical bytes
@@ -794,14 +799,6 @@ class MisplacedChunk:
     model_flags: Optional[int]   #: a new chunk of this kind now; None: no room
     model_length: Optional[int]
     model_devids: list[int]      #: where the allocator model would put it now
-
-    @property
-    def type(self) -> str:
-        return type_name(self.flags)
-
-    @property
-    def profile(self) -> str:
-        return profile_name(self.flags)
 
     @classmethod
     def _from(cls, raw: dict) -> "MisplacedChunk":
@@ -948,20 +945,12 @@ class PlanShortDevice:
 
 
 @dataclasses.dataclass(frozen=True)
-class PlanShort:
+class PlanShort(_BlockGroupFlags):
     """Chunks of one type a change cannot place: which tier is short by how much."""
     flags: int                   #: type and profile of the chunks it needs
     missing: int                 #: used bytes without room
     chunks: int                  #: chunks that could not move
     devices: list[PlanShortDevice]   #: best tier first
-
-    @property
-    def type(self) -> str:
-        return type_name(self.flags)
-
-    @property
-    def profile(self) -> str:
-        return profile_name(self.flags)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -992,7 +981,7 @@ class PlanStep:
 
 
 @dataclasses.dataclass(frozen=True)
-class PlanChunk:
+class PlanChunk(_BlockGroupFlags):
     """A chunk a change moves, or one it creates."""
     step: int                    #: index into Plan.steps
     logical: int
@@ -1002,14 +991,6 @@ class PlanChunk:
     existed: bool                #: False: an earlier change of the plan made it
     flags: int
     devids: list[int]
-
-    @property
-    def type(self) -> str:
-        return type_name(self.flags)
-
-    @property
-    def profile(self) -> str:
-        return profile_name(self.flags)
 
 
 @dataclasses.dataclass(frozen=True)
