@@ -340,8 +340,9 @@ static void step_text(struct bx_out *out, const struct bx_plan_step *st, size_t 
 	else if (st->tight && used < sizeof(line))
 		snprintf(line + strlen(line), sizeof(line) - strlen(line), " [tight]");
 	bx_out_textf(out, "%s", line);
+	/* The reason can be longer than a text line of the formatter takes. */
 	if (st->status == BX_PLAN_STEP_IMPOSSIBLE)
-		bx_out_textf(out, "      impossible: %s", st->reason);
+		bx_out_str(out, "      impossible:", st->reason, BX_F_TEXT_ONLY);
 }
 
 static void print_short(struct bx_out *out, const struct bx_plan_short *sh)
