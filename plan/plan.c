@@ -1116,10 +1116,18 @@ static bool any_hint(const struct bx_usage_input *in)
 	return false;
 }
 
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
 static int misplaced_reports(struct planner *p, const struct bx_usage_input *in)
 {
 	struct bx_plan_result *res = p->res;
 	const struct bx_misplaced_report *a;
+	uint64_t *before;
 	int ret;
 
 	if (!any_hint(in) && !any_hint(&res->after_in))
@@ -1132,19 +1140,23 @@ static int misplaced_reports(struct planner *p, const struct bx_usage_input *in)
 		return ret;
 	a = &res->misplaced_after;
 	res->newly_misplaced = calloc(a->nr_chunks + 1, sizeof(*res->newly_misplaced));
-	if (!res->newly_misplaced)
+	before = calloc(res->misplaced_before.nr_chunks + 1, sizeof(*before));
+	if (!res->newly_misplaced || !before) {
+		free(before);
 		return OOM();
+	}
+	for (size_t k = 0; k < res->misplaced_before.nr_chunks; k++)
+		before[k] = res->misplaced_before.chunks[k].logical;
+	qsort(before, res->misplaced_before.nr_chunks, sizeof(*before), u64_cmp);
 	for (size_t i = 0; i < a->nr_chunks; i++) {
-		bool before = false;
-
-		for (size_t k = 0; k < res->misplaced_before.nr_chunks && !before; k++)
-			before = res->misplaced_before.chunks[k].logical == a->chunks[i].logical;
-		if (before)
+		if (bsearch(&a->chunks[i].logical, before, res->misplaced_before.nr_chunks,
+			    sizeof(*before), u64_cmp))
 			continue;
 		res->newly_misplaced[i] = true;
 		res->newly_misplaced_chunks++;
 		res->newly_misplaced_bytes += a->chunks[i].used;
 	}
+	free(before);
 	return 0;
 }
 
