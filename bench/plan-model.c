@@ -142,7 +142,7 @@ static const char *const plans[][10] = {
 	  "convert", "metadata=raid1" },
 	/* an NVMe replaced (the hint not copied), two more, then what is misplaced moved */
 	{ "replace", "3=8T", "hint", "3=metadata_preferred", "add", "8T:metadata_only", "remove",
-	  "24", "relocate", NULL },
+	  "20", "relocate", NULL },
 };
 
 int main(int argc, char **argv)
@@ -199,6 +199,9 @@ int main(int argc, char **argv)
 		       times[runs / 2], times[runs - 1], (unsigned long long)moved,
 		       (double)moved_bytes / TiB, (double)res.before.free_estimated / TiB,
 		       (double)res.after.free_estimated / TiB, res.possible ? "" : " (impossible)");
+		for (size_t s = 0; s < res.nr_steps; s++)
+			if (res.steps[s].status == BX_PLAN_STEP_IMPOSSIBLE)
+				printf("       change %zu: %.150s\n", s + 1, res.steps[s].reason);
 		bx_plan_result_release(&res);
 	}
 	printf("worst plan: %.3fs (goal < 1s)\n", worst);

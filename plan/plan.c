@@ -1036,52 +1036,85 @@ static int room_check(struct planner *p, const struct bx_misplaced_report *rep,
 	return 0;
 }
 
+/*
+ * The chunks of @rep the relocation takes, as indexes into the state,
+ * leaving out those this step made (chunks the relocation itself created
+ * are not moved again, as in relocate/). Returns 0 or -ENOMEM.
+ */
+static int misplaced_list(struct planner *p, const struct bx_misplaced_report *rep,
+			  size_t first_new, struct move_list *ml)
+{
+	size_t *alive = calloc(p->s.nr_chunks + 1, sizeof(*alive)), nr_alive = 0;
+
+	free(ml->idx);
+	*ml = (struct move_list){ .idx = calloc(rep->nr_chunks + 1, sizeof(*ml->idx)) };
+	if (!alive || !ml->idx) {
+		free(alive);
+		return OOM();
+	}
+	/* Not gone, they are in address order. */
+	for (size_t c = 0; c < p->s.nr_chunks; c++)
+		if (!p->s.chunks[c].gone)
+			alive[nr_alive++] = c;
+	for (size_t i = 0; i < rep->nr_chunks; i++) {
+		size_t idx = find_chunk(&p->s, alive, nr_alive, rep->chunks[i].logical);
+
+		if (idx != SIZE_MAX && idx < first_new)
+			ml->idx[ml->nr++] = idx;
+	}
+	free(alive);
+	return 0;
+}
+
+/*
+ * `btrfsx balance misplaced` reads the filesystem again after every chunk:
+ * a chunk can become misplaced once others moved (a preferred device got
+ * room). Passes over the misplaced chunks until none is left or a pass
+ * moves nothing; the room check is the run's, before the first.
+ */
+#define RELOCATE_PASSES 8
+
 static int apply_relocate(struct planner *p)
 {
 	struct relocation rel = { .improve = true };
-	struct bx_misplaced_report rep;
 	struct move_list ml = { 0 };
-	size_t *alive = NULL, nr_alive = 0;
-	bool effective;
-	int ret = misplaced_now(p, &rep, &effective);
+	size_t first_new = p->s.nr_chunks;
+	int ret = 0;
 
-	if (ret)
-		return ret;
-	if (!effective && rep.nr_chunks) {
-		p->step->status = BX_PLAN_STEP_IMPOSSIBLE;
-		snprintf(p->step->reason, sizeof(p->step->reason), "the running kernel ignores "
-			 "allocation hints: btrfsx balance misplaced refuses (its --force moves the "
-			 "chunks without them)");
-		goto out;
-	}
-	ret = room_check(p, &rep, &ml);
-	if (!ret && ml.nr_shorts) {
-		ret = step_short(p, &ml, "the devices the hints prefer have no room for every "
-				 "misplaced chunk; btrfsx balance misplaced refuses");
-		goto out;
-	}
-	ml.idx = calloc(rep.nr_chunks + 1, sizeof(*ml.idx));
-	alive = calloc(p->s.nr_chunks + 1, sizeof(*alive));
-	if (!ret && (!ml.idx || !alive))
-		ret = OOM();
-	/* Not gone, they are in address order. */
-	for (size_t c = 0; !ret && c < p->s.nr_chunks; c++)
-		if (!p->s.chunks[c].gone)
-			alive[nr_alive++] = c;
-	for (size_t i = 0; !ret && i < rep.nr_chunks; i++) {
-		size_t idx = find_chunk(&p->s, alive, nr_alive, rep.chunks[i].logical);
+	for (int pass = 0; pass < RELOCATE_PASSES && !ret; pass++) {
+		struct bx_misplaced_report rep;
+		uint64_t moved = p->step->moved_chunks;
+		bool effective;
 
-		if (idx != SIZE_MAX)
-			ml.idx[ml.nr++] = idx;
-	}
-	if (!ret)
+		ret = misplaced_now(p, &rep, &effective);
+		if (ret)
+			break;
+		if (!pass && !effective && rep.nr_chunks) {
+			p->step->status = BX_PLAN_STEP_IMPOSSIBLE;
+			snprintf(p->step->reason, sizeof(p->step->reason), "the running kernel "
+				 "ignores allocation hints: btrfsx balance misplaced refuses (its "
+				 "--force moves the chunks without them)");
+		} else if (!pass) {
+			ret = room_check(p, &rep, &ml);
+			if (!ret && ml.nr_shorts)
+				ret = step_short(p, &ml, "the devices the hints prefer have no room "
+						 "for every misplaced chunk; btrfsx balance misplaced "
+						 "refuses");
+		}
+		if (!ret && p->step->status != BX_PLAN_STEP_IMPOSSIBLE)
+			ret = misplaced_list(p, &rep, first_new, &ml);
+		bx_misplaced_report_release(&rep);
+		if (ret || p->step->status == BX_PLAN_STEP_IMPOSSIBLE || !ml.nr)
+			break;
 		ret = relocate(p, &rel, &ml);
-	if (!ret && ml.nr)
-		ret = step_short(p, &ml, "a misplaced chunk finds no better place");
-out:
+		if (!ret && ml.nr) {
+			ret = step_short(p, &ml, "a misplaced chunk finds no better place");
+			break;
+		}
+		if (p->step->moved_chunks == moved)
+			break;
+	}
 	free(ml.idx);
-	free(alive);
-	bx_misplaced_report_release(&rep);
 	return ret;
 }
 
