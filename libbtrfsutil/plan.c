@@ -189,7 +189,9 @@ static int fill_misplaced(const struct bx_plan_result *res, struct btrfsx_plan *
 	plan->newly_misplaced = calloc(n + 1, sizeof(*plan->newly_misplaced));
 	if (!plan->misplaced_after || !plan->newly_misplaced)
 		return -ENOMEM;
-	memcpy(plan->newly_misplaced, res->newly_misplaced, n * sizeof(*plan->newly_misplaced));
+	if (n)
+		memcpy(plan->newly_misplaced, res->newly_misplaced,
+		       n * sizeof(*plan->newly_misplaced));
 	return 0;
 }
 
@@ -213,7 +215,8 @@ static struct btrfsx_plan *plan_from(const struct bx_usage_input *in,
 		btrfsx_plan_free(plan);
 		return NULL;
 	}
-	memcpy(plan->warnings, res->warnings, res->nr_warnings * sizeof(*plan->warnings));
+	if (res->nr_warnings)
+		memcpy(plan->warnings, res->warnings, res->nr_warnings * sizeof(*plan->warnings));
 	plan->nr_warnings = res->nr_warnings;
 	return plan;
 }
