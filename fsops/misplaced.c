@@ -234,8 +234,8 @@ static int classify_all(const struct bx_usage_input *in, const struct bx_place_m
 	return 0;
 }
 
-int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
-			 struct bx_misplaced_report *rep)
+static int compute(const struct bx_usage_input *in, const char *state_dir,
+		   struct bx_misplaced_report *rep)
 {
 	struct bx_usage_model um;
 	struct bx_place_model pm;
@@ -261,10 +261,23 @@ int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
 	}
 	qsort(rep->chunks, rep->nr_chunks, sizeof(*rep->chunks), relocation_order);
 	estimate(rep, state_dir);
-	if (!rep->hints_effective && rep->nr_chunks)
+	return 0;
+}
+
+int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
+			 struct bx_misplaced_report *rep)
+{
+	int ret = compute(in, state_dir, rep);
+
+	if (!ret && !rep->hints_effective && rep->nr_chunks)
 		bx_warn("the running kernel ignores allocation hints: these chunks break the "
 			"stored hints, but new chunks will not follow them either");
-	return 0;
+	return ret;
+}
+
+int bx_misplaced_compute_quiet(const struct bx_usage_input *in, struct bx_misplaced_report *rep)
+{
+	return compute(in, NULL, rep);
 }
 
 /* ---- the measured copy rate ---- */

@@ -27,7 +27,6 @@ struct planner {
 	struct bx_plan_step *step;
 	size_t cap_moved, cap_created;
 	bool converted[2];		/* data, metadata */
-	size_t warn_mark;		/* bx_warn() entries before the plan */
 };
 
 /* How one change relocates its chunks. */
@@ -996,7 +995,7 @@ static int misplaced_now(struct planner *p, struct bx_misplaced_report *rep, boo
 	if (ret)
 		return ret;
 	*effective = in.hints_effective;
-	ret = bx_misplaced_compute(&in, NULL, rep);
+	ret = bx_misplaced_compute_quiet(&in, rep);
 	bx_usage_input_release(&in);
 	return ret;
 }
@@ -1166,9 +1165,9 @@ static int misplaced_reports(struct planner *p, const struct bx_usage_input *in)
 	if (!any_hint(in) && !any_hint(&res->after_in))
 		return 0;
 	res->have_misplaced = true;
-	ret = bx_misplaced_compute(in, NULL, &res->misplaced_before);
+	ret = bx_misplaced_compute_quiet(in, &res->misplaced_before);
 	if (!ret)
-		ret = bx_misplaced_compute(&res->after_in, NULL, &res->misplaced_after);
+		ret = bx_misplaced_compute_quiet(&res->after_in, &res->misplaced_after);
 	if (ret)
 		return ret;
 	a = &res->misplaced_after;
@@ -1271,11 +1270,9 @@ static int compute_reports(struct planner *p, const struct bx_usage_input *in)
 	int ret = ps_materialize(&p->s, &res->after_in);
 
 	if (!ret)
-		ret = bx_usage_compute(&res->after_in, 0, &res->after);
+		ret = bx_usage_compute(&res->after_in, BX_USAGE_QUIET, &res->after);
 	if (!ret)
 		ret = misplaced_reports(p, in);
-	/* The reports' own warnings are about one side; the plan says what matters below. */
-	bx_warnings_truncate(p->warn_mark);
 	if (ret)
 		return ret;
 	warn_after(p, in);
@@ -1287,7 +1284,7 @@ static int compute_reports(struct planner *p, const struct bx_usage_input *in)
 int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change *changes,
 		    size_t nr, struct bx_plan_result *res)
 {
-	struct planner p = { .res = res, .warn_mark = bx_warnings_count() };
+	struct planner p = { .res = res };
 	int ret;
 
 	memset(res, 0, sizeof(*res));
@@ -1297,8 +1294,7 @@ int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change
 	if (!res->steps)
 		return OOM();
 	res->nr_steps = nr;
-	ret = bx_usage_compute(in, 0, &res->before);
-	bx_warnings_truncate(p.warn_mark);
+	ret = bx_usage_compute(in, BX_USAGE_QUIET, &res->before);
 	if (!ret)
 		ret = ps_init(&p.s, in);
 	if (ret)
@@ -1326,8 +1322,6 @@ int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change
 	if (!ret)
 		ret = compute_reports(&p, in);
 	ps_release(&p.s);
-	if (ret)
-		bx_warnings_truncate(p.warn_mark);
 	return ret;
 }
 
