@@ -52,7 +52,7 @@ const char *const bx_filesystem_plan_usage[] = {
 	"Exit status: 0 possible, 5 a change would fail, 1 error, 2 bad input",
 	"(an unknown devid, a size below the smallest device or a replace's",
 	"source, a profile the devices cannot hold, conflicting changes).",
-	"Sizes: --raw, --human-readable (default), --iec, --si, -b -k -m -g -t.",
+	BX_UNITS_HELP_LONG,
 	NULL
 };
 
@@ -104,12 +104,9 @@ static void json_classes(struct bx_out *out, const struct bx_usage_report *rep)
 	bx_out_list_begin(out, "classes");
 	for (size_t i = 0; i < rep->nr_classes; i++) {
 		const struct bx_usage_class *c = &rep->classes[i];
-		char hint[32];
 
-		bx_hint_describe(c->hint, hint, sizeof(hint));
 		bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
-		bx_out_str(out, "hint", hint, 0);
-		bx_out_u64(out, "hint_value", c->hint, 0);
+		bx_out_hint(out, "hint", c->hint, 0);
 		bx_out_u64(out, "devices", c->devices, 0);
 		bx_out_u64(out, "size", c->size, 0);
 		bx_out_u64(out, "unallocated", c->unallocated, 0);
@@ -126,13 +123,12 @@ static void json_devices(struct bx_out *out, const struct bx_usage_input *in,
 	bx_out_list_begin(out, "devices");
 	for (size_t i = 0; i < rep->nr_dev_rows; i++) {
 		const struct bx_usage_dev_row *r = &rep->dev_rows[i];
-		char hint[32];
 
-		bx_hint_describe(r->hint, hint, sizeof(hint));
 		bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
 		bx_out_u64(out, "devid", r->devid, 0);
-		bx_out_str(out, "path", r->missing || !r->path[0] ? NULL : r->path, 0);
-		bx_out_str(out, "hint", hint, 0);
+		bx_out_str(out, "device", r->missing || !r->path[0] ? NULL : r->path, 0);
+		bx_out_bool(out, "missing", r->missing, 0);
+		bx_out_hint(out, "hint", r->hint, 0);
 		bx_out_u64(out, "size", r->size, 0);
 		bx_out_u64(out, "device_size", in->devs[i].device_size, 0);
 		bx_out_u64(out, "unallocated", r->unallocated, 0);
@@ -355,12 +351,9 @@ static void print_short(struct bx_out *out, const struct bx_plan_short *sh)
 	bx_out_u64(out, "chunks", sh->chunks, 0);
 	bx_out_list_begin(out, "devices");
 	for (size_t i = 0; i < sh->nr_devs; i++) {
-		char hint[32];
-
-		bx_hint_describe(sh->devs[i].hint, hint, sizeof(hint));
 		bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
 		bx_out_u64(out, "devid", sh->devs[i].devid, 0);
-		bx_out_str(out, "hint", hint, 0);
+		bx_out_hint(out, "hint", sh->devs[i].hint, 0);
 		bx_out_u64(out, "tier", sh->devs[i].tier, 0);
 		bx_out_u64(out, "unallocated", sh->devs[i].unallocated, 0);
 		bx_out_obj_end(out);
@@ -480,7 +473,7 @@ static int add_change(struct bx_plan_change **changes, size_t *nr, const char *o
 	*changes = grown;
 	ret = bx_plan_parse_change(op, value, &grown[*nr]);
 	if (ret)
-		return bx_usage_error("%s", bx_error_message(ret));
+		return bx_bad_value(ret);
 	(*nr)++;
 	return 0;
 }
@@ -499,12 +492,12 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 		{ "convert", required_argument, NULL, OPT_CONVERT },
 		{ "replace", required_argument, NULL, OPT_REPLACE },
 		{ "relocate", no_argument, NULL, OPT_RELOCATE },
-		{ "help", no_argument, NULL, 'h' },
+		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	int opt, ret;
 
-	while ((opt = bx_getopt(ctx, argc, argv, "bkmgth", longopts)) != -1) {
+	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
 		if (bx_units_option(opt, units))
 			continue;
 		if (opt < OPT_ADD || opt > OPT_RELOCATE)
@@ -527,8 +520,8 @@ static void print_result(struct bx_ctx *ctx, const struct bx_usage_input *before
 	const struct bx_usage_input *in = &res->after_in;
 
 	bx_out_uuid(out, "fsid", in->fsid, BX_F_JSON_ONLY);
-	bx_out_str(out, "path", in->path, BX_F_JSON_ONLY);
 	bx_out_bool(out, "mounted", in->mounted, BX_F_JSON_ONLY);
+	bx_out_str(out, "mountpoint", in->mounted ? in->path : NULL, BX_F_JSON_ONLY);
 	bx_out_bool(out, "possible", res->possible, BX_F_JSON_ONLY);
 	bx_out_textf(out, "Plan for %s (%s): %s", in->path, in->mounted ? "mounted" : "unmounted",
 		     res->possible ? "possible" : "IMPOSSIBLE: a change would fail");

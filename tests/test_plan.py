@@ -117,6 +117,13 @@ def test_mounted_and_unmounted_agree(small_fs, btrfsx_json):
     with fsutil.mounted(small_fs.devs) as mnt:
         online = btrfsx_json("filesystem", "plan", str(mnt), *args)
     assert not offline["mounted"] and online["mounted"]
+    assert offline["mountpoint"] is None and online["mountpoint"] == str(mnt)
+    for doc in (offline, online):
+        for dev in doc["before"]["devices"]:
+            assert dev["device"] and dev["missing"] is False
+            assert (dev["hint"], dev["hint_value"]) == ("data_preferred", 0)
+        added = [d for d in doc["after"]["devices"] if d["devid"] == 4]
+        assert added[0]["device"] is None and added[0]["missing"] is False
     for side in ("before", "after"):
         for key in ("free_estimated", "free_strict", "metadata_room", "metadata_room_after_data",
                     "device_size", "used"):
