@@ -79,13 +79,16 @@ static int parse_size_hint(const char *op, const char *str, struct bx_plan_chang
 	return 0;
 }
 
-/* Splits "LEFT=RIGHT" into @left (at most @len bytes) and the right side. */
+/*
+ * Splits "LEFT=RIGHT" into @left (at most @len bytes) and the right side; an
+ * empty side is left to its parser to refuse by name.
+ */
 static int split(const char *op, const char *str, const char *form, char *left, size_t len,
 		 const char **right)
 {
 	const char *eq = strchr(str, '=');
 
-	if (!eq || eq == str || !eq[1] || (size_t)(eq - str) >= len)
+	if (!eq || (size_t)(eq - str) >= len)
 		return bx_error(-EINVAL, "--%s: '%s' is not %s", op, str, form);
 	memcpy(left, str, (size_t)(eq - str));
 	left[eq - str] = '\0';
@@ -164,7 +167,7 @@ int bx_plan_parse_change(const char *op, const char *value, struct bx_plan_chang
 		return 0;
 	}
 	if (!value || !*value)
-		return bx_error(-EINVAL, "--%s needs a value", op);
+		return bx_error(-EINVAL, "--%s: the value is empty ('')", op);
 	return parse_value(op, value, c);
 }
 
