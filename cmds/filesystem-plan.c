@@ -347,7 +347,7 @@ static void print_short(struct bx_out *out, const struct bx_plan_short *sh)
 	bx_out_str(out, "type", bx_place_type_name(sh->type), 0);
 	bx_out_str(out, "profile", bx_profile_name(sh->type), 0);
 	bx_out_u64(out, "flags", sh->type, 0);
-	bx_out_u64(out, "missing", sh->missing, 0);
+	bx_out_u64(out, "missing_bytes", sh->missing, 0);
 	bx_out_u64(out, "chunks", sh->chunks, 0);
 	bx_out_list_begin(out, "devices");
 	for (size_t i = 0; i < sh->nr_devs; i++) {

@@ -173,7 +173,7 @@ def test_impossible_remove_exits_5(small_fs, run_btrfsx, btrfsx_json):
     shorts = doc["changes"][0]["short"]
     assert shorts and doc["possible"] is False
     for short in shorts:
-        assert short["profile"] == "raid1" and short["missing"] > 0 and short["chunks"] > 0
+        assert short["profile"] == "raid1" and short["missing_bytes"] > 0 and short["chunks"] > 0
         assert {d["devid"] for d in short["devices"]} == {1, 2}
 
 
