@@ -20,6 +20,7 @@
 #define BX_EXIT_USAGE 2
 #define BX_EXIT_UNCORRECTABLE 3
 #define BX_EXIT_MISPLACED 4        /* filesystem misplaced found some */
+#define BX_EXIT_PLAN_IMPOSSIBLE 5  /* filesystem plan: a change would fail */
 /* Returned by a command that printed its help: stop, exit 0. */
 #define BX_DONE 100
 /*

@@ -10,6 +10,7 @@
 #include <uuid/uuid.h>
 
 #include "cmds/commands.h"
+#include "cmds/filesystem-plan.h"
 #include "cmds/filesystem-usage.h"
 #include "cmds/misplaced.h"
 #include "fsops/alloc-hint.h"
@@ -264,6 +265,7 @@ static const struct bx_cmd filesystem_cmds[] = {
 	{ "usage", bx_cmd_filesystem_usage, bx_filesystem_usage_usage, NULL, BX_CMD_JSON },
 	{ "misplaced", bx_cmd_filesystem_misplaced, bx_filesystem_misplaced_usage, NULL,
 	  BX_CMD_JSON },
+	{ "plan", bx_cmd_filesystem_plan, bx_filesystem_plan_usage, NULL, BX_CMD_JSON },
 	{ NULL },
 };
 

@@ -17,6 +17,7 @@
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/dev-item.h"
 #include "kernel-shared/hints.h"
+#include "kernel-shared/volumes.h"
 #include "kernel-shared/write.h"
 
 /* ---- the kernel's sysfs files ---- */
@@ -143,12 +144,8 @@ struct hint_member {
 	uint64_t hint;
 };
 
-/*
- * Enough devices for every block group type in @types (type | profile bits,
- * repeats allowed) to allocate another chunk under the hints of @members?
- */
-static int check_profiles(const uint64_t *types, size_t nr_types,
-			  const struct hint_member *members, size_t nr)
+bool bx_hint_profiles_fit(const uint64_t *types, size_t nr_types, const uint64_t *hints,
+			  size_t nr_hints, struct bx_hint_shortfall *why)
 {
 	for (size_t c = 0; c < nr_types; c++) {
 		uint64_t type = types[c];
@@ -162,21 +159,50 @@ static int check_profiles(const uint64_t *types, size_t nr_types,
 			continue;
 		if (bx_alloc_raid_attr(type, &attr))
 			continue;
-		for (size_t i = 0; i < nr; i++)
-			if (data ? bx_hint_allows_data(members[i].hint)
-				 : bx_hint_allows_metadata(members[i].hint))
+		for (size_t i = 0; i < nr_hints; i++)
+			if (data ? bx_hint_allows_data(hints[i]) : bx_hint_allows_metadata(hints[i]))
 				allowed++;
-		const char *kind = data ? "data" : (type & BTRFS_BLOCK_GROUP_SYSTEM) ? "system" :
-				   "metadata";
-
-		if (allowed < (size_t)attr.devs_min)
-			return bx_error(-ENOSPC, "after this change %zu device%s would allow %s, but "
-					"%s %s needs %d; no new %s chunk could be allocated (--force "
-					"overrides)", allowed, allowed == 1 ? "" : "s",
-					data ? "data" : "metadata", bx_profile_name(type), kind,
-					attr.devs_min, kind);
+		if (allowed < (size_t)attr.devs_min) {
+			*why = (struct bx_hint_shortfall){ type, allowed, attr.devs_min };
+			return false;
+		}
 	}
-	return 0;
+	return true;
+}
+
+void bx_hint_shortfall_text(const struct bx_hint_shortfall *why, char *buf, size_t len)
+{
+	bool data = why->type & BTRFS_BLOCK_GROUP_DATA;
+	const char *kind = data ? "data" : (why->type & BTRFS_BLOCK_GROUP_SYSTEM) ? "system" :
+			   "metadata";
+
+	snprintf(buf, len, "after this change %zu device%s would allow %s, but %s %s needs %d; "
+		 "no new %s chunk could be allocated", why->allowed, why->allowed == 1 ? "" : "s",
+		 data ? "data" : "metadata", bx_profile_name(why->type), kind, why->needed, kind);
+}
+
+/*
+ * Enough devices for every block group type in @types (type | profile bits,
+ * repeats allowed) to allocate another chunk under the hints of @members?
+ */
+static int check_profiles(const uint64_t *types, size_t nr_types,
+			  const struct hint_member *members, size_t nr)
+{
+	struct bx_hint_shortfall why;
+	uint64_t *hints = calloc(nr + 1, sizeof(*hints));
+	char text[256];
+	bool fit;
+
+	if (!hints)
+		return bx_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < nr; i++)
+		hints[i] = members[i].hint;
+	fit = bx_hint_profiles_fit(types, nr_types, hints, nr, &why);
+	free(hints);
+	if (fit)
+		return 0;
+	bx_hint_shortfall_text(&why, text, sizeof(text));
+	return bx_error(-ENOSPC, "%s (--force overrides)", text);
 }
 
 int bx_hint_check_profiles(struct bx_fs *fs, uint64_t devid, uint64_t new_hint)

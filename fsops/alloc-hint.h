@@ -7,6 +7,7 @@
 #define BTRFSX_ALLOC_HINT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernel-shared/write-plan.h"
@@ -59,6 +60,23 @@ void bx_hint_warn_unusual(const struct bx_hint_state *st);
 int bx_hint_set(const char *sysfs_root, const char *device, uint64_t hint, unsigned int flags,
 		const struct bx_write_plan *writes, struct bx_hint_state *before,
 		struct bx_hint_state *after);
+
+/*
+ * The guard rails, pure: whether every block group type in @types (type and
+ * profile bits; repeats, the global reserve and mixed groups are fine) could
+ * still allocate a chunk on devices with @hints: each profile needs its
+ * minimum device count among the devices whose hint allows the type. False
+ * with the first type that could not in @why.
+ */
+struct bx_hint_shortfall {
+	uint64_t type;		/* the block group type that could not allocate */
+	size_t allowed;		/* devices whose hint allows it */
+	int needed;		/* its profile's minimum device count */
+};
+bool bx_hint_profiles_fit(const uint64_t *types, size_t nr_types, const uint64_t *hints,
+			  size_t nr_hints, struct bx_hint_shortfall *why);
+/* "after this change 1 device would allow metadata, but raid1 metadata needs 2; ..." */
+void bx_hint_shortfall_text(const struct bx_hint_shortfall *why, char *buf, size_t len);
 
 /*
  * Whether every chunk profile in use could still allocate a chunk if devid

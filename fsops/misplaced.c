@@ -183,12 +183,18 @@ static int classify_all(const struct bx_usage_input *in, const struct bx_place_m
 			struct bx_misplaced_report *rep)
 {
 	struct bx_place_stripe *stripes = NULL;
+	struct bx_place_targets targets;
 	size_t cap = 0;
 	int ret = 0;
 
 	rep->chunks = calloc(in->nr_chunks + 1, sizeof(*rep->chunks));
 	if (!rep->chunks)
 		return bx_error(-ENOMEM, "out of memory");
+	/* The model does not change while the chunks are classified: decide its targets once. */
+	ret = bx_place_targets_decide(pm, &targets);
+	if (ret)
+		return bx_error(ret, "the allocator model does not take the chunk types of %s",
+				in->path);
 	for (size_t i = 0; i < in->nr_chunks && !ret; i++) {
 		const struct bx_usage_chunk *c = &in->chunks[i];
 		struct bx_place_verdict v;
@@ -206,7 +212,7 @@ static int classify_all(const struct bx_usage_input *in, const struct bx_place_m
 			cap = c->num_stripes;
 		}
 		bx_misplaced_place_chunk(in, c, stripes, &pc);
-		ret = bx_place_classify(pm, &pc, &v);
+		ret = bx_place_classify_with(pm, &targets, &pc, &v);
 		if (!ret && v.cls != BX_PLACE_OK) {
 			ret = fill_chunk(&pc, &v, &rep->chunks[rep->nr_chunks]);
 			rep->nr_chunks++;	/* released with the report, even half filled */
@@ -219,6 +225,7 @@ static int classify_all(const struct bx_usage_input *in, const struct bx_place_m
 		rep->chunks_checked++;
 	}
 	free(stripes);
+	bx_place_targets_release(&targets);
 	if (ret == -ENOMEM)
 		return bx_error(ret, "out of memory");
 	if (ret)
@@ -227,8 +234,8 @@ static int classify_all(const struct bx_usage_input *in, const struct bx_place_m
 	return 0;
 }
 
-int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
-			 struct bx_misplaced_report *rep)
+static int compute(const struct bx_usage_input *in, const char *state_dir,
+		   struct bx_misplaced_report *rep)
 {
 	struct bx_usage_model um;
 	struct bx_place_model pm;
@@ -254,10 +261,23 @@ int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
 	}
 	qsort(rep->chunks, rep->nr_chunks, sizeof(*rep->chunks), relocation_order);
 	estimate(rep, state_dir);
-	if (!rep->hints_effective && rep->nr_chunks)
+	return 0;
+}
+
+int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
+			 struct bx_misplaced_report *rep)
+{
+	int ret = compute(in, state_dir, rep);
+
+	if (!ret && !rep->hints_effective && rep->nr_chunks)
 		bx_warn("the running kernel ignores allocation hints: these chunks break the "
 			"stored hints, but new chunks will not follow them either");
-	return 0;
+	return ret;
+}
+
+int bx_misplaced_compute_quiet(const struct bx_usage_input *in, struct bx_misplaced_report *rep)
+{
+	return compute(in, NULL, rep);
 }
 
 /* ---- the measured copy rate ---- */

@@ -88,6 +88,8 @@ void bx_misplaced_place_chunk(const struct bx_usage_input *in, const struct bx_u
  */
 int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
 			 struct bx_misplaced_report *rep);
+/* bx_misplaced_compute() with no rate and no warning said (the planner says its own). */
+int bx_misplaced_compute_quiet(const struct bx_usage_input *in, struct bx_misplaced_report *rep);
 void bx_misplaced_report_release(struct bx_misplaced_report *rep);
 
 /*

@@ -144,8 +144,61 @@ static void target_devids(const struct bx_alloc_chunk *c, uint64_t *devids)
 		devids[i] = c->stripes[i].devid;
 }
 
+int bx_place_targets_decide(const struct bx_place_model *m, struct bx_place_targets *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int k = 0; k < BX_PLACE_NR_KINDS; k++) {
+		int ret;
+
+		t->ret[k] = 1;
+		if (!m->new_type[k])
+			continue;
+		ret = bx_alloc_decide(m->devs, m->nr_devs, m->new_type[k], &m->params, &t->chunk[k]);
+		if (ret && ret != -ENOSPC) {
+			bx_place_targets_release(t);
+			return ret;
+		}
+		t->ret[k] = ret;
+	}
+	return 0;
+}
+
+void bx_place_targets_release(struct bx_place_targets *t)
+{
+	for (int k = 0; k < BX_PLACE_NR_KINDS; k++)
+		bx_alloc_chunk_release(&t->chunk[k]);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The model's chunk for @c into @v: decided now, or copied from @t. */
+static int target_for(const struct bx_place_model *m, const struct bx_place_targets *t,
+		      const struct bx_place_chunk *c, struct bx_place_verdict *v)
+{
+	int kind = bx_place_kind(c->type);
+	const struct bx_alloc_chunk *src;
+
+	if (!t || t->ret[kind] == 1)
+		return bx_alloc_decide(m->devs, m->nr_devs, new_type_for(m, c->type), &m->params,
+				       &v->target);
+	if (t->ret[kind])
+		return t->ret[kind];
+	src = &t->chunk[kind];
+	v->target = *src;
+	v->target.stripes = malloc((src->num_stripes + 1) * sizeof(*src->stripes));
+	if (!v->target.stripes)
+		return -ENOMEM;
+	memcpy(v->target.stripes, src->stripes, src->num_stripes * sizeof(*src->stripes));
+	return 0;
+}
+
 int bx_place_classify(const struct bx_place_model *m, const struct bx_place_chunk *c,
 		      struct bx_place_verdict *v)
+{
+	return bx_place_classify_with(m, NULL, c, v);
+}
+
+int bx_place_classify_with(const struct bx_place_model *m, const struct bx_place_targets *targets,
+			   const struct bx_place_chunk *c, struct bx_place_verdict *v)
 {
 	struct tier_counts have, want;
 	uint64_t *devids = NULL;
@@ -168,8 +221,7 @@ int bx_place_classify(const struct bx_place_model *m, const struct bx_place_chun
 		if (!d)
 			v->unknown_device = true;
 	}
-	ret = bx_alloc_decide(m->devs, m->nr_devs, new_type_for(m, c->type), &m->params,
-			      &v->target);
+	ret = target_for(m, targets, c, v);
 	if (ret && ret != -ENOSPC)
 		goto out;
 	v->target_ret = ret;

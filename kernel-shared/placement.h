@@ -98,6 +98,22 @@ int bx_place_classify(const struct bx_place_model *model, const struct bx_place_
 void bx_place_verdict_release(struct bx_place_verdict *v);
 
 /*
+ * Where the model puts a new chunk of each kind (new_type) now, decided
+ * once: classifying many chunks against one model need not decide again.
+ * ret[kind]: 0 (chunk filled), -ENOSPC, or 1 (new_type 0: each chunk's own
+ * type decides). Release with bx_place_targets_release().
+ */
+struct bx_place_targets {
+	int ret[BX_PLACE_NR_KINDS];
+	struct bx_alloc_chunk chunk[BX_PLACE_NR_KINDS];
+};
+int bx_place_targets_decide(const struct bx_place_model *model, struct bx_place_targets *t);
+void bx_place_targets_release(struct bx_place_targets *t);
+/* bx_place_classify() with the model's targets decided already (@t may be NULL). */
+int bx_place_classify_with(const struct bx_place_model *model, const struct bx_place_targets *t,
+			   const struct bx_place_chunk *chunk, struct bx_place_verdict *v);
+
+/*
  * Whether a new chunk on the devices @devids (@n stripes) places the data of
  * @old better: the new one is not forbidden, and @old was forbidden or the
  * new one is better by the off-preference rule above. Devids the model does

@@ -897,6 +897,144 @@ enum btrfsx_error btrfsx_relocate_misplaced(const char *path,
  */
 void btrfsx_relocate_result_free(struct btrfsx_relocate_result *result);
 
+/* ---- The what-if planner ---- */
+
+enum btrfsx_plan_op {
+	BTRFSX_PLAN_ADD,	/* a new device of size, hint when has_hint */
+	BTRFSX_PLAN_REMOVE,	/* devid */
+	BTRFSX_PLAN_RESIZE,	/* devid to size */
+	BTRFSX_PLAN_HINT,	/* devid gets hint */
+	BTRFSX_PLAN_CONVERT,	/* flags: the type (data or metadata) and its new profile */
+	BTRFSX_PLAN_REPLACE,	/* devid by a device of size, hint when has_hint */
+	BTRFSX_PLAN_RELOCATE,	/* the misplaced chunks moved */
+};
+
+/* One change of a plan. */
+struct btrfsx_plan_change {
+	enum btrfsx_plan_op op;
+	uint64_t devid;
+	uint64_t size;			/* bytes */
+	uint64_t hint;
+	bool has_hint;
+	uint64_t flags;			/* convert: BTRFS_BLOCK_GROUP_DATA or _METADATA | profile */
+};
+
+/**
+ * btrfsx_plan_change_parse() - a change as `btrfsx filesystem plan` spells it.
+ * @op: "add", "remove", "resize", "hint", "convert", "replace" or "relocate".
+ * @value: its value ("64G:metadata_only", "3", "3=10G", "3=data_only",
+ *         "data=raid1", "2=1T:metadata_only"); NULL for relocate.
+ * @change: filled on success.
+ *
+ * Return: BTRFSX_OK, or BTRFSX_ERROR_INVALID_ARGUMENT with a message saying
+ * what is wrong.
+ * Since: 0.2
+ */
+enum btrfsx_error btrfsx_plan_change_parse(const char *op, const char *value,
+					   struct btrfsx_plan_change *change);
+
+enum btrfsx_plan_status {
+	BTRFSX_PLAN_POSSIBLE,
+	BTRFSX_PLAN_IMPOSSIBLE,		/* the kernel would fail or refuse it: see reason */
+	BTRFSX_PLAN_NOT_REACHED,	/* an earlier change is impossible */
+};
+
+/* A device a short type of chunk may use, as the failed change leaves it. */
+struct btrfsx_plan_short_device {
+	uint64_t devid;
+	uint64_t hint;
+	uint32_t tier;			/* the allocator's tier for the type (1 first) */
+	uint64_t unallocated;
+};
+
+/* Chunks of one type that a change cannot place. */
+struct btrfsx_plan_short {
+	uint64_t flags;			/* type and profile of the chunks it needs */
+	uint64_t missing;		/* used bytes without room */
+	uint32_t chunks;		/* chunks that could not move */
+	size_t nr_devices;
+	struct btrfsx_plan_short_device *devices;	/* best tier first */
+};
+
+struct btrfsx_plan_step {
+	struct btrfsx_plan_change change;
+	char description[160];		/* "remove devid 3", ... */
+	uint64_t devid;			/* the device it acts on (add: the new devid) */
+	enum btrfsx_plan_status status;
+	bool tight;			/* possible, but the kernel's space reservation may fail it */
+	char reason[1024];		/* impossible: why */
+	uint64_t moved_chunks;		/* chunks relocated or rewritten */
+	uint64_t moved_bytes;		/* their used bytes: what is copied */
+	uint64_t moved_length;		/* their logical bytes */
+	uint64_t new_chunks;		/* chunks allocated meanwhile */
+	uint64_t new_length;
+	uint64_t copied_bytes;		/* replace: bytes copied to the new device */
+	size_t nr_short;
+	struct btrfsx_plan_short *shorts;
+};
+
+/* A chunk a change moves, or one it creates. */
+struct btrfsx_plan_chunk {
+	size_t step;			/* index into btrfsx_plan.steps */
+	uint64_t logical;
+	uint64_t length;
+	uint64_t used;			/* moved: when its change began; created: bytes placed */
+	uint64_t used_before;		/* in the filesystem now */
+	bool existed;			/* false: an earlier change of the plan made it */
+	uint64_t flags;
+	size_t nr_devids;
+	uint64_t *devids;		/* in stripe order */
+};
+
+/* A plan and what it leads to; every array is owned by it. */
+struct btrfsx_plan {
+	bool possible;			/* every change is */
+	size_t nr_steps;
+	struct btrfsx_plan_step *steps;
+	struct btrfsx_usage *before;	/* the usage figures now */
+	struct btrfsx_usage *after;	/* ... after the plan (as far as it got) */
+	size_t nr_moved;
+	struct btrfsx_plan_chunk *moved;
+	size_t nr_created;
+	struct btrfsx_plan_chunk *created;
+	/* NULL when no hint is set before or after the plan */
+	struct btrfsx_misplaced *misplaced_after;
+	bool *newly_misplaced;		/* per misplaced_after chunk: not misplaced now */
+	size_t nr_warnings;
+	char (*warnings)[512];		/* also btrfsx_warning() */
+};
+
+/**
+ * btrfsx_plan() - the space and placement after a list of changes, before
+ * making them.
+ * @paths: a mount point, or the member devices / image files of an
+ *         unmounted filesystem (as btrfsx_usage_get()).
+ * @nr_paths: how many paths.
+ * @sysfs_root: NULL for "/sys".
+ * @changes: applied in order (btrfsx_plan_change_parse() spells them).
+ * @nr_changes: at least one.
+ * @out: the result; free with btrfsx_plan_free().
+ *
+ * The computation of `btrfsx filesystem plan`: each change applied to a copy
+ * of the filesystem as the kernel makes it (see that command's manual),
+ * then the usage figures and the misplaced chunks of the result. Nothing is
+ * changed. An impossible change is no error: see ->possible and each
+ * step's status and reason. BTRFSX_ERROR_INVALID_ARGUMENT for a plan that
+ * cannot be made (an unknown devid, a size below the smallest device or a
+ * replace's source, a profile the devices cannot hold, conflicting
+ * changes), with the message. Mounted filesystems need CAP_SYS_ADMIN.
+ * Since: 0.2
+ */
+enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths, const char *sysfs_root,
+			      const struct btrfsx_plan_change *changes, size_t nr_changes,
+			      struct btrfsx_plan **out);
+
+/**
+ * btrfsx_plan_free() - free a result of btrfsx_plan(); NULL is fine.
+ * Since: 0.2
+ */
+void btrfsx_plan_free(struct btrfsx_plan *plan);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,4 +33,16 @@ const char *bx_api_sysfs_root(const char *sysfs_root);
 /* @config_dir, or SYSCONFDIR "/btrfsx" for NULL. */
 const char *bx_api_config_dir(const char *config_dir);
 
+/*
+ * The public forms of the usage report (computed with @model_flags,
+ * BX_USAGE_*) and of the misplaced report; NULL when out of memory. Free
+ * with btrfsx_usage_free() / btrfsx_misplaced_free().
+ */
+struct bx_usage_input;
+struct bx_usage_report;
+struct bx_misplaced_report;
+struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
+				       const struct bx_usage_report *rep, unsigned int model_flags);
+struct btrfsx_misplaced *bx_api_misplaced_from(const struct bx_misplaced_report *rep);
+
 #endif

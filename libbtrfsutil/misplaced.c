@@ -91,7 +91,7 @@ PUBLIC void btrfsx_misplaced_free(struct btrfsx_misplaced *m)
 	free(m);
 }
 
-static struct btrfsx_misplaced *misplaced_from(const struct bx_misplaced_report *rep)
+struct btrfsx_misplaced *bx_api_misplaced_from(const struct bx_misplaced_report *rep)
 {
 	struct btrfsx_misplaced *m = calloc(1, sizeof(*m));
 
@@ -134,7 +134,7 @@ PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t n
 	bx_usage_input_release(&in);
 	if (ret)
 		return bx_api_result(ret);
-	*out = misplaced_from(&rep);
+	*out = bx_api_misplaced_from(&rep);
 	bx_misplaced_report_release(&rep);
 	if (!*out)
 		return bx_api_result(bx_error(-ENOMEM, "out of memory"));

@@ -133,6 +133,21 @@ static struct btrfsx_usage *usage_alloc(const struct bx_usage_input *in,
 	return u;
 }
 
+struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
+				       const struct bx_usage_report *rep, unsigned int model_flags)
+{
+	struct btrfsx_usage *u = usage_alloc(in, rep);
+
+	if (!u)
+		return NULL;
+	fill_overall(in, &rep->overall, u);
+	fill_model(rep, model_flags, u);
+	fill_classes(rep, u);
+	fill_devices(rep, u);
+	fill_spaces(in, u);
+	return u;
+}
+
 PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_paths,
 					  const char *sysfs_root, unsigned int flags,
 					  struct btrfsx_usage **out)
@@ -163,14 +178,7 @@ PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_pa
 		bx_usage_input_release(&in);
 		return bx_api_result(ret);
 	}
-	u = usage_alloc(&in, &rep);
-	if (u) {
-		fill_overall(&in, &rep.overall, u);
-		fill_model(&rep, model_flags, u);
-		fill_classes(&rep, u);
-		fill_devices(&rep, u);
-		fill_spaces(&in, u);
-	}
+	u = bx_api_usage_from(&in, &rep, model_flags);
 	bx_usage_report_release(&rep);
 	bx_usage_input_release(&in);
 	if (!u)

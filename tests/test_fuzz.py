@@ -27,7 +27,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FUZZ = REPO / "tests" / "fuzz"
 HARNESSES = ("fuzz_superblock", "fuzz_sys_chunk_array", "fuzz_tree_node", "fuzz_item",
-             "fuzz_image")
+             "fuzz_image", "fuzz_plan")
 SKIP = 77   # run-fuzzers.sh: no usable clang/libFuzzer
 PROFILES = ("single", "dup", "mixed", "raid0", "raid1", "raid1c3", "raid1c4", "raid10",
             "raid5", "raid6")

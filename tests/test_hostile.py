@@ -48,6 +48,12 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
     "filesystem usage": [
         ("{P}",), ("-T", "--strict", "{P}"), (), ("--bogus", "{B}"), ("{B}", "{P}"),
     ],
+    "filesystem plan": [
+        ("{P}", "--add", "1G"), ("{B}", "--remove", "{N}"), ("{B}", "--resize", "{S}"),
+        ("{B}", "--resize", "1={N}"), ("{B}", "--add", "{S}"), ("{B}", "--hint", "{S}"),
+        ("{B}", "--convert", "{S}"), ("{B}", "--replace", "{S}"), ("{B}",),
+        ("--relocate",), ("--bogus", "{B}"), ("{B}", "{P}", "--remove", "1"),
+    ],
     "inspect dump-super": [
         ("{Ps}",), ("-a", "{Ps}"), (), ("{B}", "{B}"),
     ],

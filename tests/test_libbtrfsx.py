@@ -103,7 +103,7 @@ def test_exported_symbols_are_the_header_functions():
     symbols = [line.split()[2] for line in out.splitlines()
                if line.split()[1] != "A"]      # the version node itself
     assert {s.split("@")[0] for s in symbols} == header_functions()
-    assert len(header_functions()) == 23
+    assert len(header_functions()) == 26
     # a function is in the node of the release that added it (its Since:)
     since = dict(re.findall(r"\* (btrfsx_\w+)\(\).*?Since: (\d+\.\d+)", HEADER.read_text(),
                             flags=re.S))
@@ -838,3 +838,30 @@ def test_misplaced_errors(probe, tmp_path, loopdevs):
     failed(probe("relocate", "-", loops.devs[0]), NOT_MOUNTED, "not mounted")
     with fsutil.mounted(loops.devs, options="ro") as mnt:
         failed(probe("relocate", "force", "-", mnt), PERMISSION, "read-only")
+
+
+def test_plan_equals_cli(hinted, probe, btrfsx_json):
+    """btrfsx_plan(): the figures and steps of ``btrfsx filesystem plan``."""
+    devs = hinted.devs
+    changes = ["add", "4G:metadata_only", "remove", "1", "relocate", "-"]
+    res = ok(probe("plan", "-", *devs, "--", *changes))
+    cli = btrfsx_json("filesystem", "plan", *devs, "--add", "4G:metadata_only", "--remove", "1",
+                      "--relocate", check=False)
+    assert res["possible"] is cli["possible"]
+    assert res["before_free_estimated"] == cli["before"]["free_estimated"]
+    assert res["after_free_estimated"] == cli["after"]["free_estimated"]
+    assert res["after_metadata_room"] == cli["after"]["metadata_room"]
+    assert [s["description"] for s in res["steps"]] == [c["description"] for c in cli["changes"]]
+    assert [s["moved_bytes"] for s in res["steps"]] == [c["moved_bytes"] for c in cli["changes"]]
+    assert res["steps"][0]["devid"] == max(d["devid"] for d in cli["before"]["devices"]) + 1
+    assert res["have_misplaced"] is True and res["moved"] == len(cli["moved"])
+
+
+def test_plan_errors(hinted, probe):
+    devs = hinted.devs
+    bad = probe("plan", "-", *devs, "--", "remove", "9")
+    assert bad["error"] == INVALID_ARGUMENT and "devid 9" in bad["message"]
+    bad = probe("plan", "-", *devs, "--", "add", "12Q")
+    assert bad["error"] == INVALID_ARGUMENT and "not a size" in bad["message"]
+    bad = probe("plan", "-", *devs, "--", "convert", "data=raid1c4")
+    assert bad["error"] == INVALID_ARGUMENT and "raid1c4 needs at least 4" in bad["message"]

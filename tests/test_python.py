@@ -429,6 +429,56 @@ def test_usage_ignore_hints(loopdevs, py):
     assert honoured["hints_honoured"] is True and ignored["hints_honoured"] is False
     assert ignored["free_estimated"] > honoured["free_estimated"]
 
+@pytest.mark.root
+def test_plan_equals_cli(loopdevs, py, btrfsx_json):
+    """btrfsx.plan(): the plan as data, the figures of ``btrfsx filesystem plan``."""
+    loops = loopdevs(sizes=["512M", "768M", "1G"])
+    devs = loops.devs
+    fsutil.mkfs(devs, data="raid1", metadata="raid1")
+    with fsutil.mounted(devs) as mnt:
+        fsutil.fill_files(mnt, big_files=2, small_files=8)
+    doc = py('''
+        p = btrfsx.plan(sys.argv[1:], [("add", "1G:metadata_only"), ("remove", 1),
+                                       ("convert", "data=single"), ("relocate",)])
+        emit({"possible": p.possible, "steps": [(s.description, s.status.name, s.devid,
+                                                 s.moved_bytes, s.change.op.name)
+                                                for s in p.steps],
+              "before": p.before.free_estimated, "after": p.after.free_estimated,
+              "room": p.after.metadata_room, "moved": [(c.logical, c.type, c.used_before,
+                                                        c.existed) for c in p.moved],
+              "hint": p.steps[0].change.hint.name, "warnings": p.plan_warnings,
+              "misplaced": p.misplaced_after is not None and len(p.misplaced_after.chunks),
+              "newly": len(p.newly_misplaced)})
+    ''', *devs)
+    cli = btrfsx_json("filesystem", "plan", *devs, "--add", "1G:metadata_only", "--remove", "1",
+                      "--convert", "data=single", "--relocate", check=False)
+    assert doc["possible"] is cli["possible"]
+    assert [s[0] for s in doc["steps"]] == [c["description"] for c in cli["changes"]]
+    assert [s[3] for s in doc["steps"]] == [c["moved_bytes"] for c in cli["changes"]]
+    assert [s[4] for s in doc["steps"]] == ["ADD", "REMOVE", "CONVERT", "RELOCATE"]
+    assert doc["before"] == cli["before"]["free_estimated"]
+    assert doc["after"] == cli["after"]["free_estimated"]
+    assert doc["room"] == cli["after"]["metadata_room"]
+    assert [m[0] for m in doc["moved"]] == [c["logical"] for c in cli["moved"]]
+    assert doc["hint"] == "METADATA_ONLY" and doc["newly"] == doc["misplaced"]
+    assert doc["warnings"] == cli.get("warnings", [])
+
+
+@pytest.mark.root
+def test_plan_bad_input(loopdevs, py):
+    loops = loopdevs(2)
+    fsutil.mkfs(loops.devs, data="single", metadata="raid1")
+    errors = py('''
+        emit({"devid": error(btrfsx.plan, sys.argv[1:], [("remove", 7)]),
+              "parse": error(btrfsx.plan, sys.argv[1:], [("grow", "1")]),
+              "shape": error(btrfsx.plan, sys.argv[1:], ["remove"]),
+              "none": error(btrfsx.plan, sys.argv[1:], [])})
+    ''', *loops.devs)
+    assert errors["devid"]["class"] == "InvalidArgumentError"
+    assert "devid 7 is not in the filesystem" in errors["devid"]["message"]
+    assert "unknown change 'grow'" in errors["parse"]["message"]
+    assert errors["shape"]["class"] == errors["none"]["class"] == "InvalidArgumentError"
+
 
 # --------------------------------------------------------------------------- read policy
 

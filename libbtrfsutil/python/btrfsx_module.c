@@ -1294,6 +1294,220 @@ static PyObject *py_relocate_misplaced(PyObject *module, PyObject *args)
 	return ret;
 }
 
+/* ---- the what-if planner ---- */
+
+static const struct field plan_change_fields[] = {
+	FIELD(struct btrfsx_plan_change, op),
+	FIELD(struct btrfsx_plan_change, devid),
+	FIELD(struct btrfsx_plan_change, size),
+	FIELD(struct btrfsx_plan_change, hint),
+	FIELD(struct btrfsx_plan_change, has_hint),
+	FIELD(struct btrfsx_plan_change, flags),
+	END_FIELDS
+};
+
+static const struct field plan_short_device_fields[] = {
+	FIELD(struct btrfsx_plan_short_device, devid),
+	FIELD(struct btrfsx_plan_short_device, hint),
+	FIELD(struct btrfsx_plan_short_device, tier),
+	FIELD(struct btrfsx_plan_short_device, unallocated),
+	END_FIELDS
+};
+
+static const struct field plan_short_fields[] = {
+	FIELD(struct btrfsx_plan_short, flags),
+	FIELD(struct btrfsx_plan_short, missing),
+	FIELD(struct btrfsx_plan_short, chunks),
+	END_FIELDS
+};
+
+static const struct field plan_step_fields[] = {
+	FIELD(struct btrfsx_plan_step, description),
+	FIELD(struct btrfsx_plan_step, devid),
+	FIELD(struct btrfsx_plan_step, status),
+	FIELD(struct btrfsx_plan_step, tight),
+	FIELD(struct btrfsx_plan_step, reason),
+	FIELD(struct btrfsx_plan_step, moved_chunks),
+	FIELD(struct btrfsx_plan_step, moved_bytes),
+	FIELD(struct btrfsx_plan_step, moved_length),
+	FIELD(struct btrfsx_plan_step, new_chunks),
+	FIELD(struct btrfsx_plan_step, new_length),
+	FIELD(struct btrfsx_plan_step, copied_bytes),
+	END_FIELDS
+};
+
+static const struct field plan_chunk_fields[] = {
+	FIELD(struct btrfsx_plan_chunk, step),
+	FIELD(struct btrfsx_plan_chunk, logical),
+	FIELD(struct btrfsx_plan_chunk, length),
+	FIELD(struct btrfsx_plan_chunk, used),
+	FIELD(struct btrfsx_plan_chunk, used_before),
+	FIELD(struct btrfsx_plan_chunk, existed),
+	FIELD(struct btrfsx_plan_chunk, flags),
+	END_FIELDS
+};
+
+static PyObject *plan_step_to_dict(const struct btrfsx_plan_step *st)
+{
+	PyObject *dict = to_dict(st, plan_step_fields), *shorts;
+
+	if (!dict || put_new(dict, "change", to_dict(&st->change, plan_change_fields)))
+		goto fail;
+	shorts = PyList_New((Py_ssize_t)st->nr_short);
+	if (!shorts)
+		goto fail;
+	for (size_t i = 0; i < st->nr_short; i++) {
+		const struct btrfsx_plan_short *sh = &st->shorts[i];
+		PyObject *item = to_dict(sh, plan_short_fields);
+
+		if (!item || put_new(item, "devices", to_list(sh->devices, sh->nr_devices,
+							      sizeof(*sh->devices),
+							      plan_short_device_fields))) {
+			Py_XDECREF(item);
+			Py_DECREF(shorts);
+			goto fail;
+		}
+		PyList_SET_ITEM(shorts, (Py_ssize_t)i, item);
+	}
+	if (put_new(dict, "short", shorts))
+		goto fail;
+	return dict;
+fail:
+	Py_XDECREF(dict);
+	return NULL;
+}
+
+static PyObject *plan_chunks_to_list(const struct btrfsx_plan_chunk *chunks, size_t n)
+{
+	PyObject *list = PyList_New((Py_ssize_t)n);
+
+	for (size_t i = 0; list && i < n; i++) {
+		PyObject *item = to_dict(&chunks[i], plan_chunk_fields);
+
+		if (!item || put_new(item, "devids", u64_list(chunks[i].devids, chunks[i].nr_devids))) {
+			Py_XDECREF(item);
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+	}
+	return list;
+}
+
+static PyObject *plan_to_dict(const struct btrfsx_plan *plan)
+{
+	PyObject *dict = PyDict_New(), *steps = PyList_New((Py_ssize_t)plan->nr_steps);
+	PyObject *newly = NULL, *warnings = PyList_New((Py_ssize_t)plan->nr_warnings);
+	PyObject *misplaced = Py_None;
+
+	for (size_t i = 0; steps && i < plan->nr_steps; i++) {
+		PyObject *item = plan_step_to_dict(&plan->steps[i]);
+
+		if (!item) {
+			Py_CLEAR(steps);
+			break;
+		}
+		PyList_SET_ITEM(steps, (Py_ssize_t)i, item);
+	}
+	for (size_t i = 0; warnings && i < plan->nr_warnings; i++) {
+		PyObject *w = decode_chars(plan->warnings[i], sizeof(plan->warnings[i]));
+
+		if (!w) {
+			Py_CLEAR(warnings);
+			break;
+		}
+		PyList_SET_ITEM(warnings, (Py_ssize_t)i, w);
+	}
+	if (plan->misplaced_after) {
+		size_t n = plan->misplaced_after->nr_chunks;
+
+		misplaced = misplaced_to_dict(plan->misplaced_after);
+		newly = PyList_New((Py_ssize_t)n);
+		for (size_t i = 0; newly && i < n; i++)
+			PyList_SET_ITEM(newly, (Py_ssize_t)i, PyBool_FromLong(plan->newly_misplaced[i]));
+	} else {
+		Py_INCREF(Py_None);
+		newly = PyList_New(0);
+	}
+	if (!dict || put_new(dict, "possible", PyBool_FromLong(plan->possible)) ||
+	    put_new(dict, "steps", steps) || put_new(dict, "before", usage_to_dict(plan->before)) ||
+	    put_new(dict, "after", usage_to_dict(plan->after)) ||
+	    put_new(dict, "moved", plan_chunks_to_list(plan->moved, plan->nr_moved)) ||
+	    put_new(dict, "created", plan_chunks_to_list(plan->created, plan->nr_created)) ||
+	    put_new(dict, "misplaced_after", misplaced) || put_new(dict, "newly_misplaced", newly) ||
+	    put_new(dict, "warnings", warnings)) {
+		Py_XDECREF(dict);
+		return NULL;
+	}
+	return dict;
+}
+
+/* @changes: a sequence of (op, value or None) into an array; NULL with an exception set. */
+static struct btrfsx_plan_change *plan_changes(PyObject *module, PyObject *changes, size_t *nr)
+{
+	PyObject *seq = PySequence_Fast(changes, "changes must be a sequence of (op, value)");
+	struct btrfsx_plan_change *out;
+	Py_ssize_t n;
+
+	if (!seq)
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	out = PyMem_Calloc((size_t)n + 1, sizeof(*out));
+	if (!out) {
+		Py_DECREF(seq);
+		PyErr_NoMemory();
+		return NULL;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		const char *op, *value = NULL;
+		enum btrfsx_error err;
+
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "s|z:change", &op, &value))
+			goto fail;
+		err = btrfsx_plan_change_parse(op, value, &out[i]);
+		if (err) {
+			raise_error(module, err, NULL);
+			goto fail;
+		}
+	}
+	Py_DECREF(seq);
+	*nr = (size_t)n;
+	return out;
+fail:
+	Py_DECREF(seq);
+	PyMem_Free(out);
+	return NULL;
+}
+
+static PyObject *py_plan(PyObject *module, PyObject *args)
+{
+	struct path_list list = { 0 };
+	struct btrfsx_plan_change *changes;
+	struct btrfsx_plan *plan = NULL;
+	PyObject *sysfs_root = NULL, *seq, *ret;
+	enum btrfsx_error err;
+	size_t nr = 0;
+
+	if (!PyArg_ParseTuple(args, "O&O&O:plan", path_list_converter, &list, optional_path,
+			      &sysfs_root, &seq))
+		return NULL;
+	changes = plan_changes(module, seq, &nr);
+	if (!changes) {
+		path_list_free(&list);
+		Py_XDECREF(sysfs_root);
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_plan(list.paths, list.count, path_or_null(sysfs_root), changes, nr, &plan);
+	Py_END_ALLOW_THREADS
+	PyMem_Free(changes);
+	path_list_free(&list);
+	Py_XDECREF(sysfs_root);
+	ret = err ? raise_error(module, err, NULL) : with_warnings(plan_to_dict(plan));
+	btrfsx_plan_free(plan);
+	return ret;
+}
+
 static PyObject *py_set_error_factory(PyObject *module, PyObject *factory)
 {
 	struct module_state *state = state_of(module);
@@ -1400,6 +1614,8 @@ static PyMethodDef methods[] = {
 	{ "relocate_misplaced", py_relocate_misplaced, METH_VARARGS,
 	  "relocate_misplaced(path, forbidden_only, dry_run, force, limit, max_bytes, pause, "
 	  "sysfs_root, state_dir, progress, cancel, interval) -> (dict, warnings)" },
+	{ "plan", py_plan, METH_VARARGS,
+	  "plan(paths, sysfs_root, changes) -> (dict, warnings); changes: [(op, value or None)]" },
 	{ "_set_error_factory", py_set_error_factory, METH_O,
 	  "_set_error_factory(callable): how errors become exceptions" },
 	{ NULL, NULL, 0, NULL }
@@ -1457,6 +1673,9 @@ static const struct constant constants[] = {
 	CONSTANT(RELOCATE_DONE), CONSTANT(RELOCATE_LIMIT), CONSTANT(RELOCATE_DRY_RUN),
 	CONSTANT(RELOCATE_CANCELLED), CONSTANT(RELOCATE_NO_ROOM), CONSTANT(RELOCATE_ENOSPC),
 	CONSTANT(RELOCATE_MISPLACED_AGAIN), CONSTANT(RELOCATE_FAILED),
+	CONSTANT(PLAN_ADD), CONSTANT(PLAN_REMOVE), CONSTANT(PLAN_RESIZE), CONSTANT(PLAN_HINT),
+	CONSTANT(PLAN_CONVERT), CONSTANT(PLAN_REPLACE), CONSTANT(PLAN_RELOCATE),
+	CONSTANT(PLAN_POSSIBLE), CONSTANT(PLAN_IMPOSSIBLE), CONSTANT(PLAN_NOT_REACHED),
 	{ NULL, 0 }
 };
 

@@ -32,9 +32,9 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-HARNESSES=(fuzz_superblock fuzz_sys_chunk_array fuzz_tree_node fuzz_item fuzz_image)
+HARNESSES=(fuzz_superblock fuzz_sys_chunk_array fuzz_tree_node fuzz_item fuzz_image fuzz_plan)
 declare -A MAX_LEN=([fuzz_superblock]=4096 [fuzz_sys_chunk_array]=4096 [fuzz_tree_node]=16384
-	[fuzz_item]=16500 [fuzz_image]=4096)
+	[fuzz_item]=16500 [fuzz_image]=4096 [fuzz_plan]=512)
 
 usage() {
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'

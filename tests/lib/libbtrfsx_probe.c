@@ -866,6 +866,59 @@ static int probe_threads(int argc, char **argv)
 	return end_report(BTRFSX_OK);
 }
 
+/* ---- the what-if planner ---- */
+
+static const char *const plan_statuses[] = { "possible", "impossible", "not-reached" };
+
+/* plan <sysfs_root|-> <path>... -- <op> <value|-> ... */
+static int probe_plan(int argc, char **argv)
+{
+	struct btrfsx_plan_change changes[16];
+	struct btrfsx_plan *plan = NULL;
+	size_t nr = 0;
+	int sep = 1;
+	enum btrfsx_error err = BTRFSX_OK;
+
+	while (sep < argc && strcmp(argv[sep], "--"))
+		sep++;
+	if (sep >= argc || sep < 2)
+		return usage();
+	for (int i = sep + 1; i + 1 < argc && nr < 16 && !err; i += 2)
+		err = btrfsx_plan_change_parse(argv[i], arg_or_null(argv[i + 1]), &changes[nr++]);
+	if (!err)
+		err = btrfsx_plan((const char *const *)argv + 1, (size_t)sep - 1,
+				  arg_or_null(argv[0]), changes, nr, &plan);
+	begin_report(err);
+	if (!err) {
+		open_block("result", '{');
+		j_bool("possible", plan->possible);
+		j_u64("before_free_estimated", plan->before->free_estimated);
+		j_u64("after_free_estimated", plan->after->free_estimated);
+		j_u64("after_metadata_room", plan->after->metadata_room);
+		j_u64("after_devices", plan->after->nr_devices);
+		open_block("steps", '[');
+		for (size_t i = 0; i < plan->nr_steps; i++) {
+			const struct btrfsx_plan_step *st = &plan->steps[i];
+
+			open_block(NULL, '{');
+			j_str("description", st->description);
+			j_str("status", plan_statuses[st->status]);
+			j_u64("devid", st->devid);
+			j_u64("moved_chunks", st->moved_chunks);
+			j_u64("moved_bytes", st->moved_bytes);
+			j_u64("shorts", st->nr_short);
+			close_block('}');
+		}
+		close_block(']');
+		j_u64("moved", plan->nr_moved);
+		j_bool("have_misplaced", plan->misplaced_after != NULL);
+		j_u64("warnings", plan->nr_warnings);
+		close_block('}');
+	}
+	btrfsx_plan_free(plan);
+	return end_report(err);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -885,6 +938,7 @@ static const struct {
 	{ "fs-info", probe_fs_info },
 	{ "strerror", probe_strerror },
 	{ "threads", probe_threads },
+	{ "plan", probe_plan },
 };
 
 int main(int argc, char **argv)

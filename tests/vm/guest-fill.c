@@ -9,6 +9,11 @@
  *       Creates files carrying one large xattr each (metadata only, about a
  *       tree leaf per file) until <bytes> are stored or ENOSPC. Prints
  *       "@@R fill_meta <bytes> <files> <errno or 0>".
+ *   guest-fill part <dir> <bytes> <files>
+ *       Some content before a change: preallocates <bytes> in 1 MiB files
+ *       (fewer at ENOSPC), removes every third (partly used chunks), and
+ *       creates <files> small files with a 3000-byte xattr (metadata).
+ *       Prints "@@R fill_part <data bytes kept> <files made> <errno or 0>".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -96,12 +101,62 @@ static int fill_meta(const char *dir, unsigned long long limit)
 	return 0;
 }
 
+static int fill_part(const char *dir, unsigned long long bytes, unsigned int files)
+{
+	static char value[3000];
+	unsigned long long kept = 0;
+	unsigned int n = 0, made = 0;
+	int err = 0;
+
+	memset(value, 'p', sizeof(value));
+	for (; (unsigned long long)n * MiB < bytes; n++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/part%u", dir, n);
+		err = preallocate(path, MiB);
+		if (err)
+			break;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/part%u", dir, i);
+		if (i % 3 == 2)
+			unlink(path);
+		else
+			kept += MiB;
+	}
+	for (; made < files; made++) {
+		char path[4096];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/small%u", dir, made);
+		fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			err = errno;
+			break;
+		}
+		if (fsetxattr(fd, "user.part", value, sizeof(value), 0) < 0) {
+			err = errno;
+			close(fd);
+			break;
+		}
+		close(fd);
+	}
+	printf("@@R fill_part %llu %u %d\n", kept, made, err);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "data"))
 		return fill_data(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "meta"))
 		return fill_meta(argv[2], strtoull(argv[3], NULL, 0));
-	fprintf(stderr, "usage: guest-fill data <dir> | meta <dir> <bytes>\n");
+	if (argc == 5 && !strcmp(argv[1], "part"))
+		return fill_part(argv[2], strtoull(argv[3], NULL, 0),
+				 (unsigned int)strtoul(argv[4], NULL, 0));
+	fprintf(stderr, "usage: guest-fill data <dir> | meta <dir> <bytes> | "
+		"part <dir> <bytes> <files>\n");
 	return 2;
 }

@@ -56,6 +56,8 @@ __all__ = [
     "Misplaced", "MisplacedChunk", "MisplacedClass", "MisplacedTotals",
     "MissingDeviceError", "MonitorProjection", "MonitorSample", "MonitorTrend", "MountedError",
     "NoMemoryError", "NoSpaceError", "NotBtrfsError", "NotFoundError",
+    "Plan", "PlanChange", "PlanChunk", "PlanOp", "PlanShort", "PlanShortDevice", "PlanStatus",
+    "PlanStep",
     "NotMountedError", "NotSupportedError", "PermissionDeniedError", "ReadPolicy",
     "RelocateProgress", "RelocateResult", "RelocateStatus", "Relocated", "RelocatedNewChunk",
     "ReadPolicyChange", "ReadPolicyInterface", "ScrubCounters", "ScrubDevice", "ScrubError",
@@ -63,7 +65,7 @@ __all__ = [
     "UsageSpace", "UsageWarning", "fs_info_offline", "hint_get", "hint_name", "hint_parse",
     "hint_set", "io_stats_sample", "misplaced", "monitor_history", "monitor_projections",
     "profile_name", "read_policy_apply", "read_policy_get", "read_policy_set",
-    "relocate_misplaced", "scrub_offline", "strerror", "type_name", "usage",
+    "plan", "relocate_misplaced", "scrub_offline", "strerror", "type_name", "usage",
 ]
 
 
@@ -138,6 +140,24 @@ class MisplacedClass(enum.IntEnum):
     """Why a chunk breaks the allocation hints."""
     FORBIDDEN = _btrfsx.MISPLACED_FORBIDDEN            #: a stripe where the hint excludes it
     OFF_PREFERENCE = _btrfsx.MISPLACED_OFF_PREFERENCE  #: a worse tier while a better has room
+
+
+class PlanOp(enum.IntEnum):
+    """A kind of change :func:`plan` takes (``enum btrfsx_plan_op``)."""
+    ADD = _btrfsx.PLAN_ADD
+    REMOVE = _btrfsx.PLAN_REMOVE
+    RESIZE = _btrfsx.PLAN_RESIZE
+    HINT = _btrfsx.PLAN_HINT
+    CONVERT = _btrfsx.PLAN_CONVERT
+    REPLACE = _btrfsx.PLAN_REPLACE
+    RELOCATE = _btrfsx.PLAN_RELOCATE
+
+
+class PlanStatus(enum.IntEnum):
+    """Whether a change of a plan would succeed."""
+    POSSIBLE = _btrfsx.PLAN_POSSIBLE
+    IMPOSSIBLE = _btrfsx.PLAN_IMPOSSIBLE          #: the kernel would fail or refuse it
+    NOT_REACHED = _btrfsx.PLAN_NOT_REACHED        #: an earlier change is impossible
 
 
 class RelocateStatus(enum.IntEnum):
@@ -401,13 +421,9 @@ class UsageDevice:
     system: int
 
 
-@dataclasses.dataclass(frozen=True)
-class UsageSpace:
-    """One block group type and profile: a line of the Data/Metadata/System
-    list (logical bytes)."""
-    flags: int                   #: block group type and profile bits
-    total_bytes: int
-    used_bytes: int
+class _BlockGroupFlags:
+    """Names of the block group ``flags`` of a result."""
+    flags: int
 
     @property
     def type(self) -> str:
@@ -418,6 +434,15 @@ class UsageSpace:
     def profile(self) -> str:
         """"single", "dup", "raid1", ..."""
         return profile_name(self.flags)
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageSpace(_BlockGroupFlags):
+    """One block group type and profile: a line of the Data/Metadata/System
+    list (logical bytes)."""
+    flags: int                   #: block group type and profile bits
+    total_bytes: int
+    used_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -762,7 +787,7 @@ def _epoch(t: Union[datetime.datetime, float, int, None], default: float) -> int
 
 
 @dataclasses.dataclass(frozen=True)
-class MisplacedChunk:
+class MisplacedChunk(_BlockGroupFlags):
     """A chunk whose devices break the allocation hints."""
     logical: int
     length: int                  #: logical bytes
@@ -774,14 +799,6 @@ class MisplacedChunk:
     model_flags: Optional[int]   #: a new chunk of this kind now; None: no room
     model_length: Optional[int]
     model_devids: list[int]      #: where the allocator model would put it now
-
-    @property
-    def type(self) -> str:
-        return type_name(self.flags)
-
-    @property
-    def profile(self) -> str:
-        return profile_name(self.flags)
 
     @classmethod
     def _from(cls, raw: dict) -> "MisplacedChunk":
@@ -898,6 +915,107 @@ class RelocateResult:
                           reason=_text_or_none(raw["reason"]), fsid=_fsid(raw["fsid"]),
                           planned=[MisplacedChunk._from(c) for c in raw["planned"]],
                           relocated=[Relocated._from(r) for r in raw["relocated"]]),
+                   warnings=warnings)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanChange:
+    """One change of a plan, as the library parsed it."""
+    op: PlanOp
+    devid: int
+    size: int                    #: bytes
+    hint: Optional[Union[Hint, int]]     #: None when the change sets none
+    flags: int                   #: convert: the type (data or metadata) and the new profile
+
+    @classmethod
+    def _from(cls, raw: dict) -> "PlanChange":
+        op = PlanOp(raw["op"])
+        has = raw["has_hint"] or op == PlanOp.HINT
+        return cls(op=op, devid=raw["devid"], size=raw["size"],
+                   hint=_hint(raw["hint"]) if has else None, flags=raw["flags"])
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanShortDevice:
+    """A device a short type of chunk may use, as the failed change leaves it."""
+    devid: int
+    hint: Union[Hint, int]
+    tier: int                    #: the allocator's tier for the type (1 first)
+    unallocated: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanShort(_BlockGroupFlags):
+    """Chunks of one type a change cannot place: which tier is short by how much."""
+    flags: int                   #: type and profile of the chunks it needs
+    missing: int                 #: used bytes without room
+    chunks: int                  #: chunks that could not move
+    devices: list[PlanShortDevice]   #: best tier first
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanStep:
+    """One change of a plan and what it does."""
+    change: PlanChange
+    description: str             #: "remove devid 3", ...
+    devid: int                   #: the device it acts on (add: the new devid)
+    status: PlanStatus
+    tight: bool                  #: possible, but the kernel's space reservation may fail it
+    reason: Optional[str]        #: why it is impossible
+    moved_chunks: int
+    moved_bytes: int             #: used bytes of the chunks moved: what is copied
+    moved_length: int
+    new_chunks: int
+    new_length: int
+    copied_bytes: int            #: replace: bytes copied to the new device
+    short: list[PlanShort]
+
+    @classmethod
+    def _from(cls, raw: dict) -> "PlanStep":
+        return cls(**dict(
+            raw, change=PlanChange._from(raw["change"]), status=PlanStatus(raw["status"]),
+            reason=_text_or_none(raw["reason"]),
+            short=[PlanShort(**dict(sh, devices=[PlanShortDevice(**dict(d, hint=_hint(d["hint"])))
+                                                 for d in sh["devices"]]))
+                   for sh in raw["short"]]))
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanChunk(_BlockGroupFlags):
+    """A chunk a change moves, or one it creates."""
+    step: int                    #: index into Plan.steps
+    logical: int
+    length: int
+    used: int                    #: moved: when its change began; created: bytes placed in it
+    used_before: int             #: in the filesystem now
+    existed: bool                #: False: an earlier change of the plan made it
+    flags: int
+    devids: list[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The result of :func:`plan` (``btrfsx filesystem plan``)."""
+    possible: bool               #: every change is
+    steps: list[PlanStep]
+    before: Usage                #: the figures now
+    after: Usage                 #: after the plan (as far as it got)
+    moved: list[PlanChunk]
+    created: list[PlanChunk]
+    misplaced_after: Optional[Misplaced]     #: None when no hint is set before or after
+    newly_misplaced: list[bool]  #: per misplaced_after chunk: not misplaced now
+    plan_warnings: list[str]     #: what a sysadmin should know (also in warnings)
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def _from(cls, raw: dict, warnings=()) -> "Plan":
+        misplaced = raw["misplaced_after"]
+        return cls(possible=raw["possible"], steps=[PlanStep._from(s) for s in raw["steps"]],
+                   before=Usage._from(raw["before"]), after=Usage._from(raw["after"]),
+                   moved=[PlanChunk(**c) for c in raw["moved"]],
+                   created=[PlanChunk(**c) for c in raw["created"]],
+                   misplaced_after=Misplaced._from(misplaced) if misplaced else None,
+                   newly_misplaced=raw["newly_misplaced"], plan_warnings=raw["warnings"],
                    warnings=warnings)
 
 
@@ -1177,3 +1295,27 @@ def relocate_misplaced(path: Path, *, forbidden_only: bool = False, dry_run: boo
             e.result = RelocateResult._from(e.partial, e.warnings)
         raise
     return RelocateResult._from(raw, warnings)
+
+
+def plan(paths: Paths, changes: Sequence[tuple], *, sysfs_root: Optional[Path] = None) -> Plan:
+    """The space and placement after @changes, before making them (``btrfsx
+    filesystem plan``); nothing is changed.
+
+    @paths: a mount point (needs root), or the member devices / image files
+    of an unmounted filesystem. @changes: applied in order, each a tuple
+    (op, value) as the command spells it: ("add", "64G:metadata_only"),
+    ("remove", 3), ("resize", "3=10G"), ("hint", "3=data_only"),
+    ("convert", "metadata=raid1c3"), ("replace", "2=4T"), ("relocate",).
+    An impossible change is no error: see :attr:`Plan.possible` and each
+    step's status and reason. :class:`InvalidArgumentError` for a plan that
+    cannot be made (an unknown devid, a size too small, a profile the devices
+    cannot hold, conflicting changes) or a change that does not parse."""
+    spelled = []
+    for change in changes:
+        if not isinstance(change, tuple) or not 1 <= len(change) <= 2:
+            raise _invalid(f"a change is (op, value) or (op,): {change!r}")
+        op, value = change[0], change[1] if len(change) > 1 else None
+        spelled.append((str(op), None if value is None else str(value)))
+    if not spelled:
+        raise _invalid("no change to plan")
+    return Plan._from(*_btrfsx.plan(_path_list(paths), sysfs_root, spelled))

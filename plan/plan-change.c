@@ -1,0 +1,207 @@
+/*
+ * Changes of a plan as the command line (and the library's callers) spell
+ * them: parsing with messages that say what is wrong, and descriptions.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/units.h"
+#include "kernel-shared/ctree.h"
+#include "kernel-shared/hints.h"
+#include "kernel-shared/volumes.h"
+#include "mkfs/mkfs.h"
+#include "plan/plan.h"
+
+static const char *const op_names[] = {
+	[BX_PLAN_ADD] = "add",
+	[BX_PLAN_REMOVE] = "remove",
+	[BX_PLAN_RESIZE] = "resize",
+	[BX_PLAN_HINT] = "hint",
+	[BX_PLAN_CONVERT] = "convert",
+	[BX_PLAN_REPLACE] = "replace",
+	[BX_PLAN_RELOCATE] = "relocate",
+};
+
+const char *bx_plan_op_name(enum bx_plan_op op)
+{
+	return (size_t)op < sizeof(op_names) / sizeof(op_names[0]) ? op_names[op] : "?";
+}
+
+static int parse_devid(const char *op, const char *str, uint64_t *devid)
+{
+	if (bx_parse_u64(str, devid) || !*devid)
+		return bx_error(-EINVAL, "--%s: '%s' is not a devid (a number from 1)", op, str);
+	return 0;
+}
+
+static int parse_size(const char *op, const char *str, uint64_t *size)
+{
+	if (bx_parse_size(str, size))
+		return bx_error(-EINVAL, "--%s: '%s' is not a size (bytes, or with K, M, G, T, P, "
+				"E: 512G, 4T)", op, str);
+	return 0;
+}
+
+/* A hint by name or by its value (0 .. 4). */
+static int parse_hint(const char *op, const char *str, uint64_t *hint)
+{
+	int ret = bx_hint_parse(str, true, hint);
+
+	if (ret)
+		return bx_error_wrap(ret, "--%s", op);
+	if (*hint > BX_HINT_MAX_KNOWN)
+		return bx_error(-EINVAL, "--%s: hint value %s has no meaning to the kernels (0 .. 4)",
+				op, str);
+	return 0;
+}
+
+/* "SIZE[:HINT]" */
+static int parse_size_hint(const char *op, const char *str, struct bx_plan_change *c)
+{
+	char size[64];
+	const char *colon = strchr(str, ':');
+	size_t len = colon ? (size_t)(colon - str) : strlen(str);
+	int ret;
+
+	if (len >= sizeof(size))
+		return bx_error(-EINVAL, "--%s: '%s' is not SIZE[:HINT]", op, str);
+	memcpy(size, str, len);
+	size[len] = '\0';
+	ret = parse_size(op, size, &c->size);
+	if (ret || !colon)
+		return ret;
+	ret = parse_hint(op, colon + 1, &c->hint);
+	if (ret)
+		return ret;
+	c->has_hint = true;
+	return 0;
+}
+
+/*
+ * Splits "LEFT=RIGHT" into @left (at most @len bytes) and the right side; an
+ * empty side is left to its parser to refuse by name.
+ */
+static int split(const char *op, const char *str, const char *form, char *left, size_t len,
+		 const char **right)
+{
+	const char *eq = strchr(str, '=');
+
+	if (!eq || (size_t)(eq - str) >= len)
+		return bx_error(-EINVAL, "--%s: '%s' is not %s", op, str, form);
+	memcpy(left, str, (size_t)(eq - str));
+	left[eq - str] = '\0';
+	*right = eq + 1;
+	return 0;
+}
+
+static int parse_convert(const char *str, struct bx_plan_change *c)
+{
+	char kind[32];
+	const char *profile;
+	int ret = split("convert", str, "data=PROFILE or metadata=PROFILE", kind, sizeof(kind),
+			&profile);
+
+	if (ret)
+		return ret;
+	if (!strcmp(kind, "data"))
+		c->type = BTRFS_BLOCK_GROUP_DATA;
+	else if (!strcmp(kind, "metadata"))
+		c->type = BTRFS_BLOCK_GROUP_METADATA;
+	else
+		return bx_error(-EINVAL, "--convert: '%s' is neither data nor metadata (metadata "
+				"converts system chunks too)", kind);
+	ret = bx_mkfs_parse_profile(profile, &c->profile);
+	return ret ? bx_error_wrap(ret, "--convert") : 0;
+}
+
+static int parse_value(const char *op, const char *value, struct bx_plan_change *c)
+{
+	char devid[32];
+	const char *right;
+	int ret;
+
+	switch (c->op) {
+	case BX_PLAN_ADD:
+		return parse_size_hint(op, value, c);
+	case BX_PLAN_REMOVE:
+		return parse_devid(op, value, &c->devid);
+	case BX_PLAN_RESIZE:
+		ret = split(op, value, "DEVID=SIZE", devid, sizeof(devid), &right);
+		if (!ret)
+			ret = parse_devid(op, devid, &c->devid);
+		return ret ? ret : parse_size(op, right, &c->size);
+	case BX_PLAN_HINT:
+		ret = split(op, value, "DEVID=HINT", devid, sizeof(devid), &right);
+		if (!ret)
+			ret = parse_devid(op, devid, &c->devid);
+		return ret ? ret : parse_hint(op, right, &c->hint);
+	case BX_PLAN_CONVERT:
+		return parse_convert(value, c);
+	case BX_PLAN_REPLACE:
+		ret = split(op, value, "DEVID=SIZE[:HINT]", devid, sizeof(devid), &right);
+		if (!ret)
+			ret = parse_devid(op, devid, &c->devid);
+		return ret ? ret : parse_size_hint(op, right, c);
+	default:
+		return 0;
+	}
+}
+
+int bx_plan_parse_change(const char *op, const char *value, struct bx_plan_change *c)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
+		if (op && !strcmp(op, op_names[i]))
+			break;
+	if (i == sizeof(op_names) / sizeof(op_names[0]))
+		return bx_error(-EINVAL, "unknown change '%s' (add, remove, resize, hint, convert, "
+				"replace, relocate)", op ? op : "");
+	c->op = (enum bx_plan_op)i;
+	if (c->op == BX_PLAN_RELOCATE) {
+		if (value)
+			return bx_error(-EINVAL, "--relocate takes no value");
+		return 0;
+	}
+	if (!value || !*value)
+		return bx_error(-EINVAL, "--%s: the value is empty ('')", op);
+	return parse_value(op, value, c);
+}
+
+void bx_plan_describe_change(const struct bx_plan_change *c, char *buf, size_t len)
+{
+	char size[32], hint[48] = "";
+
+	bx_pretty_size(c->size, 0, size, sizeof(size));
+	if (c->has_hint || c->op == BX_PLAN_HINT)
+		bx_hint_describe(c->hint, hint, sizeof(hint));
+	switch (c->op) {
+	case BX_PLAN_ADD:
+		snprintf(buf, len, "add a %s device%s%s", size, *hint ? " as " : "", hint);
+		break;
+	case BX_PLAN_REMOVE:
+		snprintf(buf, len, "remove devid %llu", (unsigned long long)c->devid);
+		break;
+	case BX_PLAN_RESIZE:
+		snprintf(buf, len, "resize devid %llu to %s", (unsigned long long)c->devid, size);
+		break;
+	case BX_PLAN_HINT:
+		snprintf(buf, len, "set devid %llu to %s", (unsigned long long)c->devid, hint);
+		break;
+	case BX_PLAN_CONVERT:
+		snprintf(buf, len, "convert %s to %s",
+			 c->type & BTRFS_BLOCK_GROUP_DATA ? "data" : "metadata and system",
+			 bx_profile_name(c->profile));
+		break;
+	case BX_PLAN_REPLACE:
+		snprintf(buf, len, "replace devid %llu by a %s device%s%s",
+			 (unsigned long long)c->devid, size, *hint ? " as " : "", hint);
+		break;
+	case BX_PLAN_RELOCATE:
+		snprintf(buf, len, "relocate the misplaced chunks");
+		break;
+	}
+}

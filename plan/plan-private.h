@@ -1,0 +1,144 @@
+/*
+ * The planner's working state: the filesystem as the changes so far leave
+ * it. Devices carry both the allocator model's view (holes) and what the
+ * usage report needs; chunks carry their stripes and used bytes. Shared by
+ * plan/plan.c (the changes) and plan/plan-state.c (the state).
+ */
+#ifndef BTRFSX_PLAN_PRIVATE_H
+#define BTRFSX_PLAN_PRIVATE_H
+
+#include "kernel-shared/allocator.h"
+#include "kernel-shared/placement.h"
+#include "plan/plan.h"
+
+/* A chunk; ps.chunks keeps them in address order except where gone ones were reused. */
+struct ps_chunk {
+	uint64_t logical;
+	uint64_t length;
+	uint64_t used;
+	uint64_t used_before;		/* in the input; 0 for a new chunk */
+	bool is_new;			/* made by the plan */
+	uint64_t type;
+	uint64_t stripe_size;		/* device bytes of each stripe */
+	uint32_t num_stripes;
+	uint32_t sub_stripes;
+	struct bx_place_stripe *stripes;
+	uint64_t start_used;		/* when the running change began */
+	bool gone;			/* relocated away */
+	bool pending;			/* to be moved by the running change */
+	bool moving;			/* being moved: read-only, no pool */
+	bool in_pool;			/* listed in its pool */
+};
+
+struct ps_dev {
+	struct bx_usage_dev info;	/* no extents: the chunks hold them */
+	bool added;
+	bool removed;
+	bool replaced;
+};
+
+/* Bytes a pool gave a chunk: undone when the move they were for fails. */
+struct ps_take {
+	size_t idx;
+	uint64_t bytes;
+};
+
+/* A device extent freed in the running transaction: not yet reusable. */
+struct ps_freed {
+	size_t dev;
+	uint64_t start;
+	uint64_t len;
+};
+
+/* Free space in chunks of one type, filled in order. */
+struct ps_pool {
+	uint64_t type;
+	uint64_t free;			/* free bytes of the chunks listed */
+	size_t *chunks;			/* indexes into ps.chunks */
+	size_t nr, cap, next;
+};
+
+struct ps {
+	const struct bx_usage_input *in;
+	size_t nr_devs;
+	struct ps_dev *devs;
+	struct bx_alloc_device *adevs;	/* the model, same order */
+	struct bx_alloc_params params;
+	size_t nr_chunks, cap_chunks;
+	struct ps_chunk *chunks;	/* by logical */
+	size_t nr_spaces;
+	struct bx_usage_space *spaces;	/* as the space info would show them */
+	uint64_t first_logical;		/* of a chunk when none is left */
+	size_t nr_pools;
+	struct ps_pool *pools;
+	size_t nr_journal, cap_journal;
+	struct ps_take *journal;	/* the takes since the last mark kept */
+	size_t nr_freed, cap_freed;
+	struct ps_freed *freed;		/* until ps_commit() */
+	long moving;			/* the chunk being moved, or -1 */
+};
+
+int ps_init(struct ps *s, const struct bx_usage_input *in);
+void ps_release(struct ps *s);
+
+/* The index of devid @devid (a removed one when no other has it), or -1. */
+long ps_dev_index(const struct ps *s, uint64_t devid);
+size_t ps_nr_writable(const struct ps *s);
+/* The type and profile the kernel gives a new chunk of @kind (a BTRFS_BLOCK_GROUP_* type bit). */
+uint64_t ps_alloc_type(const struct ps *s, uint64_t kind);
+/* Logical bytes used in chunks of @kind (type bits). */
+uint64_t ps_used_of_kind(const struct ps *s, uint64_t kind);
+
+/* A new device at the end; returns its index or a negative errno. */
+long ps_add_device(struct ps *s, uint64_t size, uint64_t hint);
+/* Sets @idx's size and rebuilds its holes from the chunks' extents. */
+int ps_resize_device(struct ps *s, size_t idx, uint64_t size);
+void ps_set_hint(struct ps *s, size_t idx, uint64_t hint);
+
+/*
+ * Allocates an empty chunk of @type where the model puts it. With @improve,
+ * only where the model places it better than that chunk (bx_place_improves),
+ * else -ENOSPC. Returns its index, -ENOSPC, or another negative errno.
+ */
+long ps_alloc_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *improve);
+/*
+ * Frees chunk @idx: it leaves the space info, its devices' used bytes go
+ * down at once, but its extents become holes only at ps_commit(): the
+ * kernel's free_dev_extent search reads the commit root of the device tree.
+ */
+int ps_free_chunk(struct ps *s, size_t idx);
+/* The transaction commits: the extents freed since become holes. */
+int ps_commit(struct ps *s);
+
+/*
+ * Puts up to @bytes into the free space of the pool of @type, in order;
+ * *@taken the bytes that fit. Every take is journalled. Returns 0 or -ENOMEM.
+ */
+int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken);
+/* Chunk @idx is moved (read-only: no pool takes from it), and is done. */
+void ps_begin_move(struct ps *s, size_t idx);
+void ps_end_move(struct ps *s, size_t idx);
+/* Free bytes left in the pool of @type, but for the chunk being moved. */
+uint64_t ps_pool_free(const struct ps *s, uint64_t type);
+/* Journal: forget the takes after @mark (they stay), or undo them. */
+void ps_journal_keep(struct ps *s, size_t mark);
+void ps_journal_undo(struct ps *s, size_t mark);
+/*
+ * Lists chunk @idx in its type's pool when it has free space and is not
+ * being moved. Chunks that move later in the same change take bytes too:
+ * the kernel makes only the block group it relocates read-only.
+ */
+int ps_pool_add(struct ps *s, size_t idx);
+/* Forgets every pool (chunks become pending or gone between changes). */
+void ps_pools_reset(struct ps *s);
+
+/* Unallocated bytes of device @idx for the model (0 when not writable). */
+uint64_t ps_unallocated(const struct ps *s, size_t idx);
+
+/* The filesystem the state describes, as the usage reader fills it. */
+int ps_materialize(const struct ps *s, struct bx_usage_input *out);
+
+/* The allocator model of the state for placement (points into @s). */
+void ps_place_model(const struct ps *s, struct bx_place_model *pm);
+
+#endif

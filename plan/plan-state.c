@@ -1,0 +1,805 @@
+/*
+ * The planner's working state (plan-private.h): devices with the allocator
+ * model's holes, chunks with stripes and used bytes, the space info, and
+ * the pools of free space in chunks that relocated bytes go into first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "kernel-shared/ctree.h"
+#include "plan/plan-private.h"
+
+#define OOM() bx_error(-ENOMEM, "out of memory")
+
+static bool is_mixed(uint64_t flags)
+{
+	return (flags & BTRFS_BLOCK_GROUP_DATA) && (flags & BTRFS_BLOCK_GROUP_METADATA);
+}
+
+/* Device bytes of each stripe of a chunk: its length over its data stripes. */
+static uint64_t stripe_size_of(uint64_t type, uint64_t length, uint32_t num_stripes)
+{
+	struct bx_alloc_raid_attr r;
+	uint32_t data_stripes;
+
+	if (bx_alloc_raid_attr(type, &r) || !num_stripes || num_stripes < (uint32_t)r.nparity)
+		return length;
+	data_stripes = (num_stripes - (uint32_t)r.nparity) / (uint32_t)r.ncopies;
+	return data_stripes ? length / data_stripes : length;
+}
+
+long ps_dev_index(const struct ps *s, uint64_t devid)
+{
+	long removed = -1;
+
+	/* A removed devid may be taken again by a device added later. */
+	for (size_t i = 0; i < s->nr_devs; i++) {
+		if (s->devs[i].info.devid != devid)
+			continue;
+		if (!s->devs[i].removed)
+			return (long)i;
+		removed = (long)i;
+	}
+	return removed;
+}
+
+/* The kernel's find_next_devid(): one above the highest devid in the filesystem. */
+static uint64_t next_devid(const struct ps *s)
+{
+	uint64_t next = 1;
+
+	for (size_t i = 0; i < s->nr_devs; i++)
+		if (!s->devs[i].removed && s->devs[i].info.devid >= next)
+			next = s->devs[i].info.devid + 1;
+	return next;
+}
+
+size_t ps_nr_writable(const struct ps *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nr_devs; i++)
+		n += s->adevs[i].writable;
+	return n;
+}
+
+static bool state_is_mixed(const struct ps *s)
+{
+	for (size_t i = 0; i < s->nr_spaces; i++)
+		if (!(s->spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV) && is_mixed(s->spaces[i].flags))
+			return true;
+	return false;
+}
+
+uint64_t ps_alloc_type(const struct ps *s, uint64_t kind)
+{
+	if (kind != BTRFS_BLOCK_GROUP_SYSTEM && state_is_mixed(s))
+		kind = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
+	return kind | bx_usage_alloc_profile(s->spaces, s->nr_spaces, kind, ps_nr_writable(s));
+}
+
+uint64_t ps_used_of_kind(const struct ps *s, uint64_t kind)
+{
+	uint64_t used = 0;
+
+	for (size_t i = 0; i < s->nr_spaces; i++)
+		if ((s->spaces[i].flags & kind) && !(s->spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV))
+			used += s->spaces[i].used_bytes;
+	return used;
+}
+
+uint64_t ps_unallocated(const struct ps *s, size_t idx)
+{
+	return s->adevs[idx].writable ? bx_alloc_device_unallocated(&s->adevs[idx]) : 0;
+}
+
+/* ---- the space info ---- */
+
+static struct bx_usage_space *space_of(struct ps *s, uint64_t flags)
+{
+	struct bx_usage_space *grown;
+
+	for (size_t i = 0; i < s->nr_spaces; i++)
+		if (s->spaces[i].flags == flags)
+			return &s->spaces[i];
+	grown = realloc(s->spaces, (s->nr_spaces + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	s->spaces = grown;
+	s->spaces[s->nr_spaces] = (struct bx_usage_space){ .flags = flags };
+	return &s->spaces[s->nr_spaces++];
+}
+
+/* Adds (or with @sign -1 takes away) a chunk in the space info; empty slots go. */
+static int account(struct ps *s, uint64_t flags, uint64_t length, uint64_t used, int sign)
+{
+	struct bx_usage_space *sp = space_of(s, flags);
+
+	if (!sp)
+		return OOM();
+	if (sign > 0) {
+		sp->total_bytes += length;
+		sp->used_bytes += used;
+		return 0;
+	}
+	sp->total_bytes = sp->total_bytes > length ? sp->total_bytes - length : 0;
+	sp->used_bytes = sp->used_bytes > used ? sp->used_bytes - used : 0;
+	if (!sp->total_bytes) {
+		/* The kernel drops a profile with its last block group. */
+		*sp = s->spaces[s->nr_spaces - 1];
+		s->nr_spaces--;
+	}
+	return 0;
+}
+
+/* ---- set up and release ---- */
+
+static int copy_devices(struct ps *s, const struct bx_usage_input *in)
+{
+	struct bx_usage_model um;
+	int ret;
+
+	ret = bx_usage_model_init(in, s->params.flags, &um);
+	if (ret)
+		return ret;
+	s->adevs = um.devs;
+	s->params = um.params;
+	s->nr_devs = in->nr_devs;
+	s->devs = calloc(in->nr_devs + 1, sizeof(*s->devs));
+	if (!s->devs)
+		return OOM();
+	for (size_t i = 0; i < in->nr_devs; i++) {
+		s->devs[i].info = in->devs[i];
+		s->devs[i].info.nr_extents = 0;
+		s->devs[i].info.extents = NULL;
+	}
+	return 0;
+}
+
+static int copy_chunks(struct ps *s, const struct bx_usage_input *in)
+{
+	s->chunks = calloc(in->nr_chunks + 1, sizeof(*s->chunks));
+	if (!s->chunks)
+		return OOM();
+	s->cap_chunks = in->nr_chunks + 1;
+	for (size_t i = 0; i < in->nr_chunks; i++) {
+		const struct bx_usage_chunk *c = &in->chunks[i];
+		struct ps_chunk *pc = &s->chunks[i];
+
+		if (c->first_stripe + c->num_stripes > in->nr_stripes)
+			return bx_error(-EUCLEAN, "chunk %llu: stripes beyond the stripe list",
+					(unsigned long long)c->logical);
+		pc->stripes = calloc(c->num_stripes + 1, sizeof(*pc->stripes));
+		if (!pc->stripes)
+			return OOM();
+		s->nr_chunks = i + 1;
+		for (uint32_t k = 0; k < c->num_stripes; k++)
+			pc->stripes[k] = (struct bx_place_stripe){
+				in->stripes[c->first_stripe + k].devid,
+				in->stripes[c->first_stripe + k].physical };
+		pc->logical = c->logical;
+		pc->length = c->length;
+		pc->used = pc->used_before = c->used;
+		pc->type = c->type;
+		pc->num_stripes = c->num_stripes;
+		pc->sub_stripes = c->sub_stripes;
+		pc->stripe_size = stripe_size_of(c->type, c->length, c->num_stripes);
+	}
+	/* No chunk left at all: mkfs's first address. */
+	s->first_logical = 1024 * 1024;
+	return 0;
+}
+
+int ps_init(struct ps *s, const struct bx_usage_input *in)
+{
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->in = in;
+	s->moving = -1;
+	s->params.flags = bx_usage_kernel_flags(in) |
+			  (in->hints_effective ? 0 : BX_ALLOC_IGNORE_HINTS);
+	s->spaces = calloc(in->nr_spaces + 1, sizeof(*s->spaces));
+	if (!s->spaces)
+		return OOM();
+	memcpy(s->spaces, in->spaces, in->nr_spaces * sizeof(*s->spaces));
+	s->nr_spaces = in->nr_spaces;
+	ret = copy_devices(s, in);
+	if (!ret)
+		ret = copy_chunks(s, in);
+	if (ret)
+		ps_release(s);
+	return ret;
+}
+
+void ps_release(struct ps *s)
+{
+	for (size_t i = 0; s->adevs && i < s->nr_devs; i++)
+		bx_alloc_device_release(&s->adevs[i]);
+	for (size_t i = 0; s->chunks && i < s->nr_chunks; i++)
+		free(s->chunks[i].stripes);
+	for (size_t i = 0; i < s->nr_pools; i++)
+		free(s->pools[i].chunks);
+	free(s->adevs);
+	free(s->devs);
+	free(s->chunks);
+	free(s->spaces);
+	free(s->pools);
+	free(s->journal);
+	free(s->freed);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- devices ---- */
+
+long ps_add_device(struct ps *s, uint64_t size, uint64_t hint)
+{
+	struct bx_alloc_device *adevs;
+	struct ps_dev *devs;
+	size_t idx = s->nr_devs;
+	uint64_t devid = next_devid(s);
+	int ret;
+
+	adevs = realloc(s->adevs, (idx + 1) * sizeof(*adevs));
+	if (!adevs)
+		return OOM();
+	s->adevs = adevs;
+	devs = realloc(s->devs, (idx + 1) * sizeof(*devs));
+	if (!devs)
+		return OOM();
+	s->devs = devs;
+	memset(&s->adevs[idx], 0, sizeof(s->adevs[idx]));
+	ret = bx_alloc_device_init(&s->adevs[idx], devid, size, hint);
+	if (ret)
+		return OOM();
+	s->adevs[idx].writable = true;
+	memset(&s->devs[idx], 0, sizeof(s->devs[idx]));
+	s->devs[idx].added = true;
+	s->devs[idx].info = (struct bx_usage_dev){
+		.devid = devid,
+		.total_bytes = size,
+		.device_size = size,
+		.hint = hint,
+		.writable = true,
+	};
+	s->nr_devs++;
+	return (long)idx;
+}
+
+void ps_set_hint(struct ps *s, size_t idx, uint64_t hint)
+{
+	s->devs[idx].info.hint = hint;
+	s->adevs[idx].hint = hint;
+}
+
+static int hole_cmp(const void *a, const void *b)
+{
+	const struct bx_alloc_hole *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int ps_resize_device(struct ps *s, size_t idx, uint64_t size)
+{
+	struct bx_alloc_device *d = &s->adevs[idx];
+	struct bx_alloc_hole *ext = NULL, *holes = NULL;
+	size_t nr = 0, cap = 16, nh = 0;
+	uint64_t pos = BX_ALLOC_RESERVED, used = 0;
+	int ret = -ENOMEM;
+
+	ext = malloc(cap * sizeof(*ext));
+	if (!ext)
+		return OOM();
+	for (size_t c = 0; c < s->nr_chunks; c++) {
+		const struct ps_chunk *pc = &s->chunks[c];
+
+		for (uint32_t k = 0; !pc->gone && k < pc->num_stripes; k++) {
+			if (pc->stripes[k].devid != d->devid)
+				continue;
+			if (nr == cap) {
+				struct bx_alloc_hole *grown = realloc(ext, 2 * cap * sizeof(*ext));
+
+				if (!grown)
+					goto out;
+				ext = grown;
+				cap *= 2;
+			}
+			ext[nr++] = (struct bx_alloc_hole){ pc->stripes[k].physical, pc->stripe_size };
+			used += pc->stripe_size;
+		}
+	}
+	qsort(ext, nr, sizeof(*ext), hole_cmp);
+	holes = calloc(nr + 1, sizeof(*holes));
+	if (!holes)
+		goto out;
+	for (size_t i = 0; i < nr; i++) {
+		if (ext[i].start > pos)
+			holes[nh++] = (struct bx_alloc_hole){ pos, ext[i].start - pos };
+		if (ext[i].start + ext[i].len > pos)
+			pos = ext[i].start + ext[i].len;
+	}
+	if (size > pos)
+		holes[nh++] = (struct bx_alloc_hole){ pos, size - pos };
+	d->total_bytes = size;
+	ret = bx_alloc_device_set_holes(d, holes, nh);
+	/* Extents beyond the new end still count until they are moved, as in the kernel. */
+	d->bytes_used = used;
+	s->devs[idx].info.total_bytes = size;
+	s->devs[idx].info.bytes_used = used;
+	if (size > s->devs[idx].info.device_size)
+		s->devs[idx].info.device_size = size;
+out:
+	free(ext);
+	free(holes);
+	return ret == -ENOMEM ? OOM() : ret;
+}
+
+/* ---- chunks ---- */
+
+static void pool_drop(struct ps *s, size_t idx);
+
+/*
+ * The kernel's find_next_chunk(): the end of the highest chunk there is, so
+ * the range of a last chunk that went away is used again. Chunks are
+ * appended in address order, so the last one not gone is the highest.
+ */
+static uint64_t next_logical(const struct ps *s)
+{
+	for (size_t i = s->nr_chunks; i-- > 0;)
+		if (!s->chunks[i].gone)
+			return s->chunks[i].logical + s->chunks[i].length;
+	return s->first_logical;
+}
+
+static int grow_chunks(struct ps *s)
+{
+	struct ps_chunk *grown;
+
+	if (s->nr_chunks < s->cap_chunks)
+		return 0;
+	grown = realloc(s->chunks, 2 * s->cap_chunks * sizeof(*grown));
+	if (!grown)
+		return OOM();
+	s->chunks = grown;
+	s->cap_chunks *= 2;
+	return 0;
+}
+
+/* Whether the model's chunk @c places the data of @old better. */
+static int improves(const struct ps *s, const struct bx_alloc_chunk *c,
+		    const struct bx_place_chunk *old)
+{
+	uint64_t *devids = calloc(c->num_stripes + 1, sizeof(*devids));
+	struct bx_place_model pm;
+	bool better;
+
+	if (!devids)
+		return OOM();
+	for (uint32_t k = 0; k < c->num_stripes; k++)
+		devids[k] = c->stripes[k].devid;
+	ps_place_model(s, &pm);
+	better = bx_place_improves(&pm, old, devids, c->num_stripes);
+	free(devids);
+	return better;
+}
+
+long ps_alloc_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *improve)
+{
+	struct bx_alloc_chunk c;
+	struct ps_chunk *pc;
+	int ret = grow_chunks(s);
+
+	if (ret)
+		return ret;
+	ret = bx_alloc_decide(s->adevs, s->nr_devs, type, &s->params, &c);
+	if (ret == -EINVAL)
+		return bx_error(-EOPNOTSUPP, "the allocator model does not take chunk type 0x%llx",
+				(unsigned long long)type);
+	if (ret)
+		return ret;
+	if (improve) {
+		ret = improves(s, &c, improve);
+		if (ret <= 0) {
+			bx_alloc_chunk_release(&c);
+			return ret ? ret : -ENOSPC;
+		}
+	}
+	ret = bx_alloc_apply(s->adevs, s->nr_devs, &c);
+	pc = &s->chunks[s->nr_chunks];
+	memset(pc, 0, sizeof(*pc));
+	pc->stripes = calloc(c.num_stripes + 1, sizeof(*pc->stripes));
+	if (ret || !pc->stripes) {
+		free(pc->stripes);
+		bx_alloc_chunk_release(&c);
+		return ret ? bx_error(ret, "the allocator model failed: %s", strerror(-ret)) : OOM();
+	}
+	for (uint32_t k = 0; k < c.num_stripes; k++) {
+		pc->stripes[k] = (struct bx_place_stripe){ c.stripes[k].devid, c.stripes[k].physical };
+		s->devs[c.stripes[k].dev_index].info.bytes_used += c.stripe_size;
+	}
+	pc->logical = next_logical(s);
+	pc->is_new = true;
+	pc->length = c.length;
+	pc->type = c.type;
+	pc->num_stripes = c.num_stripes;
+	pc->sub_stripes = c.sub_stripes;
+	pc->stripe_size = c.stripe_size;
+	bx_alloc_chunk_release(&c);
+	ret = account(s, pc->type, pc->length, 0, 1);
+	if (ret) {
+		free(pc->stripes);
+		return ret;
+	}
+	return (long)s->nr_chunks++;
+}
+
+static int defer_free(struct ps *s, size_t dev, uint64_t start, uint64_t len)
+{
+	if (s->nr_freed == s->cap_freed) {
+		size_t cap = s->cap_freed ? 2 * s->cap_freed : 64;
+		struct ps_freed *grown = realloc(s->freed, cap * sizeof(*grown));
+
+		if (!grown)
+			return OOM();
+		s->freed = grown;
+		s->cap_freed = cap;
+	}
+	s->freed[s->nr_freed++] = (struct ps_freed){ dev, start, len };
+	return 0;
+}
+
+int ps_free_chunk(struct ps *s, size_t idx)
+{
+	struct ps_chunk *pc = &s->chunks[idx];
+
+	for (uint32_t k = 0; k < pc->num_stripes; k++) {
+		long d = ps_dev_index(s, pc->stripes[k].devid);
+		uint64_t len = pc->stripe_size;
+		int ret;
+
+		if (d < 0)
+			continue;
+		s->devs[d].info.bytes_used -= s->devs[d].info.bytes_used > len ? len :
+					      s->devs[d].info.bytes_used;
+		if (s->devs[d].removed)
+			continue;
+		/* The allocator's second sort key sees it at once (device->bytes_used). */
+		s->adevs[d].bytes_used -= s->adevs[d].bytes_used > len ? len : s->adevs[d].bytes_used;
+		ret = defer_free(s, (size_t)d, pc->stripes[k].physical, len);
+		if (ret)
+			return ret;
+	}
+	pool_drop(s, idx);
+	pc->gone = true;
+	return account(s, pc->type, pc->length, pc->used, -1);
+}
+
+int ps_commit(struct ps *s)
+{
+	for (size_t i = 0; i < s->nr_freed; i++) {
+		const struct ps_freed *f = &s->freed[i];
+		struct bx_alloc_device *d = &s->adevs[f->dev];
+		uint64_t used = d->bytes_used;	/* counted out when it was freed */
+		int ret;
+
+		if (s->devs[f->dev].removed)
+			continue;
+		ret = bx_alloc_device_remove_extent(d, f->start, f->len);
+		d->bytes_used = used;
+		if (ret && ret != -EEXIST)
+			return ret == -ENOMEM ? OOM() : bx_error(ret, "devid %llu: an extent at %llu "
+								"does not free",
+								(unsigned long long)d->devid,
+								(unsigned long long)f->start);
+	}
+	s->nr_freed = 0;
+	return 0;
+}
+
+/* ---- pools ---- */
+
+static struct ps_pool *pool_of(struct ps *s, uint64_t type, bool create)
+{
+	struct ps_pool *grown;
+
+	for (size_t i = 0; i < s->nr_pools; i++)
+		if (s->pools[i].type == type)
+			return &s->pools[i];
+	if (!create)
+		return NULL;
+	grown = realloc(s->pools, (s->nr_pools + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	s->pools = grown;
+	s->pools[s->nr_pools] = (struct ps_pool){ .type = type };
+	return &s->pools[s->nr_pools++];
+}
+
+int ps_pool_add(struct ps *s, size_t idx)
+{
+	struct ps_chunk *pc = &s->chunks[idx];
+	struct ps_pool *p;
+
+	if (pc->gone || pc->moving || pc->in_pool || pc->used >= pc->length)
+		return 0;
+	p = pool_of(s, pc->type, true);
+	if (!p)
+		return OOM();
+	if (p->nr == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		size_t *grown = realloc(p->chunks, cap * sizeof(*grown));
+
+		if (!grown)
+			return OOM();
+		p->chunks = grown;
+		p->cap = cap;
+	}
+	p->chunks[p->nr++] = idx;
+	p->free += pc->length - pc->used;
+	pc->in_pool = true;
+	return 0;
+}
+
+/* Chunk @idx leaves its pool: its free space is no longer offered. */
+static void pool_drop(struct ps *s, size_t idx)
+{
+	struct ps_chunk *pc = &s->chunks[idx];
+	struct ps_pool *p;
+
+	if (!pc->in_pool)
+		return;
+	pc->in_pool = false;
+	p = pool_of(s, pc->type, false);
+	if (p)
+		p->free -= pc->length > pc->used ? pc->length - pc->used : 0;
+}
+
+void ps_begin_move(struct ps *s, size_t idx)
+{
+	s->chunks[idx].moving = true;
+	s->moving = (long)idx;
+}
+
+void ps_end_move(struct ps *s, size_t idx)
+{
+	s->chunks[idx].moving = false;
+	s->moving = -1;
+}
+
+static int journal(struct ps *s, size_t idx, uint64_t bytes)
+{
+	if (s->nr_journal == s->cap_journal) {
+		size_t cap = s->cap_journal ? 2 * s->cap_journal : 64;
+		struct ps_take *grown = realloc(s->journal, cap * sizeof(*grown));
+
+		if (!grown)
+			return OOM();
+		s->journal = grown;
+		s->cap_journal = cap;
+	}
+	s->journal[s->nr_journal++] = (struct ps_take){ idx, bytes };
+	return 0;
+}
+
+/* Adds @bytes (or takes them back, @sign -1) to chunk @idx and its space info. */
+static void add_used(struct ps *s, size_t idx, uint64_t bytes, int sign)
+{
+	struct ps_chunk *pc = &s->chunks[idx];
+	struct ps_pool *p = pc->in_pool ? pool_of(s, pc->type, false) : NULL;
+
+	if (p)
+		p->free = sign > 0 ? p->free - bytes : p->free + bytes;
+	for (size_t i = 0; i < s->nr_spaces; i++) {
+		if (s->spaces[i].flags != pc->type)
+			continue;
+		s->spaces[i].used_bytes = sign > 0 ? s->spaces[i].used_bytes + bytes :
+					  s->spaces[i].used_bytes - bytes;
+		break;
+	}
+	pc->used = sign > 0 ? pc->used + bytes : pc->used - bytes;
+}
+
+int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken)
+{
+	struct ps_pool *p = pool_of(s, type, false);
+
+	*taken = 0;
+	while (p && p->next < p->nr && *taken < bytes) {
+		size_t idx = p->chunks[p->next];
+		struct ps_chunk *pc = &s->chunks[idx];
+		uint64_t room = pc->gone || pc->moving ? 0 : pc->length - pc->used;
+		uint64_t take = room < bytes - *taken ? room : bytes - *taken;
+
+		if (take) {
+			if (journal(s, idx, take))
+				return -ENOMEM;
+			add_used(s, idx, take, 1);
+			*taken += take;
+		}
+		if (pc->used >= pc->length || pc->gone || pc->moving) {
+			pool_drop(s, idx);
+			p->next++;
+		}
+	}
+	return 0;
+}
+
+uint64_t ps_pool_free(const struct ps *s, uint64_t type)
+{
+	for (size_t i = 0; i < s->nr_pools; i++) {
+		const struct ps_pool *p = &s->pools[i];
+		const struct ps_chunk *m = s->moving >= 0 ? &s->chunks[s->moving] : NULL;
+
+		if (p->type != type)
+			continue;
+		/* The block group being moved is read-only: its room does not count. */
+		if (m && m->in_pool && m->type == type)
+			return p->free - (m->length - m->used);
+		return p->free;
+	}
+	return 0;
+}
+
+void ps_journal_keep(struct ps *s, size_t mark)
+{
+	s->nr_journal = mark;
+}
+
+void ps_journal_undo(struct ps *s, size_t mark)
+{
+	while (s->nr_journal > mark) {
+		const struct ps_take *t = &s->journal[--s->nr_journal];
+		struct ps_chunk *pc = &s->chunks[t->idx];
+
+		add_used(s, t->idx, t->bytes, -1);
+		/* Room again: back in its pool, at the end. */
+		if (!pc->in_pool)
+			ps_pool_add(s, t->idx);
+	}
+}
+
+void ps_pools_reset(struct ps *s)
+{
+	for (size_t i = 0; i < s->nr_pools; i++) {
+		for (size_t k = 0; k < s->pools[i].nr; k++)
+			s->chunks[s->pools[i].chunks[k]].in_pool = false;
+		free(s->pools[i].chunks);
+	}
+	free(s->pools);
+	s->pools = NULL;
+	s->nr_pools = 0;
+}
+
+/* ---- the state as an input ---- */
+
+static int materialize_devices(const struct ps *s, struct bx_usage_input *out)
+{
+	size_t *count = calloc(s->nr_devs + 1, sizeof(*count));
+	long *slot = calloc(s->nr_devs + 1, sizeof(*slot));
+	int ret = 0;
+
+	out->devs = calloc(s->nr_devs + 1, sizeof(*out->devs));
+	if (!count || !slot || !out->devs) {
+		ret = OOM();
+		goto out;
+	}
+	for (size_t i = 0; i < s->nr_devs; i++) {
+		slot[i] = -1;
+		if (s->devs[i].removed)
+			continue;
+		slot[i] = (long)out->nr_devs;
+		out->devs[out->nr_devs] = s->devs[i].info;
+		out->devs[out->nr_devs].bytes_used = 0;
+		out->nr_devs++;
+	}
+	for (size_t c = 0; c < s->nr_chunks; c++)
+		for (uint32_t k = 0; !s->chunks[c].gone && k < s->chunks[c].num_stripes; k++) {
+			long d = ps_dev_index(s, s->chunks[c].stripes[k].devid);
+
+			if (d >= 0 && slot[d] >= 0)
+				count[slot[d]]++;
+		}
+	for (size_t i = 0; i < out->nr_devs; i++) {
+		out->devs[i].extents = calloc(count[i] + 1, sizeof(*out->devs[i].extents));
+		if (!out->devs[i].extents) {
+			ret = OOM();
+			goto out;
+		}
+	}
+	for (size_t c = 0; c < s->nr_chunks; c++) {
+		const struct ps_chunk *pc = &s->chunks[c];
+
+		for (uint32_t k = 0; !pc->gone && k < pc->num_stripes; k++) {
+			long d = ps_dev_index(s, pc->stripes[k].devid);
+			struct bx_usage_dev *od;
+
+			if (d < 0 || slot[d] < 0)
+				continue;
+			od = &out->devs[slot[d]];
+			od->extents[od->nr_extents++] = (struct bx_usage_extent){
+				pc->stripes[k].physical, pc->stripe_size, pc->logical };
+			od->bytes_used += pc->stripe_size;
+		}
+	}
+out:
+	free(count);
+	free(slot);
+	return ret;
+}
+
+static int materialize_chunks(const struct ps *s, struct bx_usage_input *out)
+{
+	size_t nr = 0, nr_stripes = 0;
+
+	for (size_t c = 0; c < s->nr_chunks; c++)
+		if (!s->chunks[c].gone) {
+			nr++;
+			nr_stripes += s->chunks[c].num_stripes;
+		}
+	out->chunks = calloc(nr + 1, sizeof(*out->chunks));
+	out->stripes = calloc(nr_stripes + 1, sizeof(*out->stripes));
+	if (!out->chunks || !out->stripes)
+		return OOM();
+	for (size_t c = 0; c < s->nr_chunks; c++) {
+		const struct ps_chunk *pc = &s->chunks[c];
+
+		if (pc->gone)
+			continue;
+		out->chunks[out->nr_chunks++] = (struct bx_usage_chunk){
+			.logical = pc->logical,
+			.length = pc->length,
+			.type = pc->type,
+			.num_stripes = pc->num_stripes,
+			.sub_stripes = pc->sub_stripes,
+			.first_stripe = out->nr_stripes,
+			.used = pc->used,
+		};
+		for (uint32_t k = 0; k < pc->num_stripes; k++)
+			out->stripes[out->nr_stripes++] = (struct bx_usage_stripe){
+				pc->stripes[k].devid, pc->stripes[k].physical };
+	}
+	out->chunks_used_known = true;
+	return 0;
+}
+
+int ps_materialize(const struct ps *s, struct bx_usage_input *out)
+{
+	const struct bx_usage_input *in = s->in;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	memcpy(out->fsid, in->fsid, sizeof(out->fsid));
+	out->mounted = in->mounted;
+	memcpy(out->path, in->path, sizeof(out->path));
+	out->nodesize = in->nodesize;
+	out->sectorsize = in->sectorsize;
+	out->hints_effective = in->hints_effective;
+	out->kernel_sort_pre_6_9 = in->kernel_sort_pre_6_9;
+	out->have_global_reserve = in->have_global_reserve;
+	out->global_reserve = in->global_reserve;
+	out->global_reserve_used = in->global_reserve_used;
+	out->spaces = calloc(s->nr_spaces + 1, sizeof(*out->spaces));
+	if (!out->spaces)
+		return OOM();
+	memcpy(out->spaces, s->spaces, s->nr_spaces * sizeof(*out->spaces));
+	out->nr_spaces = s->nr_spaces;
+	ret = materialize_devices(s, out);
+	if (!ret)
+		ret = materialize_chunks(s, out);
+	if (ret)
+		bx_usage_input_release(out);
+	return ret;
+}
+
+void ps_place_model(const struct ps *s, struct bx_place_model *pm)
+{
+	memset(pm, 0, sizeof(*pm));
+	pm->devs = s->adevs;
+	pm->nr_devs = s->nr_devs;
+	pm->params = s->params;
+	pm->new_type[BX_PLACE_KIND_DATA] = ps_alloc_type(s, BTRFS_BLOCK_GROUP_DATA);
+	pm->new_type[BX_PLACE_KIND_METADATA] = ps_alloc_type(s, BTRFS_BLOCK_GROUP_METADATA);
+	pm->new_type[BX_PLACE_KIND_SYSTEM] = ps_alloc_type(s, BTRFS_BLOCK_GROUP_SYSTEM);
+}

@@ -1,0 +1,195 @@
+/*
+ * The what-if planner: the space and placement of a filesystem after a list
+ * of changes, worked out before any of them is made.
+ *
+ * Pure: a struct bx_usage_input in (read by bx_misplaced_read(), so every
+ * chunk's used bytes are known), changes in, a struct bx_plan_result out.
+ * No I/O, no printing, no global state; functions return 0 or a negative
+ * errno with a message recorded by bx_error(). The space figures are
+ * bx_usage_compute()'s on the filesystem as it would be, the placement is
+ * the allocator model's (kernel-shared/allocator.h), misplaced chunks are
+ * the misplaced report's (fsops/misplaced.h).
+ *
+ * The changes are applied in order, each as the kernel (6.1 .. 6.18) makes it:
+ *  - add SIZE[:HINT]: a device with the next devid; nothing moves. A hint is
+ *    set right after the add (before anything is allocated).
+ *  - remove DEVID: the device leaves the allocator and its chunks are
+ *    relocated from the end of the device down (btrfs_shrink_device to 0).
+ *  - resize DEVID=SIZE: growing adds room; shrinking relocates the chunks
+ *    with an extent beyond the new end, the same way, the device itself
+ *    still taking chunks below it.
+ *  - hint DEVID=HINT: nothing moves; the chunks that break the new hints
+ *    are listed (the misplaced report).
+ *  - convert data|metadata=PROFILE: every chunk of that type (metadata:
+ *    system too, as btrfs balance -m does) is rewritten in the new profile,
+ *    from the last chunk down, also those already in it (balance without
+ *    the soft filter).
+ *  - replace DEVID=SIZE[:HINT]: the new device takes the devid and every
+ *    extent where it was; its size stays the old device's (the rest is
+ *    slack until a resize) and its hint is data_preferred (no kernel copies
+ *    the hint) unless one is given, which is set right after the replace.
+ *  - relocate: the misplaced chunks moved as `btrfsx balance misplaced` moves
+ *    them (forbidden first, each only where the model places it better),
+ *    refused as a whole when the model has no room for all.
+ *
+ * Relocating a chunk: its used bytes go first into the free space of the
+ * chunks of the new chunk type, by address (the kernel fills existing block
+ * groups first, also those it relocates later), then into new chunks the allocator model places one after
+ * the other on the writable devices; when the chunk's profile is not the
+ * one new chunks get, the kernel first allocates one chunk of the new
+ * profile (btrfs_inc_block_group_ro); moving a data chunk while no data is
+ * used allocates an empty data chunk first (btrfs_may_alloc_data_chunk).
+ * The chunk's device extents are then free for the chunks after it. A chunk
+ * that finds no room makes the change impossible (the kernel's ENOSPC): the
+ * plan stops there, the result shows the filesystem as that failed change
+ * leaves it (what moved stays moved), and the later changes are not reached.
+ */
+#ifndef BTRFSX_PLAN_H
+#define BTRFSX_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fsops/misplaced.h"
+#include "fsops/usage.h"
+
+/*
+ * The smallest device a plan takes (the kernel's smallest resize), and the
+ * largest: the model's fills grow with the device, and no device is larger.
+ */
+#define BX_PLAN_MIN_DEVICE (256ULL << 20)
+#define BX_PLAN_MAX_DEVICE (1ULL << 50)
+
+enum bx_plan_op {
+	BX_PLAN_ADD,
+	BX_PLAN_REMOVE,
+	BX_PLAN_RESIZE,
+	BX_PLAN_HINT,
+	BX_PLAN_CONVERT,
+	BX_PLAN_REPLACE,
+	BX_PLAN_RELOCATE,
+};
+
+struct bx_plan_change {
+	enum bx_plan_op op;
+	uint64_t devid;		/* remove, resize, hint, replace */
+	uint64_t size;		/* add, resize, replace: bytes */
+	uint64_t hint;		/* hint; add and replace when has_hint */
+	bool has_hint;
+	uint64_t type;		/* convert: BTRFS_BLOCK_GROUP_DATA or _METADATA */
+	uint64_t profile;	/* convert: the profile bits (0: single) */
+};
+
+/*
+ * One change as the command line spells it: @op "add", "remove", "resize",
+ * "hint", "convert", "replace" or "relocate", and its value ("64G:metadata_only",
+ * "3", "3=10G", "3=data_only", "data=raid1", "2=1T[:hint]"; NULL for relocate).
+ * Returns 0 or -EINVAL with a message saying what is wrong.
+ */
+int bx_plan_parse_change(const char *op, const char *value, struct bx_plan_change *c);
+
+/* "remove devid 3", "add 64.00GiB as metadata_only", ... into @buf. */
+void bx_plan_describe_change(const struct bx_plan_change *c, char *buf, size_t len);
+
+/* The option name of @op ("add", "remove", ...). */
+const char *bx_plan_op_name(enum bx_plan_op op);
+
+enum bx_plan_status {
+	BX_PLAN_STEP_DONE,		/* possible; applied */
+	BX_PLAN_STEP_IMPOSSIBLE,	/* the kernel would fail or refuse: see reason */
+	BX_PLAN_STEP_NOT_REACHED,	/* an earlier change is impossible */
+};
+
+/* A device that may take chunks of a type which lacks room, as the failed change leaves it. */
+struct bx_plan_short_dev {
+	uint64_t devid;
+	uint64_t hint;
+	uint32_t tier;			/* the allocator's tier for the type (1 first) */
+	uint64_t unallocated;
+};
+
+/* Chunks of one type that a change cannot place. */
+struct bx_plan_short {
+	uint64_t type;			/* type and profile of the chunks it needs */
+	uint64_t missing;		/* used bytes without room */
+	uint32_t chunks;		/* chunks that could not move */
+	size_t nr_devs;
+	struct bx_plan_short_dev *devs;	/* the devices the type may use, best tier first */
+};
+
+struct bx_plan_step {
+	struct bx_plan_change change;
+	uint64_t devid;			/* the device it acts on (add: the new devid) */
+	enum bx_plan_status status;
+	char reason[1024];		/* impossible: why, for people */
+	/*
+	 * Possible, but uncertain: it moves or copies the only metadata or
+	 * system block group with room while the devices are nearly full. The
+	 * kernel's space reservation may then allocate another chunk or fail
+	 * (ENOSPC, seen ending in a transaction abort). A warning says so.
+	 */
+	bool tight;
+	uint64_t moved_chunks;		/* chunks relocated (or rewritten) */
+	uint64_t moved_bytes;		/* their used bytes when it began: what is copied */
+	uint64_t moved_length;		/* their logical size */
+	uint64_t new_chunks;		/* chunks allocated for them */
+	uint64_t new_length;
+	uint64_t copied_bytes;		/* replace: bytes copied to the new device */
+	size_t first_moved, nr_moved;	/* its chunks in bx_plan_result.moved */
+	size_t first_created, nr_created;	/* and in bx_plan_result.created */
+	size_t nr_short;
+	struct bx_plan_short *shorts;
+};
+
+/* A chunk that a change moves, or one it creates. */
+struct bx_plan_chunk {
+	size_t step;			/* index of the change */
+	uint64_t logical;
+	uint64_t length;
+	uint64_t used;			/* moved: used bytes when its change began (what it
+					 * copies); created: bytes placed in it */
+	uint64_t used_before;		/* used bytes in the filesystem now */
+	bool existed;			/* in the filesystem now (false: an earlier change made it) */
+	uint64_t type;
+	uint32_t num_stripes;
+	uint64_t *devids;		/* in stripe order */
+};
+
+struct bx_plan_result {
+	bool possible;			/* every change is */
+	size_t nr_steps;
+	struct bx_plan_step *steps;
+	struct bx_usage_input after_in;	/* the filesystem after the plan (as far as it got) */
+	struct bx_usage_report before;
+	struct bx_usage_report after;
+	size_t nr_moved;
+	struct bx_plan_chunk *moved;
+	size_t nr_created;
+	struct bx_plan_chunk *created;
+	/* The misplaced reports, when a hint is set before or after. */
+	bool have_misplaced;
+	struct bx_misplaced_report misplaced_before;
+	struct bx_misplaced_report misplaced_after;
+	bool *newly_misplaced;		/* per misplaced_after chunk: not misplaced before */
+	uint64_t newly_misplaced_chunks;
+	uint64_t newly_misplaced_bytes;	/* their used bytes */
+	size_t nr_warnings;
+	char (*warnings)[512];		/* also recorded with bx_warn() */
+};
+
+/*
+ * Plans @changes (@nr, applied in order) on the filesystem @in. @in needs
+ * chunks_used_known. Returns 0 (also for an impossible plan: see
+ * ->possible and the steps), -EINVAL for a plan that cannot be made at all
+ * with the message recorded (an unknown devid, a size below the smallest
+ * device or below what a replace copies, a profile the device count cannot
+ * hold, a change on a device an earlier change removed, the same type
+ * converted twice), or -ENOMEM / -EOPNOTSUPP. Release @res with
+ * bx_plan_result_release() (also after an error).
+ */
+int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change *changes,
+		    size_t nr, struct bx_plan_result *res);
+void bx_plan_result_release(struct bx_plan_result *res);
+
+#endif

@@ -1,0 +1,208 @@
+"""btrfsx filesystem plan: the what-if planner against the running (mainline)
+kernel on loop devices, and its command line.
+
+* Seeded random plans (tests/plan_check.py: add, remove, resize, convert,
+  replace; no hints, which this kernel ignores) made for real and filled to
+  ENOSPC: every change the plan calls impossible fails at that change with
+  the kernel's ENOSPC and every possible one succeeds; the chunks the plan
+  moves are those that went away, their used bytes within 1 %;
+  free_estimated and metadata_room within 1 % of the fill.
+  ``BTRFSX_PLAN_CASES`` (default 30) and ``BTRFSX_PLAN_SEED`` (first seed)
+  choose them; mismatches are printed with their seed.
+* The command: text and JSON, mounted and unmounted alike, exit codes, and
+  bad input (exit 2 with a message naming the problem).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fsutil
+import plan_check
+from fsutil import GiB, MiB
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "vm"))
+import vmharness  # noqa: E402  (parse_console: the script's output format)
+
+pytestmark = pytest.mark.root
+
+SIZES = [384 * MiB, 512 * MiB, 768 * MiB, 1024 * MiB]
+OPS = ["add", "remove", "remove", "resize", "convert", "convert", "replace"]
+CASES = int(os.environ.get("BTRFSX_PLAN_CASES", "30"))
+FIRST_SEED = int(os.environ.get("BTRFSX_PLAN_SEED", "0"))
+
+
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory, btrfsx):
+    """A PATH with btrfsx and the fill helper (tests/vm/guest-fill.c, built here)."""
+    ok, why = fsutil.can_use_loop()
+    if not ok:
+        pytest.skip(why)
+    bindir = tmp_path_factory.mktemp("plan-bin")
+    fsutil.run(["gcc", "-O2", "-o", str(bindir / "guest-fill"),
+                str(fsutil.TESTS_DIR / "vm" / "guest-fill.c")])
+    (bindir / "btrfsx").symlink_to(btrfsx)
+    return f"{bindir}:{os.environ['PATH']}"
+
+
+def run_case(case: plan_check.Case, workdir: Path, path_env: str) -> plan_check.Outcome:
+    images = fsutil.make_images(workdir / "dev", case.sizes, prefix="dev")
+    spares = fsutil.make_images(workdir / "spare", case.spares, prefix="spare") \
+        if case.spares else []
+    mnt = workdir / "mnt"
+    mnt.mkdir()
+    with fsutil.LoopDevices(images + spares) as loops:
+        disks = {f"dev{i}": loops[i] for i in range(len(images))}
+        disks.update({f"spare{i}": loops[len(images) + i] for i in range(len(spares))})
+        text = plan_check.FUNCTIONS + plan_check.script(case, disks, str(mnt))
+        try:
+            p = subprocess.run(["bash", "-c", text], capture_output=True, text=True,
+                               env=dict(os.environ, PATH=path_env), timeout=600)
+        finally:
+            fsutil.umount_devices(loops.devs)
+        res = vmharness.parse_console(p.stdout + p.stderr)
+    return plan_check.compare(case, res)
+
+
+def test_random_plans_against_the_kernel(tmp_path, tools):
+    outcomes = []
+    for seed in range(FIRST_SEED, FIRST_SEED + CASES):
+        case = plan_check.make_case("host", seed, SIZES, OPS, [0], ["data", "data", "meta"])
+        workdir = tmp_path / f"case{seed}"
+        workdir.mkdir()
+        try:
+            outcomes.append(run_case(case, workdir, tools))
+        except AssertionError as e:
+            outcome = plan_check.Outcome(case)
+            outcome.problems.append(f"no result: {str(e)[-1500:]}")
+            outcomes.append(outcome)
+    print("\n" + plan_check.report(outcomes))
+    impossible = sum(1 for o in outcomes if o.plan and not o.plan["possible"])
+    bad = [o for o in outcomes if o.problems]
+    assert not bad, (f"{len(bad)} of {len(outcomes)} plans differ from the kernel "
+                     f"({impossible} impossible):\n" + plan_check.report(bad))
+    # Failures the plan only warned about ("tight") stay the exception.
+    tolerated = sum(1 for o in outcomes if o.tolerated)
+    assert tolerated <= len(outcomes) // 5, plan_check.report(outcomes)
+    # The cases cover both verdicts and every change.
+    assert 0 < impossible < len(outcomes)
+    ops = {op for o in outcomes for op, _ in o.case.changes}
+    assert {"add", "remove", "resize", "convert", "replace"} <= ops
+
+
+# ----------------------------------------------------------------- the command
+
+@pytest.fixture(scope="module")
+def small_fs(tmp_path_factory):
+    """Three devices (1, 2, 3 GiB), raid1, 1 GiB of data; unmounted."""
+    ok, why = fsutil.can_use_loop()
+    if not ok:
+        pytest.skip(why)
+    images = fsutil.make_images(tmp_path_factory.mktemp("plan-fs"), ["1G", "2G", "3G"])
+    with fsutil.LoopDevices(images) as loops:
+        fsutil.mkfs(loops.devs, data="raid1", metadata="raid1")
+        with fsutil.mounted(loops.devs) as mnt:
+            fsutil.run(["fallocate", "-l", "700M", str(mnt / "a")])
+            fsutil.run(["fallocate", "-l", "300M", str(mnt / "b")])
+        yield loops
+
+
+def test_mounted_and_unmounted_agree(small_fs, btrfsx_json):
+    args = ["--remove", "1", "--add", "2G", "--convert", "metadata=raid1c3"]
+    offline = btrfsx_json("filesystem", "plan", *small_fs.devs, *args)
+    with fsutil.mounted(small_fs.devs) as mnt:
+        online = btrfsx_json("filesystem", "plan", str(mnt), *args)
+    assert not offline["mounted"] and online["mounted"]
+    assert offline["mountpoint"] is None and online["mountpoint"] == str(mnt)
+    for doc in (offline, online):
+        for dev in doc["before"]["devices"]:
+            assert dev["device"] and dev["missing"] is False
+            assert (dev["hint"], dev["hint_value"]) == ("data_preferred", 0)
+        added = [d for d in doc["after"]["devices"] if d["devid"] == 4]
+        assert added[0]["device"] is None and added[0]["missing"] is False
+    for side in ("before", "after"):
+        for key in ("free_estimated", "free_strict", "metadata_room", "metadata_room_after_data",
+                    "device_size", "used"):
+            assert offline[side][key] == online[side][key], (side, key)
+    assert [c["moved_bytes"] for c in offline["changes"]] == \
+        [c["moved_bytes"] for c in online["changes"]]
+    assert offline["possible"] is True
+    assert [c["status"] for c in offline["changes"]] == ["possible"] * 3
+    assert offline["changes"][1]["devid"] == 4
+    assert {d["devid"] for d in offline["after"]["devices"]} == {2, 3, 4}
+    assert offline["after"]["metadata_profile"] == "raid1c3"
+
+
+def test_json_lists_what_moves(small_fs, btrfsx_json):
+    doc = btrfsx_json("filesystem", "plan", *small_fs.devs, "--remove", "1")
+    step = doc["changes"][0]
+    moved = [c for c in doc["moved"] if c["change"] == 1]
+    assert step["moved_chunks"] == len(moved) > 0
+    assert step["moved_bytes"] == sum(c["used"] for c in moved)
+    assert all(1 in c["devids"] for c in moved)
+    assert all(1 not in c["devids"] for c in doc["created"])
+    assert doc["after"]["data_used"] == doc["before"]["data_used"]
+
+
+def test_text_side_by_side(small_fs, run_btrfsx):
+    _, out, _ = run_btrfsx("filesystem", "plan", *small_fs.devs, "--add", "1G", "--remove", "1")
+    assert "possible" in out.splitlines()[0]
+    assert "1. add a 1.00GiB device: devid 4" in out
+    assert "2. remove devid 1: moves" in out
+    header = next(line for line in out.splitlines() if "Before" in line)
+    assert header.split() == ["Before", "After", "Change"]
+    for label in ("Free (estimated):", "Free (strict):", "Metadata room:",
+                  "Metadata after data:"):
+        assert label in out
+    assert "data_preferred -> removed" in out and "new, data_preferred" in out
+
+
+def test_impossible_remove_exits_5(small_fs, run_btrfsx, btrfsx_json):
+    """The 3 GiB device holds a copy of every raid1 chunk: 1 and 2 GiB cannot take them."""
+    rc, out, _ = run_btrfsx("filesystem", "plan", *small_fs.devs, "--remove", "3",
+                            "--add", "1G", check=5)
+    assert "IMPOSSIBLE" in out.splitlines()[0]
+    line = next(line for line in out.splitlines() if "impossible:" in line)
+    assert "the other devices cannot take the chunks of devid 3" in line
+    assert "raid1 is short by" in out and "[not-reached]" in out
+    doc = btrfsx_json("filesystem", "plan", *small_fs.devs, "--remove", "3", check=5)
+    shorts = doc["changes"][0]["short"]
+    assert shorts and doc["possible"] is False
+    for short in shorts:
+        assert short["profile"] == "raid1" and short["missing_bytes"] > 0 and short["chunks"] > 0
+        assert {d["devid"] for d in short["devices"]} == {1, 2}
+
+
+@pytest.mark.parametrize("args, words", [
+    ([], "no change to plan"),
+    (["--remove", "9"], "devid 9 is not in the filesystem"),
+    (["--remove", "1", "--remove", "1"], "devid 1 is removed by an earlier change"),
+    (["--remove", "1", "--remove", "2"], "leaves 1 device, but"),
+    (["--convert", "data=raid1c4"], "raid1c4 needs at least 4 devices"),
+    (["--convert", "data=raid6", "--convert", "data=single"], "converted twice"),
+    (["--resize", "2=100M"], "at least 256.00MiB"),
+    (["--replace", "3=1G"], "smaller than devid 3"),
+    (["--add", "1Q"], "is not a size"),
+    (["--add", "1G:fast"], "unknown allocation hint 'fast'"),
+    (["--hint", "2"], "is not DEVID=HINT"),
+    (["--convert", "system=raid1"], "neither data nor metadata"),
+    (["--convert", "data=raid7"], "unknown profile 'raid7'"),
+    (["--remove", "x"], "'x' is not a devid"),
+])
+def test_bad_input_exit_2(small_fs, run_btrfsx, args, words):
+    _, out, err = run_btrfsx("filesystem", "plan", *small_fs.devs, *args, check=2)
+    assert words in err and not out
+
+
+def test_not_btrfs_and_missing(tmp_path, run_btrfsx):
+    junk = tmp_path / "junk.img"
+    junk.write_bytes(b"\0" * (1 << 20))
+    _, _, err = run_btrfsx("filesystem", "plan", str(junk), "--remove", "1", check=1)
+    assert "junk.img" in err
+    _, _, err = run_btrfsx("filesystem", "plan", str(tmp_path / "nope"), "--remove", "1",
+                           check=1)
+    assert "nope" in err

@@ -1,0 +1,477 @@
+/*
+ * Unit tests of the what-if planner (plan/plan.c) on filesystems built by
+ * hand: every change, the relocation rules, impossible changes, bad input,
+ * and the change parser.
+ *
+ * Sizes are chosen so the expectations can be worked out by hand: devices
+ * of a few GiB, chunks of 1 GiB data / 256 MiB metadata (the allocator
+ * model's sizes on filesystems of this size are smaller: 10% of the
+ * writable bytes, rounded down to 16 MiB, so the new chunks of a plan are
+ * checked by their sum, not one by one). MiB = 2^20, GiB = 2^30.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "kernel-shared/ctree.h"
+#include "kernel-shared/hints.h"
+#include "plan/plan.h"
+#include "tests/unit/unit.h"
+
+#define MiB (1024 * 1024ULL)
+#define GiB (1024 * MiB)
+
+#define DATA BTRFS_BLOCK_GROUP_DATA
+#define META BTRFS_BLOCK_GROUP_METADATA
+#define SYS BTRFS_BLOCK_GROUP_SYSTEM
+#define RAID1 BTRFS_BLOCK_GROUP_RAID1
+#define RAID6 BTRFS_BLOCK_GROUP_RAID6
+
+/* A filesystem being built: devices, then chunks (in logical order). */
+struct fs {
+	struct bx_usage_input in;
+	uint64_t next_logical;
+};
+
+static void fs_init(struct fs *f, size_t n, const uint64_t *sizes, const uint64_t *hints)
+{
+	memset(f, 0, sizeof(*f));
+	f->in.nodesize = 16384;
+	f->in.sectorsize = 4096;
+	f->in.hints_effective = true;
+	f->in.chunks_used_known = true;
+	f->in.devs = calloc(n, sizeof(*f->in.devs));
+	f->in.nr_devs = n;
+	for (size_t i = 0; i < n; i++) {
+		struct bx_usage_dev *d = &f->in.devs[i];
+
+		d->devid = i + 1;
+		d->total_bytes = d->device_size = sizes[i];
+		d->hint = hints ? hints[i] : BX_HINT_DATA_PREFERRED;
+		d->writable = true;
+		d->extents = calloc(64, sizeof(*d->extents));
+	}
+	f->next_logical = 1 * GiB;
+}
+
+static void add_space(struct fs *f, uint64_t type, uint64_t length, uint64_t used)
+{
+	struct bx_usage_input *in = &f->in;
+
+	for (size_t i = 0; i < in->nr_spaces; i++)
+		if (in->spaces[i].flags == type) {
+			in->spaces[i].total_bytes += length;
+			in->spaces[i].used_bytes += used;
+			return;
+		}
+	in->spaces = realloc(in->spaces, (in->nr_spaces + 1) * sizeof(*in->spaces));
+	in->spaces[in->nr_spaces++] = (struct bx_usage_space){ type, length, used };
+}
+
+/* A chunk of @type, @length logical, @used; stripe k on devids[k] at phys[k], each @stripe long. */
+static void add_chunk(struct fs *f, uint64_t type, uint64_t length, uint64_t stripe,
+		      uint64_t used, uint32_t n, const uint64_t *devids, const uint64_t *phys)
+{
+	struct bx_usage_input *in = &f->in;
+
+	in->chunks = realloc(in->chunks, (in->nr_chunks + 1) * sizeof(*in->chunks));
+	in->stripes = realloc(in->stripes, (in->nr_stripes + n) * sizeof(*in->stripes));
+	in->chunks[in->nr_chunks++] = (struct bx_usage_chunk){
+		.logical = f->next_logical, .length = length, .type = type, .num_stripes = n,
+		.first_stripe = in->nr_stripes, .used = used };
+	for (uint32_t k = 0; k < n; k++) {
+		struct bx_usage_dev *d = &in->devs[devids[k] - 1];
+
+		in->stripes[in->nr_stripes++] = (struct bx_usage_stripe){ devids[k], phys[k] };
+		d->extents[d->nr_extents++] = (struct bx_usage_extent){ phys[k], stripe,
+									f->next_logical };
+		d->bytes_used += stripe;
+	}
+	add_space(f, type, length, used);
+	f->next_logical += length;
+}
+
+/* raid1 chunk on devids a, b at the same offset @phys. */
+static void raid1(struct fs *f, uint64_t type, uint64_t length, uint64_t used, uint64_t a,
+		  uint64_t b, uint64_t phys)
+{
+	uint64_t devids[2] = { a, b }, physs[2] = { phys, phys };
+
+	add_chunk(f, type | RAID1, length, length, used, 2, devids, physs);
+}
+
+/* Three devices of @size, raid1: metadata 256 MiB and two 1 GiB data chunks. */
+static void three_raid1(struct fs *f, uint64_t size, const uint64_t *hints, uint64_t data_used)
+{
+	uint64_t sizes[3] = { size, size, size };
+
+	fs_init(f, 3, sizes, hints);
+	raid1(f, SYS, 8 * MiB, 16384, 1, 2, 1 * MiB);
+	raid1(f, META, 256 * MiB, 64 * MiB, 1, 2, 9 * MiB);
+	raid1(f, DATA, 1 * GiB, data_used, 2, 3, 265 * MiB);
+	raid1(f, DATA, 1 * GiB, data_used, 3, 1, 1289 * MiB);
+}
+
+static int plan(const struct bx_usage_input *in, const char *const *changes, size_t nr,
+		struct bx_plan_result *res)
+{
+	struct bx_plan_change c[8];
+
+	for (size_t i = 0; i < nr; i++)
+		if (bx_plan_parse_change(changes[2 * i], changes[2 * i + 1], &c[i]))
+			return -100;
+	return bx_plan_compute(in, c, nr, res);
+}
+
+static const struct bx_usage_dev *dev_of(const struct bx_usage_input *in, uint64_t devid)
+{
+	for (size_t i = 0; i < in->nr_devs; i++)
+		if (in->devs[i].devid == devid)
+			return &in->devs[i];
+	return NULL;
+}
+
+static uint64_t chunks_with(const struct bx_usage_input *in, uint64_t type_bits, uint64_t profile)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < in->nr_chunks; i++)
+		if ((in->chunks[i].type & type_bits) &&
+		    (in->chunks[i].type & BTRFS_BLOCK_GROUP_PROFILE_MASK) == profile)
+			n++;
+	return n;
+}
+
+/* Adding a device: the next devid, nothing moves, more room. */
+static void test_add(void)
+{
+	static const char *const ch[] = { "add", "4G:metadata_only" };
+	struct bx_plan_result res;
+	struct fs f;
+
+	three_raid1(&f, 4 * GiB, NULL, 512 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].devid, 4);
+	CHECK_EQ_U64(res.nr_moved, 0);
+	CHECK_EQ_U64(res.after_in.nr_devs, 4);
+	CHECK_EQ_U64(dev_of(&res.after_in, 4)->hint, BX_HINT_METADATA_ONLY);
+	/* Data may not use the new device: free space for data stays. */
+	CHECK_EQ_U64(res.after.free_estimated, res.before.free_estimated);
+	/* raid1 pairs the new device with the others: each copy there doubles the raw room. */
+	CHECK_EQ_U64(res.after.metadata_room, res.before.metadata_room + 2 * GiB);
+	/* The metadata chunk on 1,2 now has a better place (tier 1): off-preference. */
+	CHECK(res.have_misplaced);
+	CHECK(res.newly_misplaced_chunks >= 1);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/*
+ * Removing devid 1: the system, metadata and one data chunk have a stripe
+ * there; they move to devids 2 and 3. The data chunk on 3,1 is the highest
+ * extent on devid 1 (1289 MiB), so it moves first. Its 512 MiB used go into
+ * the 512 MiB free of the data chunk on 2,3 that stays: no new data chunk.
+ */
+static void test_remove_fills_free_space_first(void)
+{
+	static const char *const ch[] = { "remove", "1" };
+	struct bx_plan_result res;
+	struct fs f;
+
+	three_raid1(&f, 4 * GiB, NULL, 512 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 3);
+	CHECK_EQ_U64(res.steps[0].moved_bytes, 512 * MiB + 64 * MiB + 16384);
+	CHECK_EQ_U64(res.moved[0].logical, 1 * GiB + 8 * MiB + 256 * MiB + 1 * GiB);
+	CHECK(dev_of(&res.after_in, 1) == NULL);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
+	CHECK_EQ_U64(res.after.data_used, 1 * GiB);
+	CHECK_EQ_U64(res.after.data_size, 1 * GiB);
+	/* Metadata and system needed new chunks on 2 and 3 (nothing else of theirs stays). */
+	CHECK_EQ_U64(res.steps[0].new_chunks, 2);
+	for (size_t i = 0; i < res.after_in.nr_stripes; i++)
+		CHECK(res.after_in.stripes[i].devid != 1);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/* A remove the others cannot hold: impossible, the device stays, later changes not reached. */
+static void test_remove_impossible(void)
+{
+	static const char *const ch[] = { "remove", "1", "add", "8G" };
+	uint64_t sizes[3] = { 4 * GiB, 1 * GiB + 512 * MiB, 1 * GiB + 512 * MiB };
+	struct bx_plan_result res;
+	struct fs f;
+
+	fs_init(&f, 3, sizes, NULL);
+	raid1(&f, DATA, 1 * GiB, 1 * GiB, 1, 2, 1 * MiB);
+	raid1(&f, DATA, 1 * GiB, 1 * GiB, 1, 3, 1025 * MiB);
+	CHECK(plan(&f.in, ch, 2, &res) == 0);
+	CHECK(!res.possible);
+	CHECK(res.steps[0].status == BX_PLAN_STEP_IMPOSSIBLE);
+	CHECK(res.steps[1].status == BX_PLAN_STEP_NOT_REACHED);
+	CHECK(strstr(res.steps[0].reason, "ENOSPC") != NULL);
+	CHECK(strstr(res.steps[0].reason, "data raid1 is short by") != NULL);
+	CHECK_EQ_U64(res.steps[0].nr_short, 1);
+	CHECK_EQ_U64(res.steps[0].shorts[0].type, DATA | RAID1);
+	CHECK_EQ_U64(res.steps[0].shorts[0].nr_devs, 2);	/* devids 2 and 3 */
+	CHECK(res.steps[0].shorts[0].missing >= 1 * GiB);
+	CHECK(dev_of(&res.after_in, 1) != NULL);
+	CHECK(dev_of(&res.after_in, 4) == NULL);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+static void expect_einval(const struct bx_usage_input *in, const char *const *ch, size_t nr,
+			  const char *words)
+{
+	struct bx_plan_result res;
+	int ret = plan(in, ch, nr, &res);
+
+	if (ret != -EINVAL)
+		fprintf(stderr, "%s %s: %d\n", ch[0], ch[1], ret);
+	CHECK(ret == -EINVAL);
+	if (ret == -EINVAL && !strstr(bx_error_message(ret), words))
+		fprintf(stderr, "message '%s' lacks '%s'\n", bx_error_message(ret), words);
+	CHECK(ret != -EINVAL || strstr(bx_error_message(ret), words));
+	bx_plan_result_release(&res);
+	bx_error_clear();
+}
+
+static void test_bad_plans(void)
+{
+	static const char *const unknown[] = { "remove", "9" };
+	static const char *const twice[] = { "remove", "3", "hint", "3=data_only" };
+	static const char *const too_few[] = { "remove", "1", "remove", "2" };
+	static const char *const raid1c4[] = { "convert", "data=raid1c4" };
+	static const char *const converted[] = { "convert", "data=single", "convert",
+						 "data=raid1" };
+	static const char *const small[] = { "resize", "1=100M" };
+	static const char *const replace[] = { "replace", "2=1G" };
+	static const char *const huge[] = { "add", "2P" };
+	struct fs f;
+
+	three_raid1(&f, 4 * GiB, NULL, 512 * MiB);
+	expect_einval(&f.in, unknown, 1, "devid 9 is not in the filesystem");
+	expect_einval(&f.in, twice, 2, "devid 3 is removed by an earlier change");
+	expect_einval(&f.in, too_few, 2, "leaves 1 device, but");
+	expect_einval(&f.in, raid1c4, 1, "raid1c4 needs at least 4 devices");
+	expect_einval(&f.in, converted, 2, "converted twice");
+	expect_einval(&f.in, small, 1, "at least 256.00MiB");
+	expect_einval(&f.in, replace, 1, "smaller than devid 2");
+	expect_einval(&f.in, huge, 1, "at most 1.00PiB");
+	bx_usage_input_release(&f.in);
+}
+
+/* Shrinking devid 1 to 1 GiB: the data chunk at 1289 MiB lies beyond and moves; growing moves nothing. */
+static void test_resize(void)
+{
+	static const char *const shrink[] = { "resize", "1=1G" };
+	static const char *const grow[] = { "resize", "2=8G" };
+	struct bx_plan_result res;
+	struct fs f;
+
+	three_raid1(&f, 4 * GiB, NULL, 512 * MiB);
+	CHECK(plan(&f.in, shrink, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 1);
+	CHECK_EQ_U64(res.moved[0].logical, 1 * GiB + 8 * MiB + 256 * MiB + 1 * GiB);
+	CHECK_EQ_U64(dev_of(&res.after_in, 1)->total_bytes, 1 * GiB);
+	for (size_t i = 0; i < dev_of(&res.after_in, 1)->nr_extents; i++) {
+		const struct bx_usage_extent *e = &dev_of(&res.after_in, 1)->extents[i];
+
+		CHECK(e->start + e->length <= 1 * GiB);
+	}
+	bx_plan_result_release(&res);
+	CHECK(plan(&f.in, grow, 1, &res) == 0);
+	CHECK_EQ_U64(res.nr_moved, 0);
+	CHECK_EQ_U64(res.after.overall.device_size, 16 * GiB);
+	CHECK(res.nr_warnings == 1 && strstr(res.warnings[0], "grow the device"));
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/* Converting data to single rewrites both data chunks; nothing raid1 is left of data. */
+static void test_convert(void)
+{
+	static const char *const ch[] = { "convert", "data=single" };
+	static const char *const meta[] = { "convert", "metadata=single" };
+	struct bx_plan_result res;
+	struct fs f;
+
+	three_raid1(&f, 4 * GiB, NULL, 512 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
+	CHECK_EQ_U64(res.steps[0].moved_bytes, 1 * GiB);
+	/* The last chunk moves first (balance goes down the chunk tree). */
+	CHECK(res.moved[0].logical > res.moved[1].logical);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 0);
+	CHECK(chunks_with(&res.after_in, DATA, 0) >= 1);
+	CHECK_EQ_U64(res.after.data_type, DATA);
+	CHECK_EQ_U64(res.after.data_used, 1 * GiB);
+	/* Half the raw bytes per data byte: more room. */
+	CHECK(res.after.free_estimated > res.before.free_estimated + res.before.free_estimated / 2);
+	bx_plan_result_release(&res);
+	/* Metadata takes the system chunks along, and loses redundancy: a warning. */
+	CHECK(plan(&f.in, meta, 1, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, RAID1), 0);
+	CHECK(res.nr_warnings >= 1 && strstr(res.warnings[0], "reduces its redundancy"));
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/* raid1 metadata on two devices: making one data_only leaves one device for metadata. */
+static void test_hint_guard(void)
+{
+	static const char *const ch[] = { "hint", "1=data_only", "remove", "3" };
+	uint64_t sizes[2] = { 4 * GiB, 4 * GiB };
+	struct bx_plan_result res;
+	struct fs f;
+
+	fs_init(&f, 2, sizes, NULL);
+	raid1(&f, META, 256 * MiB, 1 * MiB, 1, 2, 1 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(!res.possible);
+	CHECK(strstr(res.steps[0].reason, "guard rails refuse") != NULL);
+	CHECK(strstr(res.steps[0].reason, "1 device would allow metadata, but raid1") != NULL);
+	CHECK_EQ_U64(dev_of(&res.after_in, 1)->hint, BX_HINT_DATA_PREFERRED);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/*
+ * Hints: devid 3 metadata_only makes both data chunks forbidden (a stripe
+ * there); relocate moves them to 1 and 2, after which nothing is misplaced.
+ */
+static void test_hint_then_relocate(void)
+{
+	static const char *const hint[] = { "hint", "3=metadata_only" };
+	static const char *const both[] = { "hint", "3=metadata_only", "relocate", NULL };
+	struct bx_plan_result res;
+	struct fs f;
+
+	three_raid1(&f, 8 * GiB, NULL, 512 * MiB);
+	CHECK(plan(&f.in, hint, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.nr_moved, 0);
+	CHECK_EQ_U64(res.misplaced_after.forbidden.chunks, 2);
+	CHECK_EQ_U64(res.newly_misplaced_chunks >= 2, 1);
+	CHECK_EQ_U64(res.misplaced_after.forbidden.used, 1 * GiB);
+	bx_plan_result_release(&res);
+	CHECK(plan(&f.in, both, 2, &res) == 0);
+	CHECK(res.possible);
+	CHECK(res.steps[1].moved_chunks >= 2);
+	CHECK_EQ_U64(res.misplaced_after.forbidden.chunks, 0);
+	for (size_t i = 0; i < res.after_in.nr_chunks; i++) {
+		const struct bx_usage_chunk *c = &res.after_in.chunks[i];
+
+		for (uint32_t k = 0; (c->type & DATA) && k < c->num_stripes; k++)
+			CHECK(res.after_in.stripes[c->first_stripe + k].devid != 3);
+	}
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/* A replace keeps the size and extents; the hint is not copied unless given. */
+static void test_replace(void)
+{
+	static const char *const ch[] = { "replace", "2=8G" };
+	static const char *const hinted[] = { "replace", "2=8G:metadata_only" };
+	uint64_t hints[3] = { 0, BX_HINT_METADATA_ONLY, 0 };
+	struct bx_plan_result res;
+	struct fs f;
+
+	three_raid1(&f, 4 * GiB, hints, 512 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(dev_of(&res.after_in, 2)->total_bytes, 4 * GiB);
+	CHECK_EQ_U64(dev_of(&res.after_in, 2)->device_size, 8 * GiB);
+	CHECK_EQ_U64(dev_of(&res.after_in, 2)->hint, BX_HINT_DATA_PREFERRED);
+	/*
+	 * Its three extents stay; copying the only system block group made
+	 * another; the only metadata block group makes the replace tight.
+	 */
+	CHECK_EQ_U64(dev_of(&res.after_in, 2)->nr_extents, 4);
+	CHECK(res.steps[0].tight);
+	/* System 16 KiB + metadata 64 MiB + data 512 MiB, each raid1 copy on devid 2. */
+	CHECK_EQ_U64(res.steps[0].copied_bytes, 16384 + 64 * MiB + 512 * MiB);
+	CHECK(res.nr_warnings >= 3 && strstr(res.warnings[0], "does not copy the allocation hint"));
+	bx_plan_result_release(&res);
+	CHECK(plan(&f.in, hinted, 1, &res) == 0);
+	CHECK_EQ_U64(dev_of(&res.after_in, 2)->hint, BX_HINT_METADATA_ONLY);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/* Nothing used in data: moving the data chunk first allocates an empty one (profile kept). */
+static void test_empty_data_chunk_kept(void)
+{
+	static const char *const ch[] = { "remove", "1" };
+	uint64_t sizes[3] = { 2 * GiB, 2 * GiB, 2 * GiB };
+	struct bx_plan_result res;
+	struct fs f;
+
+	fs_init(&f, 3, sizes, NULL);
+	raid1(&f, DATA, 256 * MiB, 0, 1, 2, 1 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].new_chunks, 1);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+static void test_parse(void)
+{
+	struct bx_plan_change c;
+	char text[160];
+
+	CHECK(bx_plan_parse_change("add", "64G:metadata_only", &c) == 0);
+	CHECK(c.op == BX_PLAN_ADD && c.size == 64 * GiB && c.has_hint &&
+	      c.hint == BX_HINT_METADATA_ONLY);
+	bx_plan_describe_change(&c, text, sizeof(text));
+	CHECK(!strcmp(text, "add a 64.00GiB device as metadata_only"));
+	CHECK(bx_plan_parse_change("replace", "3=1T:donly", &c) == 0);
+	CHECK(c.devid == 3 && c.size == 1024 * GiB && c.hint == BX_HINT_DATA_ONLY);
+	CHECK(bx_plan_parse_change("convert", "metadata=raid1c3", &c) == 0);
+	CHECK(c.type == META && c.profile == BTRFS_BLOCK_GROUP_RAID1C3);
+	CHECK(bx_plan_parse_change("relocate", NULL, &c) == 0 && c.op == BX_PLAN_RELOCATE);
+	CHECK(bx_plan_parse_change("hint", "2=M", &c) == 0 && c.hint == BX_HINT_METADATA_PREFERRED);
+	CHECK(bx_plan_parse_change("add", "64X", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("add", "64G:fast", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("hint", "2=4", &c) == 0 && c.hint == BX_HINT_NONE);
+	CHECK(bx_plan_parse_change("hint", "2=5", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("remove", "0", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("remove", "-1", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("resize", "3:10G", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("resize", "=10G", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("resize", "3=", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("convert", "system=raid1", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("convert", "data=raid7", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("relocate", "1", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "1", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("hint", NULL, &c) == -EINVAL);
+	bx_error_clear();
+}
+
+int main(void)
+{
+	test_add();
+	test_remove_fills_free_space_first();
+	test_remove_impossible();
+	test_bad_plans();
+	test_resize();
+	test_convert();
+	test_hint_guard();
+	test_hint_then_relocate();
+	test_replace();
+	test_empty_data_chunk_kept();
+	test_parse();
+	bx_warnings_clear();
+	return unit_summary();
+}
