@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "common/error.h"
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/ctree.h"
@@ -37,14 +38,6 @@ static const struct {
 #define DATA_TYPE (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_RAID1)
 #define META_TYPE (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID1C3)
 #define NR_DEVS 24
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -170,10 +163,10 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		for (int r = 0; r < runs; r++) {
-			double t0 = now();
+			double t0 = bench_now();
 			int ret = bx_plan_compute(&in, changes, 5, &res);
 
-			times[r] = now() - t0;
+			times[r] = bench_now() - t0;
 			bx_warnings_clear();
 			if (ret) {
 				fprintf(stderr, "plan-model: %s\n", bx_error_message(ret));
@@ -182,13 +175,7 @@ int main(int argc, char **argv)
 			if (r + 1 < runs)
 				bx_plan_result_release(&res);
 		}
-		for (int i = 1; i < runs; i++)
-			for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-				double t = times[j];
-
-				times[j] = times[j - 1];
-				times[j - 1] = t;
-			}
+		bench_sort_times(times, runs);
 		for (size_t s = 0; s < res.nr_steps; s++) {
 			moved += res.steps[s].moved_chunks;
 			moved_bytes += res.steps[s].moved_bytes;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "common/error.h"
 #include "fsops/usage.h"
 #include "kernel-shared/ctree.h"
@@ -38,14 +39,6 @@ struct setup {
 	uint64_t data, metadata;
 	uint64_t nvme_hint;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The array right after mkfs: one data and one metadata chunk, on the first devices. */
 static void build(struct bx_usage_input *in, const struct setup *s,
@@ -131,10 +124,10 @@ int main(int argc, char **argv)
 		if (runs > 64)
 			runs = 64;
 		for (int r = 0; r < runs; r++) {
-			double t0 = now();
+			double t0 = bench_now();
 			int ret = bx_usage_compute(&in, 0, &rep);
 
-			times[r] = now() - t0;
+			times[r] = bench_now() - t0;
 			bx_warnings_clear();
 			if (ret) {
 				fprintf(stderr, "usage-model: %s\n", bx_error_message(ret));
@@ -143,13 +136,7 @@ int main(int argc, char **argv)
 			if (r + 1 < runs)
 				bx_usage_report_release(&rep);
 		}
-		for (int i = 1; i < runs; i++)
-			for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-				double t = times[j];
-
-				times[j] = times[j - 1];
-				times[j - 1] = t;
-			}
+		bench_sort_times(times, runs);
 		if (times[runs - 1] > worst)
 			worst = times[runs - 1];
 		printf("%-15s %7.3fs %7.3fs %9.2fTiB %9.2fTiB %9.2fTiB %9.2fTiB\n", setups[s].name,
