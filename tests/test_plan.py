@@ -15,6 +15,7 @@ kernel on loop devices, and its command line.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,10 @@ def test_random_plans_against_the_kernel(tmp_path, tools):
             outcome = plan_check.Outcome(case)
             outcome.problems.append(f"no result: {str(e)[-1500:]}")
             outcomes.append(outcome)
+        finally:
+            # A case fills its devices with written bytes (up to 2 GiB): 30 of them
+            # would hold tens of GiB of the machine's disk until pytest's next runs.
+            shutil.rmtree(workdir, ignore_errors=True)
     print("\n" + plan_check.report(outcomes))
     impossible = sum(1 for o in outcomes if o.plan and not o.plan["possible"])
     bad = [o for o in outcomes if o.problems]

@@ -63,7 +63,10 @@ def run_series(series: str, workdir) -> list[plan_check.Outcome]:
                 names[name] = vmharness.guest_dev(len(disks))
                 disks.append(path)
             script += plan_check.script(case, names)
-        res = vmharness.Guest(series).run(script, disks, timeout=120 + 120 * len(batch))
+        try:
+            res = vmharness.Guest(series).run(script, disks, timeout=120 + 120 * len(batch))
+        finally:
+            vmharness.remove_disks(disks)
         return [plan_check.compare(case, res) for case in batch]
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

@@ -159,7 +159,10 @@ def script_for(series: str) -> str:
 def guests(vm_ready, tmp_path_factory):
     def one(series):
         disks = vmharness.make_disks(tmp_path_factory.mktemp(f"reloc-{series}"), [1 << 30] * 4)
-        return series, vmharness.Guest(series).run(script_for(series), disks, timeout=900)
+        try:
+            return series, vmharness.Guest(series).run(script_for(series), disks, timeout=900)
+        finally:
+            vmharness.remove_disks(disks)
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(one, ["v12", "kakra", "stock"]))
 

@@ -450,6 +450,13 @@ def make_disks(directory: Path, sizes: list[int]) -> list[Path]:
     return paths
 
 
+def remove_disks(paths) -> None:
+    """Deletes images a guest filled once its results are parsed: a suite's
+    guests write gigabytes, and pytest keeps its last three runs' files."""
+    for path in paths:
+        Path(path).unlink(missing_ok=True)
+
+
 def mkfs_images(paths, data="raid1", metadata="raid1", extra=()):
     """mkfs.btrfs (btrfs-progs, the host's) straight onto image files."""
     run(["mkfs.btrfs", "-q", "-f", "-d", data, "-m", metadata, *extra, *paths])
