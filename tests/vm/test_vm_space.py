@@ -25,7 +25,7 @@ SIZES = [256 * MiB, 384 * MiB, 512 * MiB, 768 * MiB, 1024 * MiB]
 DATA = {"single": 1, "raid0": 2, "raid1": 2, "raid10": 2, "raid5": 2, "raid1c3": 3}
 METADATA = {"dup": 1, "raid1": 2, "raid1c3": 3}
 STRICT = {0: 3, 1: 2, 2: 2, 3: 3, 4: 4}
-LAYOUTS = 20
+LAYOUTS = int(os.environ.get("BTRFSX_VM_SPACE_LAYOUTS", "10"))   # per series: 20 a run
 META_EVERY = 4
 PER_GUEST = 5   # at most 20 virtio disks a guest
 
