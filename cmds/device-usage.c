@@ -77,7 +77,7 @@ static void print_device_text(struct bx_out *out, const struct bx_usage_report *
 	text_size(out, "Metadata allocatable:", r->metadata_allocatable, units);
 }
 
-int bx_device_usage_print(struct bx_out *out, const struct bx_usage_input *in,
+static int device_usage_print(struct bx_out *out, const struct bx_usage_input *in,
 			  const struct bx_usage_report *rep, unsigned int units, bool table)
 {
 	bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
@@ -113,7 +113,7 @@ static int show_filesystem(struct bx_ctx *ctx, char **paths, int nr_paths, unsig
 	if (!ret) {
 		if (!first)
 			bx_out_textf(ctx->out, "%s", "");
-		ret = bx_device_usage_print(ctx->out, &in, &rep, units, table);
+		ret = device_usage_print(ctx->out, &in, &rep, units, table);
 		bx_usage_report_release(&rep);
 	}
 	bx_usage_input_release(&in);

@@ -235,7 +235,7 @@ static int print_devices(struct bx_out *out, const struct bx_usage_report *rep,
 	return bx_usage_print_device_table(out, rep, units, 0);
 }
 
-int bx_filesystem_usage_print(struct bx_out *out, const struct bx_usage_input *in,
+static int filesystem_usage_print(struct bx_out *out, const struct bx_usage_input *in,
 			       const struct bx_usage_report *rep, unsigned int units, bool table)
 {
 	int ret;
@@ -285,7 +285,7 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 		bx_usage_input_release(&in);
 		return ret;
 	}
-	ret = bx_filesystem_usage_print(ctx->out, &in, &rep, units, table);
+	ret = filesystem_usage_print(ctx->out, &in, &rep, units, table);
 	bx_usage_report_release(&rep);
 	bx_usage_input_release(&in);
 	return ret;
