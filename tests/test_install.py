@@ -19,7 +19,7 @@ import pytest
 import fsutil
 from bashcomp import complete
 
-DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir",
+DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir", "pkgdatadir",
         "bashcompletiondir", "systemdsystemunitdir", "CC", "SANITIZER_CFLAGS")
 
 
@@ -83,6 +83,13 @@ def test_binary_runs_from_destdir(installed):
     out = subprocess.run([str(exe), "--version"], env=installed.env(), capture_output=True,
                          text=True, check=True)
     assert out.stdout.startswith("btrfsx ")
+
+
+def test_json_schemas_installed(installed):
+    """Every schema of Documentation/json/ under pkgdatadir/json, as the man pages say."""
+    source = sorted(p.name for p in (Path(__file__).parent.parent / "Documentation" / "json")
+                    .glob("*.schema.json"))
+    assert sorted(p.name for p in installed.path("pkgdatadir", "json").iterdir()) == source
 
 
 def test_library_soname_and_exports(installed):
