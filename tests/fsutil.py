@@ -520,7 +520,7 @@ def check_json_schema(args: Sequence[str], stdout: str) -> None:
     """Every JSON document the suite sees follows its command's schema
     (Documentation/json/, tests/json_schemas.py); one that does not parse is
     left to the test that asked for it."""
-    if not any(a in ("--format=json",) or (a == "json" and i and args[i - 1] == "--format")
+    if not any(a == "--format=json" or (a == "json" and i and args[i - 1] == "--format")
                for i, a in enumerate(args)):
         return
     try:

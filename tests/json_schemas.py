@@ -67,7 +67,8 @@ def command_of(args) -> str | None:
     return None
 
 
-GROUP_WORDS = ["read-policy", "dump-super", "dump-tree", "io-stats", "read-file"]
+# command words that hold a dash themselves
+GROUP_WORDS = ["read-policy", "dump-super", "dump-tree", "io-stats"]
 
 
 def split_name(name: str) -> list[str]:

@@ -56,7 +56,7 @@ def test_contract_kept():
                            "(python3 tests/json_schemas.py --record; no bump needed)")
 
 
-def test_contract_catches_a_retyped_key(tmp_path, monkeypatch):
+def test_contract_catches_a_retyped_key(monkeypatch):
     """The check above on a schema whose key changed type: it must notice."""
     schema = json.loads((json_schemas.SCHEMA_DIR / "device-usage.schema.json").read_text())
     fs = schema["properties"]["filesystems"]["items"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import subprocess
 
 import pytest
 
