@@ -177,7 +177,7 @@ def test_systemd_monitor_units(installed):
 def test_completion_from_destdir(installed, tmp_path):
     script = installed.path("bashcompletiondir", "btrfsx")
     assert complete("btrfsx ", script) == \
-        "filesystem inspect read-policy property device scrub monitor mkfs".split()
+        "filesystem inspect read-policy property device scrub monitor balance mkfs".split()
     assert complete("btrfsx dev prop set /dev/sdb allocation_hint m", script) == \
         ["metadata_preferred", "metadata_only"]
     assert complete("btrfsx read-policy set /mnt ", script) == ["pid", "round-robin", "devid"]
