@@ -150,6 +150,8 @@ def contract(name: str) -> dict[str, str]:
             walk(sub, f"{path}/{key}", base, key not in required)
         if isinstance(node.get("items"), dict):
             walk(node["items"], f"{path}/[]", base)
+        for i, alternative in enumerate(node.get("anyOf", [])):
+            walk(alternative, f"{path}/<{i}>", base)
 
     walk(load(name), "", name)
     return out
