@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cmds/commands.h"
+#include "cmds/device-usage.h"
 #include "common/error.h"
 #include "fsops/io-stats.h"
 #include "fsops/mounted-fs.h"
@@ -198,6 +199,7 @@ static const char *const device_usage[] = {
 
 static const struct bx_cmd device_cmds[] = {
 	{ "io-stats", cmd_io_stats, io_stats_usage, NULL, BX_CMD_JSON },
+	{ "usage", bx_cmd_device_usage, bx_device_usage_usage, NULL, BX_CMD_JSON },
 	{ "property", NULL, NULL, &bx_device_property_group, 0 },
 	{ NULL },
 };

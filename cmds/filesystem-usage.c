@@ -3,13 +3,13 @@
  * breakdown per hint class, and the allocator model's free space. The
  * numbers come from fsops/usage.c; this file only reads options and prints.
  */
-#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-usage.h"
+#include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "fsops/usage.h"
@@ -39,32 +39,6 @@ const char *const bx_filesystem_usage_usage[] = {
 	BX_UNITS_HELP_SHORT,
 	NULL
 };
-
-/* "raid1" -> "RAID1", as btrfs-progs prints profiles ("single" stays). */
-static void profile_upper(uint64_t flags, char *buf, size_t len)
-{
-	const char *name = (flags & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? bx_profile_name(flags) :
-			   "single";
-	size_t i;
-
-	for (i = 0; name[i] && i + 1 < len; i++)
-		buf[i] = strcmp(name, "single") ? (char)toupper((unsigned char)name[i]) : name[i];
-	buf[i] = '\0';
-}
-
-static const char *type_name(uint64_t flags, bool capital)
-{
-	if ((flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)) ==
-	    (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA))
-		return capital ? "Data+Metadata" : "data+metadata";
-	if (flags & BTRFS_BLOCK_GROUP_DATA)
-		return capital ? "Data" : "data";
-	if (flags & BTRFS_BLOCK_GROUP_METADATA)
-		return capital ? "Metadata" : "metadata";
-	if (flags & BTRFS_BLOCK_GROUP_SYSTEM)
-		return capital ? "System" : "system";
-	return capital ? "Unknown" : "unknown";
-}
 
 /* "key=label": a JSON key and, in text, a btrfs-progs style label. */
 static const char *keyed(const char *key, const char *label)
@@ -144,9 +118,12 @@ static void print_overall(struct bx_out *out, const struct bx_usage_input *in,
 	bx_out_obj_end(out);
 }
 
-static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, unsigned int units)
+/* The chunk types, one line each; -T shows them as the table's columns instead. */
+static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, unsigned int units,
+			 bool table)
 {
-	bx_out_textf(out, "%s", "");
+	if (!table)
+		bx_out_textf(out, "%s", "");
 	bx_out_list_begin(out, "spaces");
 	for (size_t i = 0; i < in->nr_spaces; i++) {
 		const struct bx_usage_space *s = &in->spaces[i];
@@ -154,16 +131,15 @@ static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, un
 
 		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
 			continue;
-		profile_upper(s->flags, profile, sizeof(profile));
+		bx_usage_profile_label(s->flags, profile, sizeof(profile));
 		bx_pretty_size(s->total_bytes, units, size, sizeof(size));
 		bx_pretty_size(s->used_bytes, units, used, sizeof(used));
 		snprintf(line, sizeof(line), "%s,%s: Size:%s, Used:%s (%.2f%%)",
-			 type_name(s->flags, true), profile, size, used,
+			 bx_usage_type_name(s->flags, true), profile, size, used,
 			 100.0 * (double)s->used_bytes / ((double)s->total_bytes + 1));
-		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
-		bx_out_str(out, "type", type_name(s->flags, false), BX_F_JSON_ONLY);
-		bx_out_str(out, "profile", s->flags & BTRFS_BLOCK_GROUP_PROFILE_MASK ?
-			   bx_profile_name(s->flags) : "single", BX_F_JSON_ONLY);
+		bx_out_obj_begin(out, NULL, table ? BX_OBJ_JSON_ONLY : BX_OBJ_INLINE, NULL);
+		bx_out_str(out, "type", bx_usage_type_name(s->flags, false), BX_F_JSON_ONLY);
+		bx_out_str(out, "profile", bx_usage_profile_key(s->flags), BX_F_JSON_ONLY);
 		bx_out_size(out, "size", s->total_bytes, units, BX_F_JSON_ONLY);
 		bx_out_size(out, "used", s->used_bytes, units, BX_F_JSON_ONLY);
 		bx_out_textf(out, "%s", line);
@@ -172,17 +148,17 @@ static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, un
 	bx_out_list_end(out);
 }
 
-static void print_classes(struct bx_out *out, const struct bx_usage_report *rep,
-			  unsigned int units)
+static int print_classes(struct bx_out *out, const struct bx_usage_report *rep,
+			 unsigned int units)
 {
 	bx_out_textf(out, "%s", "");
 	bx_out_textf(out, "Allocation hint classes (device bytes):");
 	bx_out_list_begin(out, "classes");
 	for (size_t i = 0; i < rep->nr_classes; i++) {
 		const struct bx_usage_class *c = &rep->classes[i];
-		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
-		bx_out_textf(out, "   ");
-		bx_out_hint(out, "hint", c->hint, BX_F_NO_NAME);
+
+		bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
+		bx_out_hint(out, "hint", c->hint, 0);
 		bx_out_u64(out, "devices", c->devices, 0);
 		bx_out_size(out, "size", c->size, units, 0);
 		bx_out_size(out, "unallocated", c->unallocated, units, 0);
@@ -191,6 +167,7 @@ static void print_classes(struct bx_out *out, const struct bx_usage_report *rep,
 		bx_out_obj_end(out);
 	}
 	bx_out_list_end(out);
+	return bx_usage_print_class_table(out, rep, units);
 }
 
 /* Text-only label inside the model section; the JSON key at the top level. */
@@ -204,8 +181,8 @@ static void print_model(struct bx_out *out, const struct bx_usage_report *rep,
 {
 	char heading[128], profile[16], meta_profile[16];
 
-	profile_upper(rep->data_type, profile, sizeof(profile));
-	profile_upper(rep->metadata_type, meta_profile, sizeof(meta_profile));
+	bx_usage_profile_label(rep->data_type, profile, sizeof(profile));
+	bx_usage_profile_label(rep->metadata_type, meta_profile, sizeof(meta_profile));
 	snprintf(heading, sizeof(heading), "Allocator model (new data %s, metadata %s; hints %s):",
 		 profile, meta_profile,
 		 !rep->hints_honoured ? "ignored" :
@@ -214,10 +191,9 @@ static void print_model(struct bx_out *out, const struct bx_usage_report *rep,
 	bx_out_obj_begin(out, "model", BX_OBJ_LINES, heading);
 	bx_out_bool(out, "hints_honoured", rep->hints_honoured, BX_F_JSON_ONLY);
 	bx_out_bool(out, "strict", (rep->model_flags & BX_ALLOC_STRICT) != 0, BX_F_JSON_ONLY);
-	bx_out_str(out, "data_profile", rep->data_type & BTRFS_BLOCK_GROUP_PROFILE_MASK ?
-		   bx_profile_name(rep->data_type) : "single", BX_F_JSON_ONLY);
-	bx_out_str(out, "metadata_profile", rep->metadata_type & BTRFS_BLOCK_GROUP_PROFILE_MASK ?
-		   bx_profile_name(rep->metadata_type) : "single", BX_F_JSON_ONLY);
+	bx_out_str(out, "data_profile", bx_usage_profile_key(rep->data_type), BX_F_JSON_ONLY);
+	bx_out_str(out, "metadata_profile", bx_usage_profile_key(rep->metadata_type),
+		   BX_F_JSON_ONLY);
 	bx_out_size(out, "data_free_in_chunks", rep->data_free_in_chunks, units, BX_F_JSON_ONLY);
 	bx_out_size(out, "data_new_chunks", rep->data_new_chunks, units, BX_F_JSON_ONLY);
 	bx_out_size(out, "metadata_free_in_chunks", rep->metadata_free_in_chunks, units,
@@ -245,32 +221,35 @@ static void print_model(struct bx_out *out, const struct bx_usage_report *rep,
 		    BX_F_JSON_ONLY);
 }
 
-static void print_devices(struct bx_out *out, const struct bx_usage_report *rep,
-			  unsigned int units, bool table)
+/* The devices: JSON always; in text the -T table, after the Overall section. */
+static int print_devices(struct bx_out *out, const struct bx_usage_report *rep,
+			 unsigned int units, bool table)
 {
-	if (table) {
-		bx_out_textf(out, "%s", "");
-		bx_out_textf(out, "Devices:");
-	}
 	bx_out_list_begin(out, "devices");
-	for (size_t i = 0; i < rep->nr_dev_rows; i++) {
-		const struct bx_usage_dev_row *r = &rep->dev_rows[i];
-		bx_out_obj_begin(out, NULL, table ? BX_OBJ_INLINE : BX_OBJ_JSON_ONLY, NULL);
-		if (table)
-			bx_out_textf(out, "   ");
-		bx_out_u64(out, "devid", r->devid, 0);
-		bx_out_str(out, "device=path", r->missing ? NULL : r->path, 0);
-		bx_out_bool(out, "missing", r->missing, BX_F_JSON_ONLY);
-		bx_out_hint(out, "hint", r->hint, 0);
-		bx_out_size(out, "size", r->size, units, 0);
-		bx_out_size(out, "unallocated", r->unallocated, units, 0);
-		bx_out_size(out, "data", r->data, units, 0);
-		bx_out_size(out, "metadata", r->metadata, units, 0);
-		bx_out_size(out, "system", r->system, units, 0);
-		bx_out_size(out, "slack", r->slack, units, BX_F_JSON_ONLY);
-		bx_out_obj_end(out);
-	}
+	for (size_t i = 0; i < rep->nr_dev_rows; i++)
+		bx_usage_device_json(out, rep, &rep->dev_rows[i], units);
 	bx_out_list_end(out);
+	if (!table)
+		return 0;
+	bx_out_textf(out, "%s", "");
+	return bx_usage_print_device_table(out, rep, units, 0);
+}
+
+static int filesystem_usage_print(struct bx_out *out, const struct bx_usage_input *in,
+			       const struct bx_usage_report *rep, unsigned int units, bool table)
+{
+	int ret;
+
+	bx_out_uuid(out, "fsid", in->fsid, BX_F_JSON_ONLY);
+	bx_out_bool(out, "mounted", in->mounted, BX_F_JSON_ONLY);
+	bx_out_str(out, "mountpoint", in->mounted ? in->path : NULL, BX_F_JSON_ONLY);
+	print_overall(out, in, rep, units);
+	ret = print_devices(out, rep, units, table);
+	print_spaces(out, in, units, table);
+	if (!ret)
+		ret = print_classes(out, rep, units);
+	print_model(out, rep, units);
+	return ret;
 }
 
 int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
@@ -306,15 +285,8 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 		bx_usage_input_release(&in);
 		return ret;
 	}
-	bx_out_uuid(ctx->out, "fsid", in.fsid, BX_F_JSON_ONLY);
-	bx_out_bool(ctx->out, "mounted", in.mounted, BX_F_JSON_ONLY);
-	bx_out_str(ctx->out, "mountpoint", in.mounted ? in.path : NULL, BX_F_JSON_ONLY);
-	print_overall(ctx->out, &in, &rep, units);
-	print_spaces(ctx->out, &in, units);
-	print_classes(ctx->out, &rep, units);
-	print_model(ctx->out, &rep, units);
-	print_devices(ctx->out, &rep, units, table);
+	ret = filesystem_usage_print(ctx->out, &in, &rep, units, table);
 	bx_usage_report_release(&rep);
 	bx_usage_input_release(&in);
-	return 0;
+	return ret;
 }

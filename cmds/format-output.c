@@ -422,15 +422,22 @@ void bx_out_text_break(struct bx_out *out)
 	top(out)->extra_indent++;
 }
 
+void bx_out_text(struct bx_out *out, const char *text)
+{
+	if (out->format == BX_FORMAT_JSON || !wanted(out, 0))
+		return;
+	text_field(out, NULL, text, BX_F_NO_NAME);
+}
+
 void bx_out_textf(struct bx_out *out, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
 
-	if (out->format == BX_FORMAT_JSON || out->overflow)
+	if (out->format == BX_FORMAT_JSON || !wanted(out, 0))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	text_field(out, NULL, buf, BX_F_NO_NAME);
+	bx_out_text(out, buf);
 }

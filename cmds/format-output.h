@@ -70,5 +70,7 @@ void bx_out_double(struct bx_out *out, const char *key, double value, int decima
 void bx_out_text_break(struct bx_out *out);
 /* Text only: free-form words on the current line (e.g. "key (256 INODE_ITEM 0)"). */
 void bx_out_textf(struct bx_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Text only: bx_out_textf's "%s" for text of any length (a table's line, cmds/table.h). */
+void bx_out_text(struct bx_out *out, const char *text);
 
 #endif

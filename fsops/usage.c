@@ -35,6 +35,8 @@ void bx_usage_report_release(struct bx_usage_report *rep)
 {
 	free(rep->classes);
 	free(rep->dev_rows);
+	free(rep->types);
+	free(rep->allocated);
 	memset(rep, 0, sizeof(*rep));
 }
 
@@ -490,10 +492,66 @@ static int class_cmp(const void *a, const void *b)
 	return x->hint < y->hint ? -1 : x->hint > y->hint;
 }
 
+/* The table's columns: the space infos but the global reserve, in their order. */
+static int fill_types(const struct bx_usage_input *in, struct bx_usage_report *rep)
+{
+	rep->types = calloc(in->nr_spaces ? in->nr_spaces : 1, sizeof(*rep->types));
+	if (!rep->types)
+		return bx_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < in->nr_spaces; i++)
+		if (!(in->spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV))
+			rep->types[rep->nr_types++] = in->spaces[i];
+	rep->allocated = calloc(in->nr_devs * rep->nr_types + 1, sizeof(*rep->allocated));
+	return rep->allocated ? 0 : bx_error(-ENOMEM, "out of memory");
+}
+
+/* The type and profile of the chunk at @logical; 0 when there is none. */
+static uint64_t chunk_type_at(const struct bx_usage_input *in, uint64_t logical)
+{
+	size_t lo = 0, hi = in->nr_chunks;
+
+	/* chunks are sorted by logical */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (in->chunks[mid].logical < logical)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < in->nr_chunks && in->chunks[lo].logical == logical)
+		return in->chunks[lo].type;
+	return 0;
+}
+
+/* Adds an extent of a chunk of @type to row @i. */
+static void row_add_extent(struct bx_usage_report *rep, size_t i, uint64_t type, uint64_t length)
+{
+	struct bx_usage_dev_row *row = &rep->dev_rows[i];
+	uint64_t *allocated = rep->allocated + i * rep->nr_types;
+
+	for (size_t k = 0; k < rep->nr_types; k++)
+		if (rep->types[k].flags == type)
+			allocated[k] += length;
+	if (type & BTRFS_BLOCK_GROUP_DATA)
+		row->data += length;
+	if ((type & BTRFS_BLOCK_GROUP_DATA) &&
+	    (row->hint == BX_HINT_METADATA_ONLY || row->hint == BX_HINT_METADATA_PREFERRED))
+		rep->data_on_metadata_devices += length;
+	else if (type & BTRFS_BLOCK_GROUP_METADATA)
+		row->metadata += length;
+	else if (type & BTRFS_BLOCK_GROUP_SYSTEM)
+		row->system += length;
+}
+
 /* Classes and per-device rows: sizes, holes, and device bytes per chunk type. */
 static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_model *m,
 		       struct bx_usage_report *rep)
 {
+	int ret = fill_types(in, rep);
+
+	if (ret)
+		return ret;
 	rep->classes = calloc(in->nr_devs ? in->nr_devs : 1, sizeof(*rep->classes));
 	rep->dev_rows = calloc(in->nr_devs ? in->nr_devs : 1, sizeof(*rep->dev_rows));
 	if (!rep->classes || !rep->dev_rows)
@@ -510,34 +568,14 @@ static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_mo
 		row->hint = d->hint;
 		row->missing = d->missing;
 		row->size = d->total_bytes;
+		row->allocated = rep->allocated + i * rep->nr_types;
 		if (!d->missing && d->device_size > d->total_bytes)
 			row->slack = d->device_size - d->total_bytes;
 		for (size_t e = 0; e < d->nr_extents; e++) {
 			const struct bx_usage_extent *x = &d->extents[e];
-			uint64_t type = 0;
-			size_t lo = 0, hi = in->nr_chunks;
 
-			/* chunks are sorted by logical */
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (in->chunks[mid].logical < x->chunk_offset)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo < in->nr_chunks && in->chunks[lo].logical == x->chunk_offset)
-				type = in->chunks[lo].type;
 			in_extents += x->length;
-			if (type & BTRFS_BLOCK_GROUP_DATA)
-				row->data += x->length;
-			if ((type & BTRFS_BLOCK_GROUP_DATA) &&
-			    (d->hint == BX_HINT_METADATA_ONLY || d->hint == BX_HINT_METADATA_PREFERRED))
-				rep->data_on_metadata_devices += x->length;
-			else if (type & BTRFS_BLOCK_GROUP_METADATA)
-				row->metadata += x->length;
-			else if (type & BTRFS_BLOCK_GROUP_SYSTEM)
-				row->system += x->length;
+			row_add_extent(rep, i, chunk_type_at(in, x->chunk_offset), x->length);
 		}
 		row->unallocated = d->total_bytes > in_extents ? d->total_bytes - in_extents : 0;
 		if (!cl) {
@@ -552,18 +590,22 @@ static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_mo
 	return 0;
 }
 
-/* Per class: device bytes that went from @before to @after. */
-static void class_take(const struct bx_usage_input *in, struct bx_usage_report *rep,
-		       const uint64_t *before, const uint64_t *after, bool data)
+/* Per device and per class: device bytes that went from @before to @after. */
+static void record_taken(const struct bx_usage_input *in, struct bx_usage_report *rep,
+			 const uint64_t *before, const uint64_t *after, bool data)
 {
 	for (size_t i = 0; i < in->nr_devs; i++) {
 		struct bx_usage_class *cl = class_of(rep, in->devs[i].hint);
+		struct bx_usage_dev_row *row = &rep->dev_rows[i];
 		uint64_t taken = before[i] > after[i] ? before[i] - after[i] : 0;
 
-		if (data)
+		if (data) {
 			cl->data_allocatable += taken;
-		else
+			row->data_allocatable = taken;
+		} else {
 			cl->metadata_allocatable += taken;
+			row->metadata_allocatable = taken;
+		}
 	}
 }
 
@@ -688,7 +730,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	sim_snapshot(sim, m.nr, before);
 	ret = fill(sim, rep->data_type, &rep->data_new_chunks);
 	sim_snapshot(sim, m.nr, after);
-	class_take(in, rep, before, after, true);
+	record_taken(in, rep, before, after, true);
 	if (!ret)
 		ret = fill(sim, rep->metadata_type, &rep->metadata_room_after_data);
 	bx_alloc_sim_free(sim);
@@ -702,7 +744,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 		goto model_error;
 	ret = fill(sim, rep->metadata_type, &rep->metadata_room);
 	sim_snapshot(sim, m.nr, after);
-	class_take(in, rep, before, after, false);
+	record_taken(in, rep, before, after, false);
 	bx_alloc_sim_free(sim);
 	sim = NULL;
 	if (ret)

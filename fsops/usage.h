@@ -188,6 +188,10 @@ struct bx_usage_dev_row {
 	uint64_t data;			/* device bytes in extents of each chunk type */
 	uint64_t metadata;
 	uint64_t system;
+	/* device bytes in extents of each bx_usage_report.types[k] (nr_types entries) */
+	const uint64_t *allocated;
+	uint64_t data_allocatable;	/* device bytes of it a data-only fill takes */
+	uint64_t metadata_allocatable;	/* device bytes of it a metadata-only fill takes */
 };
 
 /* The allocator model's view of the input's devices. */
@@ -252,6 +256,14 @@ struct bx_usage_report {
 	struct bx_usage_class *classes;	/* by hint value */
 	size_t nr_dev_rows;
 	struct bx_usage_dev_row *dev_rows;	/* by devid */
+	/*
+	 * The chunk types and profiles in use: the space infos without the
+	 * global reserve, in their (btrfs-progs') order; the columns of the
+	 * per-device table, each with its logical size and use.
+	 */
+	size_t nr_types;
+	struct bx_usage_space *types;
+	uint64_t *allocated;		/* nr_dev_rows x nr_types, the rows' arrays */
 };
 
 /*

@@ -11,7 +11,7 @@ PACKAGES=(
 	clang-14 libclang-rt-14-dev asciidoctor
 	btrfs-progs util-linux e2fsprogs xfsprogs attr fio
 	python3 python3-pytest python3-dev python3-setuptools python3-pip python3-wheel
-	python3-prometheus-client
+	python3-prometheus-client python3-jsonschema
 )
 # --vm: also what the VM tests (tests/vm/) need: qemu, a busybox initramfs,
 # and what building btrfs.ko for Debian's 6.1 cloud kernel needs. The source

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+import json_schemas
+
 KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
@@ -510,7 +512,24 @@ def run_btrfsx(*args, fmt: str | None = None, check: bool | int = True,
         assert p.returncode == want, (
             f"{' '.join(cmd)}: exit {p.returncode}, expected {want}\n"
             f"--- stdout ---\n{p.stdout}\n--- stderr ---\n{p.stderr}")
+    check_json_schema(cmd[1:], p.stdout)
     return p.returncode, p.stdout, p.stderr
+
+
+def check_json_schema(args: Sequence[str], stdout: str) -> None:
+    """Every JSON document the suite sees follows its command's schema
+    (Documentation/json/, tests/json_schemas.py); one that does not parse, or
+    has no __header (not btrfsx's: the helper's own tests run a fake), is left
+    to the test that asked for it."""
+    if not any(a == "--format=json" or (a == "json" and i and args[i - 1] == "--format")
+               for i, a in enumerate(args)):
+        return
+    try:
+        doc = json.loads(stdout)
+    except json.JSONDecodeError:
+        return
+    if isinstance(doc, dict) and "__header" in doc:
+        json_schemas.validate(args, doc)
 
 
 def btrfsx_json(*args, check: bool | int = True, **kw):

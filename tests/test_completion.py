@@ -147,7 +147,7 @@ def test_groups_commands_and_prefixes():
     assert complete("btrfsx fi mis") == ["misplaced"]
     assert complete("btrfsx inspect dump-") == ["dump-super", "dump-tree"]
     assert complete("btrfsx insp dump-s -") == ["-a", "--all", "-f", "--full", "-h", "--help"]
-    assert complete("btrfsx device ") == ["io-stats", "property"]
+    assert complete("btrfsx device ") == ["io-stats", "usage", "property"]
     assert complete("btrfsx dev prop s") == ["set"]
     assert complete("btrfsx --format json scr ") == ["start", "status"]
     assert complete("btrfsx nosuch ") == []

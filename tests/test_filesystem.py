@@ -16,6 +16,7 @@ import misplaced_oracle
 import oracle
 import usage_fill
 from fsutil import GiB, MiB
+from tables import parse_table
 
 pytestmark = pytest.mark.root
 
@@ -323,16 +324,21 @@ def test_table_and_units(loopdevs, run_btrfsx, btrfsx_json):
     assert "Allocator model (new data single, metadata DUP; hints honoured):" in out
     assert f"    Free (estimated):        {doc['free_estimated']}\n" in out
     assert "    Free (statfs, df):       - (not mounted)\n" in out
-    lines = out.split("Devices:\n", 1)[1].splitlines()
-    assert len(lines) == 3
-    for line, d in zip(lines, doc["devices"]):
-        assert line.split() == [
-            "devid", str(d["devid"]), "path", d["device"], "hint", d["hint"], "size",
-            str(d["size"]), "unallocated", str(d["unallocated"]), "data", str(d["data"]),
-            "metadata", str(d["metadata"]), "system", str(d["system"])]
-    assert lines[0].split()[5] == "metadata_only"
+    names, rows = parse_table(out)
+    assert names[:3] == ["Id", "Path", "Hint"]
+    assert names[-3:] == ["Unallocated", "Total", "Slack"]
+    assert [r["Path"] for r in rows[-2:]] == ["Total", "Used"]
+    for row, d in zip(rows, doc["devices"]):
+        assert [row["Id"], row["Path"], row["Hint"], row["Unallocated"], row["Total"]] == [
+            str(d["devid"]), d["device"], d["hint"], str(d["unallocated"]), str(d["size"])]
+        assert sum(int(row[n]) for n in names[3:-3] if row[n] != "-") == \
+            d["data"] + d["metadata"] + d["system"]
+    assert rows[0]["Hint"] == "metadata_only"
+    classes = parse_table(out.split("Allocation hint classes", 1)[1], first="Hint")[1]
+    assert [(r["Hint"], r["Devices"], r["Allocatable Data"]) for r in classes] == [
+        (c["hint"], str(c["devices"]), str(c["data_allocatable"])) for c in doc["classes"]]
     rc, out, err = run_btrfsx("filesystem", "usage", *loops.devs)
-    assert "Devices:" not in out and "GiB" in out
+    assert "Id Path" not in out and "GiB" in out
     rc, out, err = run_btrfsx("filesystem", "usage", "-m", *loops.devs)
     assert re.search(r"Device size:\s+10240\.00MiB", out)
 

@@ -101,6 +101,9 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
         ("{P}",), ("-i", "{N}", "{M}"), ("-c", "{N}", "{M}"), ("-i", "0", "{M}"),
         ("-c", "0", "{M}"),
     ],
+    "device usage": [
+        ("{P}",), ("-T", "{P}"), (), ("--bogus", "{B}"), ("{B}", "{P}"), ("{M}", "{P}"),
+    ],
     "device property get": [
         ("{P}",), ("{B}", "{S}"), ("{P}", "allocation_hint"),
     ],

@@ -19,7 +19,7 @@ import pytest
 import fsutil
 from bashcomp import complete
 
-DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir",
+DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir", "pkgdatadir",
         "bashcompletiondir", "systemdsystemunitdir", "CC", "SANITIZER_CFLAGS")
 
 
@@ -83,6 +83,13 @@ def test_binary_runs_from_destdir(installed):
     out = subprocess.run([str(exe), "--version"], env=installed.env(), capture_output=True,
                          text=True, check=True)
     assert out.stdout.startswith("btrfsx ")
+
+
+def test_json_schemas_installed(installed):
+    """Every schema of Documentation/json/ under pkgdatadir/json, as the man pages say."""
+    source = sorted(p.name for p in (Path(__file__).parent.parent / "Documentation" / "json")
+                    .glob("*.schema.json"))
+    assert sorted(p.name for p in installed.path("pkgdatadir", "json").iterdir()) == source
 
 
 def test_library_soname_and_exports(installed):
@@ -170,7 +177,7 @@ def test_systemd_monitor_units(installed):
 def test_completion_from_destdir(installed, tmp_path):
     script = installed.path("bashcompletiondir", "btrfsx")
     assert complete("btrfsx ", script) == \
-        "filesystem inspect read-policy property device scrub monitor mkfs".split()
+        "filesystem inspect read-policy property device scrub monitor balance mkfs".split()
     assert complete("btrfsx dev prop set /dev/sdb allocation_hint m", script) == \
         ["metadata_preferred", "metadata_only"]
     assert complete("btrfsx read-policy set /mnt ", script) == ["pid", "round-robin", "devid"]

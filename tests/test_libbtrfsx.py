@@ -328,8 +328,15 @@ def usage_as_cli(res: dict) -> dict:
     return doc
 
 
+# Per-device figures the command line has and the library does not report yet
+# (issue 20 added them to filesystem usage's JSON).
+CLI_ONLY_DEVICE_KEYS = ("allocations", "data_allocatable", "metadata_allocatable")
+
+
 def compare_usage(report: dict, cli: dict):
     res = ok(report)
+    cli = dict(cli, devices=[{k: v for k, v in d.items() if k not in CLI_ONLY_DEVICE_KEYS}
+                             for d in cli["devices"]])
     assert usage_as_cli(res) == {k: v for k, v in cli.items() if k not in ("warnings", "__header")}
     assert report["warnings"] == cli.get("warnings", [])
     cli_overall = cli["overall"]

@@ -1,13 +1,15 @@
 /*
  * The output formatter: the same calls render text and JSON; "key=label"
  * names a field differently in each; JSON_ONLY / TEXT_ONLY; escaping; lists;
- * nesting deeper than it keeps is left out and reported.
+ * nesting deeper than it keeps is left out and reported; the aligned tables
+ * (cmds/table.h) in text and nowhere in JSON.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmds/format-output.h"
+#include "cmds/table.h"
 #include "common/units.h"
 #include "tests/unit/unit.h"
 
@@ -66,6 +68,33 @@ static void too_deep(struct bx_out *out)
 	bx_out_u64(out, "after", 2, 0);
 }
 
+/* Two header rows, a rule, a blank cell, a "-" for 0, a long path, the footer. */
+static int table_ret;
+
+static void small_table(struct bx_out *out)
+{
+	struct bx_table *t = bx_table_new(4);
+
+	bx_out_u64(out, "devices", 2, BX_F_JSON_ONLY);
+	bx_table_header(t, (const char *const[]){ NULL, NULL, "Data" }, 3);
+	bx_table_header(t, (const char *const[]){ "Id", "Path", "single", "Total" }, 4);
+	bx_table_rule(t);
+	bx_table_row(t);
+	bx_table_cellf(t, 0, BX_ALIGN_RIGHT, "%d", 1);
+	bx_table_cell(t, 1, BX_ALIGN_LEFT, "/dev/a-rather-long-path");
+	bx_table_size(t, 2, 0, BX_UNITS_RAW, true);
+	bx_table_size(t, 3, 1536ull << 20, 0, false);
+	bx_table_row(t);
+	bx_table_cellf(t, 0, BX_ALIGN_RIGHT, "%d", 12);
+	bx_table_cell(t, 1, BX_ALIGN_LEFT, "/dev/b");
+	bx_table_size(t, 2, 4096, BX_UNITS_RAW, true);
+	bx_table_rule(t);
+	bx_table_row(t);
+	bx_table_cell(t, 1, BX_ALIGN_LEFT, "Total");
+	bx_table_cell(t, 99, BX_ALIGN_LEFT, "out of range: ignored");
+	table_ret = bx_table_print(out, t);
+}
+
 int main(void)
 {
 	char *text, *json;
@@ -87,6 +116,22 @@ int main(void)
 		  "ratio                        2.00\n");
 	free(json);
 	free(text);
+
+	text = render(BX_FORMAT_TEXT, small_table, &ret);
+	CHECK(ret == 0 && table_ret == 0);
+	CHECK_STR(text, "                           Data\n"
+		  "Id Path                    single Total\n"
+		  "-- ----------------------- ------ -------\n"
+		  " 1 /dev/a-rather-long-path      - 1.50GiB\n"
+		  "12 /dev/b                    4096\n"
+		  "-- ----------------------- ------ -------\n"
+		  "   Total\n");
+	json = render(BX_FORMAT_JSON, small_table, &ret);
+	CHECK(ret == 0 && table_ret == 0);
+	CHECK_STR(json, "{\"__header\":{\"version\":\"" BX_JSON_VERSION "\"},\"devices\":2}\n");
+	free(json);
+	free(text);
+	CHECK(bx_table_print(NULL, NULL) == -ENOMEM);
 
 	json = render(BX_FORMAT_JSON, too_deep, &ret);
 	CHECK(ret == -E2BIG);
