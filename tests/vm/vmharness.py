@@ -254,7 +254,7 @@ echo "@@R kernel $(uname -r)"
 # Run a command, its output between markers: @@BEGIN name / @@END name rc.
 capture() {
 	name=$1; shift
-	echo "@@BEGIN $name"
+	echo "@@BEGIN $name $*"
 	"$@" 2>&1
 	rc=$?
 	echo ""
@@ -338,6 +338,7 @@ class GuestResult:
     console: str
     results: dict = field(default_factory=dict)     # name -> [list of words, ...]
     outputs: dict = field(default_factory=dict)     # name -> (rc, text)
+    commands: dict = field(default_factory=dict)    # name -> the captured command's words
 
     def first(self, name: str) -> list[str]:
         assert name in self.results, f"no {name} result; console:\n{self.console[-6000:]}"
@@ -354,6 +355,10 @@ class GuestResult:
         rc, text = self.output(name)
         start = text.find('{"__header"')
         doc = json.JSONDecoder().raw_decode(text, start)[0] if start >= 0 else None
+        words = self.commands.get(name, [])
+        if doc is not None and words[:1] == ["btrfsx"]:
+            import json_schemas     # tests/: on the path under pytest
+            json_schemas.validate(words[1:], doc)   # the guests' documents follow the schemas too
         return rc, doc, text
 
 
@@ -370,7 +375,9 @@ def parse_console(text: str) -> GuestResult:
                 lines.append(line)
             continue
         if line.startswith("@@BEGIN "):
-            block, lines = line.split(None, 1)[1].strip(), []
+            words = line.split()[1:]
+            block, lines = words[0], []
+            res.commands[block] = words[1:]
         elif line.startswith("@@R "):
             words = line.split()[1:]
             if words:
