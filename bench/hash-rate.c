@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench/timing.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/ctree.h"
 
@@ -27,14 +27,6 @@ struct hasher {
 	uint64_t bytes;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void *hash_main(void *arg)
 {
 	struct hasher *h = arg;
@@ -45,8 +37,8 @@ static void *hash_main(void *arg)
 		return NULL;
 	for (size_t i = 0; i < BUFFER; i++)
 		buf[i] = (uint8_t)(i * 2654435761u >> 13);
-	end = now() + h->seconds;
-	while (now() < end) {
+	end = bench_now() + h->seconds;
+	while (bench_now() < end) {
 		for (size_t off = 0; off < BUFFER; off += SECTOR)
 			btrfsx_csum(h->csum_type, buf + off, SECTOR, out);
 		h->bytes += BUFFER;
@@ -83,7 +75,7 @@ int main(int argc, char **argv)
 	h = calloc((size_t)threads, sizeof(*h));
 	if (!h)
 		return 1;
-	start = now();
+	start = bench_now();
 	for (long i = 0; i < threads; i++) {
 		h[i] = (struct hasher){ .csum_type = (unsigned int)type, .seconds = seconds };
 		if (pthread_create(&h[i].tid, NULL, hash_main, &h[i]))
@@ -93,7 +85,7 @@ int main(int argc, char **argv)
 		pthread_join(h[i].tid, NULL);
 		bytes += h[i].bytes;
 	}
-	elapsed = now() - start;
+	elapsed = bench_now() - start;
 	printf("%.1f\n", (double)bytes / elapsed / (1 << 20));
 	free(h);
 	return 0;
