@@ -547,8 +547,13 @@ static bool hand_off(struct dev_reader *r, struct slot *s)
 		return false;
 	for (uint32_t i = 0; i < s->d->nr_sectors && !any; i++)
 		any = s->d->sec[i].kind == SEC_DATA_CSUM;
-	if (!any || arm_hashed(r))
+	if (!any)
 		return false;
+	if (arm_hashed(r)) {
+		/* No room in the ring (cannot happen: it has one entry more than reads): hash here. */
+		bx_error_clear();
+		return false;
+	}
 	s->job = (struct scrub_hash_job){ .buf = s->buf, .sec = s->d->sec, .csum = s->d->csum,
 					  .csum_stride = r->cs, .nr_sectors = s->d->nr_sectors,
 					  .bad = s->csum_bad };
