@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Timing for the model benchmarks (bench/usage-model.c, bench/plan-model.c). */
+/* Timing for the C benchmarks (bench/usage-model.c, bench/plan-model.c, bench/hash-rate.c). */
 #ifndef BTRFSX_BENCH_TIMING_H
 #define BTRFSX_BENCH_TIMING_H
 

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <isa-l.h>
 #include <xxhash.h>
@@ -54,16 +55,68 @@ static void csum_xxhash(const void *data, size_t len, uint8_t *out)
 	memcpy(out, &le, sizeof(le));
 }
 
+/*
+ * The hash libraries' fastest paths take setting up once: OpenSSL 3 looks
+ * the digest up by name in its provider on every EVP_Digest call with the
+ * legacy EVP_sha256() (a third of the time of hashing 4 KiB with the SHA
+ * extensions), and libsodium runs its portable blake2b until sodium_init()
+ * has picked the AVX2/SSE4.1 code for this CPU (twice as fast). Each thread
+ * keeps a digest context of its own.
+ */
+static pthread_once_t hash_once = PTHREAD_ONCE_INIT;
+static pthread_key_t sha256_ctx_key;
+static EVP_MD *sha256_md;
+
+static void free_sha256_ctx(void *ctx)
+{
+	EVP_MD_CTX_free(ctx);
+}
+
+static void hash_setup(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (pthread_key_create(&sha256_ctx_key, free_sha256_ctx))
+		sha256_ctx_key = 0;
+#ifdef HAVE_LIBSODIUM
+	/* Fails only without a random source, which blake2b does not use. */
+	if (sodium_init() < 0)
+		return;
+#endif
+}
+
+static EVP_MD_CTX *thread_sha256_ctx(void)
+{
+	EVP_MD_CTX *ctx = pthread_getspecific(sha256_ctx_key);
+
+	if (ctx || !sha256_md)
+		return ctx;
+	ctx = EVP_MD_CTX_new();
+	if (ctx && pthread_setspecific(sha256_ctx_key, ctx)) {
+		EVP_MD_CTX_free(ctx);
+		ctx = NULL;
+	}
+	return ctx;
+}
+
 static int csum_sha256(const void *data, size_t len, uint8_t *out)
 {
+	EVP_MD_CTX *ctx;
 	unsigned int outlen = 32;
 
-	return EVP_Digest(data, len, out, &outlen, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
+	pthread_once(&hash_once, hash_setup);
+	ctx = thread_sha256_ctx();
+	if (!ctx)
+		return EVP_Digest(data, len, out, &outlen, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
+	if (EVP_DigestInit_ex2(ctx, sha256_md, NULL) != 1 || EVP_DigestUpdate(ctx, data, len) != 1 ||
+	    EVP_DigestFinal_ex(ctx, out, &outlen) != 1)
+		return -ENOMEM;
+	return 0;
 }
 
 static int csum_blake2b(const void *data, size_t len, uint8_t *out)
 {
 #ifdef HAVE_LIBSODIUM
+	pthread_once(&hash_once, hash_setup);
 	return crypto_generichash(out, 32, data, len, NULL, 0) == 0 ? 0 : -ENOMEM;
 #else
 	return blake2b(out, 32, data, len, NULL, 0) == 0 ? 0 : -ENOMEM;

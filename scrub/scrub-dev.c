@@ -4,13 +4,16 @@
  * that skip unallocated stretches. A planner thread runs ahead (it reads the
  * extent and csum trees, which may wait behind the device's queue) and
  * hands read descriptors to the reader, which keeps a fixed number of reads
- * in flight through io_uring on an O_DIRECT descriptor and verifies each
- * completed one while the others are in flight. A bad sector or tree block
+ * in flight through io_uring on an O_DIRECT descriptor. A completed read's
+ * data checksums go to the hashing threads (scrub-hash.c) while the reader
+ * goes on reading; when they are done, the reader checks its tree blocks and
+ * handles what was bad. A bad sector or tree block
  * is read from the other mirrors and, unless read-only, the good copy is
  * written back.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,8 @@
 #define MAX_DEPTH 16u
 /* Planned reads per read buffer: how far the planner may run ahead. */
 #define PLAN_AHEAD 4u
+/* The ring's tag of the read of the hashing eventfd (read buffers are tagged by index). */
+#define HASHED_TAG UINT64_MAX
 
 /* One copy of a chunk on the device. */
 struct dev_job {
@@ -67,10 +72,14 @@ struct req_desc {
 struct slot {
 	bool busy;
 	bool fixed;                   /* its buffer is registered with the ring */
+	bool hashing;                 /* with the hashing threads */
+	bool hashed;                  /* csum_bad holds their verdict */
 	struct req_desc *d;
 	int res;
 	uint8_t *buf;
 	uint8_t *rerr;                /* per sector: unreadable */
+	uint8_t *csum_bad;            /* per sector: the data checksum did not match */
+	struct scrub_hash_job job;
 };
 
 struct dev_reader {
@@ -88,7 +97,12 @@ struct dev_reader {
 	unsigned int nr_slots;        /* allocated; buffers come when first used */
 	bool fixed_depth;             /* the caller chose the depth */
 	uint32_t req_bytes;
-	unsigned int inflight;
+	unsigned int inflight;        /* reads in the ring */
+	struct scrub_hash_client hash;
+	bool hash_ok;                 /* completed reads go to the hashing threads */
+	unsigned int hashing;         /* slots with them */
+	bool hashed_armed;            /* the eventfd read is in the ring */
+	uint64_t hashed_count;        /* where it lands */
 	/* The planner's state, used by its own thread only. */
 	struct dev_job *jobs;
 	size_t nr_jobs;
@@ -459,9 +473,9 @@ static void verify_tree(struct dev_reader *r, struct slot *s, uint32_t i)
 	scrub_record(ctx, &e);
 }
 
+/* Verifies a read whose failed sectors check_read has found. */
 static void verify_slot(struct dev_reader *r, struct slot *s)
 {
-	check_read(r, s);
 	for (uint32_t i = 0; i < s->d->nr_sectors; i++) {
 		const struct scrub_sector *sec = &s->d->sec[i];
 		const uint8_t *data = s->buf + (size_t)i * r->ss;
@@ -474,7 +488,8 @@ static void verify_slot(struct dev_reader *r, struct slot *s)
 		case SEC_DATA_CSUM:
 			if (s->rerr[i])
 				bad_data(r, s, i, BX_SCRUB_READ_ERROR, "read error");
-			else if (!scrub_data_ok(r->ctx, data, s->d->csum + (size_t)i * r->cs))
+			else if (s->hashed ? s->csum_bad[i] :
+				 !scrub_data_ok(r->ctx, data, s->d->csum + (size_t)i * r->cs))
 				bad_data(r, s, i, BX_SCRUB_CSUM_ERROR, "checksum mismatch");
 			break;
 		case SEC_TREE_HEAD:
@@ -496,6 +511,84 @@ static void release_desc(struct dev_reader *r, struct slot *s)
 	pthread_mutex_unlock(&r->lock);
 	s->d = NULL;
 	s->busy = false;
+	s->hashed = false;
+}
+
+/* Asks the ring to complete when the hashing threads have finished a job. */
+static int arm_hashed(struct dev_reader *r)
+{
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	if (r->hashed_armed)
+		return 0;
+	sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe)
+		return bx_error(-EBUSY, "io_uring submission queue full");
+	io_uring_prep_read(sqe, r->hash.efd, &r->hashed_count, sizeof(r->hashed_count), 0);
+	io_uring_sqe_set_data64(sqe, HASHED_TAG);
+	ret = io_uring_submit(&r->ring);
+	if (ret < 0)
+		return bx_error(ret, "%s: io_uring submit failed: %s", r->dev->path, strerror(-ret));
+	r->hashed_armed = true;
+	return 0;
+}
+
+/*
+ * Hands a completed read's data checksums to the hashing threads. False
+ * when it has none to check (or there are no hashing threads): the reader
+ * verifies it itself.
+ */
+static bool hand_off(struct dev_reader *r, struct slot *s)
+{
+	bool any = false;
+
+	if (!r->hash_ok)
+		return false;
+	for (uint32_t i = 0; i < s->d->nr_sectors && !any; i++)
+		any = s->d->sec[i].kind == SEC_DATA_CSUM;
+	if (!any)
+		return false;
+	if (arm_hashed(r)) {
+		/* No room in the ring (cannot happen: it has one entry more than reads): hash here. */
+		bx_error_clear();
+		return false;
+	}
+	s->job = (struct scrub_hash_job){ .buf = s->buf, .sec = s->d->sec, .csum = s->d->csum,
+					  .csum_stride = r->cs, .nr_sectors = s->d->nr_sectors,
+					  .bad = s->csum_bad };
+	s->hashing = true;
+	r->hashing++;
+	scrub_hash_submit(r->ctx->hash, &r->hash, &s->job);
+	return true;
+}
+
+static void read_done(struct dev_reader *r, struct slot *s)
+{
+	check_read(r, s);
+	if (hand_off(r, s))
+		return;
+	verify_slot(r, s);
+	release_desc(r, s);
+}
+
+/* The slots the hashing threads are done with: verified and read again. */
+static int hashed_done(struct dev_reader *r)
+{
+	struct scrub_hash_job *job = scrub_hash_take_done(r->ctx->hash, &r->hash);
+
+	r->hashed_armed = false;
+	while (job) {
+		struct slot *s = (struct slot *)((char *)job - offsetof(struct slot, job));
+
+		job = job->next;
+		s->hashing = false;
+		s->hashed = true;
+		r->hashing--;
+		verify_slot(r, s);
+		release_desc(r, s);
+	}
+	return r->hashing ? arm_hashed(r) : 0;
 }
 
 static unsigned int depth_for(uint64_t budget, unsigned int readers, uint32_t req_bytes)
@@ -545,8 +638,10 @@ static int submit_slot(struct dev_reader *r, unsigned int idx)
 		int ret = scrub_pread(r->fd, s->buf, d->len, d->physical);
 
 		s->res = ret ? -EIO : (int)d->len;
-		if (!scrub_stalled(r->ctx, ret, r->dev))
+		if (!scrub_stalled(r->ctx, ret, r->dev)) {
+			check_read(r, s);
 			verify_slot(r, s);
+		}
 		release_desc(r, s);
 		return 0;
 	}
@@ -574,7 +669,7 @@ static int refill(struct dev_reader *r)
 
 	/* Cancelled: what is in flight lands and is verified, nothing more is read. */
 	if (scrub_cancelled(r->ctx))
-		return r->inflight ? 0 : 1;
+		return r->inflight || r->hashing ? 0 : 1;
 
 	for (unsigned int i = 0; i < depth; i++) {
 		int ret;
@@ -588,10 +683,10 @@ static int refill(struct dev_reader *r)
 		}
 		pthread_mutex_lock(&r->lock);
 		/* With nothing in flight, wait for the planner rather than spin. */
-		while (!r->nr_ready && !r->plan_done && !r->inflight && !queued)
+		while (!r->nr_ready && !r->plan_done && !r->inflight && !r->hashing && !queued)
 			pthread_cond_wait(&r->cond, &r->lock);
 		if (!r->nr_ready) {
-			bool done = r->plan_done && !r->inflight && !queued;
+			bool done = r->plan_done && !r->inflight && !r->hashing && !queued;
 
 			pthread_mutex_unlock(&r->lock);
 			if (done)
@@ -666,18 +761,25 @@ static int reader_setup(struct dev_reader *r)
 	}
 	for (unsigned int i = 0; i < r->nr_slots; i++) {
 		r->slots[i].rerr = calloc(max_sectors, 1);
-		if (!r->slots[i].rerr)
+		r->slots[i].csum_bad = calloc(max_sectors, 1);
+		if (!r->slots[i].rerr || !r->slots[i].csum_bad)
 			return bx_error(-ENOMEM, "out of memory");
 	}
-	r->ring_ok = io_uring_queue_init(r->nr_slots, &r->ring, 0) == 0;
+	/* One entry more: the read of the hashing eventfd. */
+	r->ring_ok = io_uring_queue_init(r->nr_slots + 1, &r->ring, 0) == 0;
 	if (r->ring_ok)
 		r->sparse_bufs = io_uring_register_buffers_sparse(&r->ring, r->nr_slots) == 0;
+	/* Without an eventfd the reader hashes its own reads, as without a ring. */
+	if (r->ring_ok && r->ctx->hash)
+		r->hash_ok = scrub_hash_client_init(&r->hash) == 0;
+	bx_error_clear();
 	return 0;
 }
 
 /* Read buffers go back at once: the devices still reading may take the share. */
 static void free_buffers(struct dev_reader *r)
 {
+	scrub_hash_client_release(r->ctx->hash, &r->hash);
 	if (r->ring_ok) {
 		io_uring_queue_exit(&r->ring);
 		r->ring_ok = false;
@@ -698,8 +800,10 @@ static void reader_release(struct dev_reader *r)
 		pthread_join(r->planner, NULL);
 	}
 	free_buffers(r);
-	for (unsigned int i = 0; r->slots && i < r->nr_slots; i++)
+	for (unsigned int i = 0; r->slots && i < r->nr_slots; i++) {
 		free(r->slots[i].rerr);
+		free(r->slots[i].csum_bad);
+	}
 	for (unsigned int i = 0; r->descs && i < r->nr_descs; i++) {
 		free(r->descs[i].sec);
 		free(r->descs[i].csum);
@@ -718,7 +822,8 @@ static void reader_release(struct dev_reader *r)
 int scrub_device(struct scrub_worker *w, struct bx_device *dev)
 {
 	struct dev_reader r = { .w = w, .ctx = w->ctx, .dev = dev, .fd = -1,
-				.ss = w->ctx->sectorsize, .cs = w->ctx->fs->csum_size };
+				.ss = w->ctx->sectorsize, .cs = w->ctx->fs->csum_size,
+				.hash.efd = -1 };
 	int ret;
 
 	pthread_mutex_init(&r.lock, NULL);
@@ -744,7 +849,7 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev)
 		ret = refill(&r);
 		if (ret)
 			break;
-		if (!r.inflight)
+		if (!r.inflight && !r.hashing)
 			continue;
 		ret = scrub_wait_cqe(&r.ring, &cqe);
 		if (ret == -ETIMEDOUT) {
@@ -756,12 +861,18 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev)
 			ret = bx_error(ret, "%s: io_uring wait failed: %s", dev->path, strerror(-ret));
 			break;
 		}
+		if (io_uring_cqe_get_data64(cqe) == HASHED_TAG) {
+			io_uring_cqe_seen(&r.ring, cqe);
+			ret = hashed_done(&r);
+			if (ret)
+				break;
+			continue;
+		}
 		s = &r.slots[io_uring_cqe_get_data64(cqe)];
 		s->res = cqe->res;
 		io_uring_cqe_seen(&r.ring, cqe);
 		r.inflight--;
-		verify_slot(&r, s);
-		release_desc(&r, s);
+		read_done(&r, s);
 	}
 	if (ret > 0)
 		ret = 0;
@@ -771,13 +882,15 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev)
 
 		if (scrub_wait_cqe(&r.ring, &cqe) < 0)
 			break;
+		r.inflight -= io_uring_cqe_get_data64(cqe) != HASHED_TAG;
 		io_uring_cqe_seen(&r.ring, cqe);
-		r.inflight--;
 	}
 out:
+	/* The hashing threads finish with this device's buffers first. */
+	scrub_hash_client_release(w->ctx->hash, &r.hash);
 	/* Reads still in flight (the ring failed, the device stalls): their buffers are left to them. */
 	for (unsigned int i = 0; r.ring_ok && r.inflight && i < r.nr_slots; i++)
-		if (r.slots[i].busy)
+		if (r.slots[i].busy && !r.slots[i].hashing)
 			r.slots[i].buf = NULL;
 	free_buffers(&r);
 	__atomic_fetch_sub(&w->ctx->active_readers, 1, __ATOMIC_RELAXED);

@@ -104,6 +104,7 @@ struct scrub_ctx {
 	uint64_t io_budget;           /* read buffers the device readers share */
 	uint64_t raid56_budget;       /* read buffers of the RAID5/6 pass */
 	int running;                  /* threads not yet ended (under lock) */
+	struct scrub_hash_pool *hash; /* the device readers' data checksums; NULL: each its own */
 };
 
 /* What every scrubbing thread has: its own tree reader and counters. */
@@ -182,6 +183,45 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev);
 
 /* RAID5/6: scrubs every full stripe of @chunk that holds extents. */
 int scrub_raid56_chunk(struct scrub_worker *w, const struct bx_chunk *chunk);
+
+/*
+ * The hashing threads (one per online CPU) that check the data sectors of
+ * completed reads for every device reader.
+ */
+struct scrub_hash_pool;
+
+/* A reader's side: its jobs done, and the eventfd that says so. */
+struct scrub_hash_client {
+	int efd;                      /* counts jobs done; the reader waits on it in its ring */
+	struct scrub_hash_job *done;  /* under the pool's lock */
+	unsigned int pending;         /* submitted, not yet done (under the pool's lock) */
+};
+
+/* One read buffer to check: bad[i] set for each SEC_DATA_CSUM sector that does not match. */
+struct scrub_hash_job {
+	struct scrub_hash_job *next;
+	struct scrub_hash_client *client;
+	const uint8_t *buf;
+	const struct scrub_sector *sec;
+	const uint8_t *csum;          /* csum_stride bytes per sector */
+	size_t csum_stride;
+	uint32_t nr_sectors;
+	uint8_t *bad;
+};
+
+int scrub_hash_pool_start(struct scrub_ctx *ctx, struct scrub_hash_pool **pool);
+/* Ends the threads; every client must be released first. */
+void scrub_hash_pool_stop(struct scrub_hash_pool *pool);
+
+int scrub_hash_client_init(struct scrub_hash_client *client);
+/* Waits for the client's jobs still being hashed (their buffers stay in use until then). */
+void scrub_hash_client_release(struct scrub_hash_pool *pool, struct scrub_hash_client *client);
+
+void scrub_hash_submit(struct scrub_hash_pool *pool, struct scrub_hash_client *client,
+		       struct scrub_hash_job *job);
+/* The client's jobs done since the last call, as a list. */
+struct scrub_hash_job *scrub_hash_take_done(struct scrub_hash_pool *pool,
+					    struct scrub_hash_client *client);
 
 /* Aligned buffers for O_DIRECT. */
 void *scrub_alloc_aligned(size_t len);

@@ -639,6 +639,9 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 		ctx->active_readers += reads;
 	}
 	split_budget(ctx, any_raid56);
+	/* Without hashing threads each device reader hashes its own reads: slower, not wrong. */
+	if (ctx->active_readers && scrub_hash_pool_start(ctx, &ctx->hash))
+		bx_error_clear();
 	for (size_t i = 0; i < nr && !ret; i++) {
 		struct scrub_thread *t = &threads[i];
 
@@ -693,6 +696,8 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 		if (t->w.rfs)
 			scrub_worker_release(&t->w);
 	}
+	scrub_hash_pool_stop(ctx->hash);
+	ctx->hash = NULL;
 	free(threads);
 	return ret;
 }

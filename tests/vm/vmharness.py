@@ -396,7 +396,10 @@ class Guest:
         self.series = series
         self.memory_mb = memory_mb
 
-    def run(self, script: str, disks: list[Path], timeout: float = 300) -> GuestResult:
+    def run(self, script: str, disks: list[Path], timeout: float = 300,
+            drive_options: str = "") -> GuestResult:
+        """@drive_options: more of qemu's -drive options for every disk
+        (",throttling.bps-read=..." for bench/hdd's disks)."""
         base = prepare(self.series)
         vmlinuz = kernel_tree() / "boot" / f"vmlinuz-{KVER}"
         with tempfile.TemporaryDirectory() as tmp:
@@ -413,7 +416,7 @@ class Guest:
                    "-kernel", str(vmlinuz), "-initrd", str(initrd),
                    "-append", "console=ttyS0 quiet panic=-1 oops=panic no_timer_check"]
             for d in disks:
-                cmd += ["-drive", f"file={d},format=raw,if=virtio,cache=unsafe"]
+                cmd += ["-drive", f"file={d},format=raw,if=virtio,cache=unsafe{drive_options}"]
             try:
                 p = subprocess.run(cmd, capture_output=True, timeout=timeout,
                                    stdin=subprocess.DEVNULL)

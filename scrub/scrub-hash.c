@@ -1,0 +1,172 @@
+/*
+ * The data checksums of completed reads are computed by a pool of hashing
+ * threads, one per online CPU, shared by every device reader: a reader
+ * hands a read buffer over and at once goes back to keeping its device
+ * busy, and however many devices are still reading (one at the end of a
+ * run, four on a small array of a 2-core machine), every core hashes. A
+ * reader learns that its buffers are done through an eventfd it waits on
+ * in its own io_uring, with its reads.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "common/error.h"
+#include "scrub/scrub-internal.h"
+
+struct scrub_hash_pool {
+	struct scrub_ctx *ctx;
+	pthread_mutex_t lock;
+	pthread_cond_t work;          /* a job was queued, or the pool stops */
+	pthread_cond_t idle;          /* a client's last job is done */
+	struct scrub_hash_job *head, *tail;
+	bool stop;
+	pthread_t *threads;
+	unsigned int nr_threads;
+};
+
+static void hash_job(const struct scrub_ctx *ctx, struct scrub_hash_job *job)
+{
+	for (uint32_t i = 0; i < job->nr_sectors; i++)
+		job->bad[i] = job->sec[i].kind == SEC_DATA_CSUM &&
+			      !scrub_data_ok(ctx, job->buf + (size_t)i * ctx->sectorsize,
+					     job->csum + (size_t)i * job->csum_stride);
+}
+
+static void *hash_main(void *arg)
+{
+	struct scrub_hash_pool *pool = arg;
+
+	pthread_mutex_lock(&pool->lock);
+	for (;;) {
+		struct scrub_hash_job *job;
+		struct scrub_hash_client *client;
+		uint64_t one = 1;
+		ssize_t written;
+
+		while (!pool->head && !pool->stop)
+			pthread_cond_wait(&pool->work, &pool->lock);
+		if (!pool->head)
+			break;
+		job = pool->head;
+		pool->head = job->next;
+		if (!pool->head)
+			pool->tail = NULL;
+		pthread_mutex_unlock(&pool->lock);
+		hash_job(pool->ctx, job);
+		client = job->client;
+		pthread_mutex_lock(&pool->lock);
+		job->next = client->done;
+		client->done = job;
+		/*
+		 * Under the lock, before pending drops: the reader closes the
+		 * eventfd once nothing is pending. Only a counter overflow could
+		 * fail it, and the reader drains the counter.
+		 */
+		written = write(client->efd, &one, sizeof(one));
+		(void)written;
+		if (!--client->pending)
+			pthread_cond_broadcast(&pool->idle);
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return NULL;
+}
+
+void scrub_hash_pool_stop(struct scrub_hash_pool *pool)
+{
+	if (!pool)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	pool->stop = true;
+	pthread_cond_broadcast(&pool->work);
+	pthread_mutex_unlock(&pool->lock);
+	for (unsigned int i = 0; i < pool->nr_threads; i++)
+		pthread_join(pool->threads[i], NULL);
+	pthread_cond_destroy(&pool->idle);
+	pthread_cond_destroy(&pool->work);
+	pthread_mutex_destroy(&pool->lock);
+	free(pool->threads);
+	free(pool);
+}
+
+int scrub_hash_pool_start(struct scrub_ctx *ctx, struct scrub_hash_pool **out)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int want = cpus > 0 ? (unsigned int)cpus : 1;
+	struct scrub_hash_pool *pool = calloc(1, sizeof(*pool));
+
+	*out = NULL;
+	if (!pool)
+		return bx_error(-ENOMEM, "out of memory");
+	pool->ctx = ctx;
+	pthread_mutex_init(&pool->lock, NULL);
+	pthread_cond_init(&pool->work, NULL);
+	pthread_cond_init(&pool->idle, NULL);
+	pool->threads = calloc(want, sizeof(*pool->threads));
+	if (!pool->threads) {
+		scrub_hash_pool_stop(pool);
+		return bx_error(-ENOMEM, "out of memory");
+	}
+	for (; pool->nr_threads < want; pool->nr_threads++)
+		if (pthread_create(&pool->threads[pool->nr_threads], NULL, hash_main, pool))
+			break;
+	if (!pool->nr_threads) {
+		scrub_hash_pool_stop(pool);
+		return bx_error(-EAGAIN, "cannot start a hashing thread");
+	}
+	*out = pool;
+	return 0;
+}
+
+int scrub_hash_client_init(struct scrub_hash_client *client)
+{
+	client->done = NULL;
+	client->pending = 0;
+	client->efd = eventfd(0, EFD_CLOEXEC);
+	if (client->efd < 0)
+		return bx_error(-errno, "eventfd: %m");
+	return 0;
+}
+
+void scrub_hash_client_release(struct scrub_hash_pool *pool, struct scrub_hash_client *client)
+{
+	if (client->efd < 0)
+		return;
+	if (pool) {
+		pthread_mutex_lock(&pool->lock);
+		while (client->pending)
+			pthread_cond_wait(&pool->idle, &pool->lock);
+		pthread_mutex_unlock(&pool->lock);
+	}
+	close(client->efd);
+	client->efd = -1;
+}
+
+void scrub_hash_submit(struct scrub_hash_pool *pool, struct scrub_hash_client *client,
+		       struct scrub_hash_job *job)
+{
+	job->client = client;
+	job->next = NULL;
+	pthread_mutex_lock(&pool->lock);
+	client->pending++;
+	if (pool->tail)
+		pool->tail->next = job;
+	else
+		pool->head = job;
+	pool->tail = job;
+	pthread_cond_signal(&pool->work);
+	pthread_mutex_unlock(&pool->lock);
+}
+
+struct scrub_hash_job *scrub_hash_take_done(struct scrub_hash_pool *pool,
+					    struct scrub_hash_client *client)
+{
+	struct scrub_hash_job *done;
+
+	pthread_mutex_lock(&pool->lock);
+	done = client->done;
+	client->done = NULL;
+	pthread_mutex_unlock(&pool->lock);
+	return done;
+}
