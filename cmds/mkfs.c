@@ -293,6 +293,9 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 		if (ret)
 			return bx_bad_value(ret);
 	}
+	ret = bx_mkfs_check_sizes(opts.sectorsize, opts.nodesize);
+	if (ret)
+		return bx_bad_value(ret);
 	nargs = argc - optind;
 	if (nargs < 1)
 		return bx_usage_error("no device given");

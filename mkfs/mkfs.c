@@ -166,6 +166,30 @@ static int check_profile_devices(const struct bx_mkfs_options *opts, uint64_t pr
 	return 0;
 }
 
+static uint32_t default_sectorsize(uint32_t sectorsize)
+{
+	return sectorsize ? sectorsize : 4096;
+}
+
+/* 16 KiB, or the sector size when that is larger. */
+static uint32_t default_nodesize(uint32_t sectorsize, uint32_t nodesize)
+{
+	return nodesize ? nodesize : (sectorsize > 16384 ? sectorsize : 16384);
+}
+
+int bx_mkfs_check_sizes(uint32_t sectorsize, uint32_t nodesize)
+{
+	sectorsize = default_sectorsize(sectorsize);
+	if (!is_pow2(sectorsize) || sectorsize < 4096 || sectorsize > 65536)
+		return bx_error(-EINVAL, "invalid sector size %u (a power of two from 4096 to 65536)",
+				sectorsize);
+	nodesize = default_nodesize(sectorsize, nodesize);
+	if (!is_pow2(nodesize) || nodesize < sectorsize || nodesize > 65536)
+		return bx_error(-EINVAL, "invalid node size %u (a power of two from the sector size "
+				"%u to 65536)", nodesize, sectorsize);
+	return 0;
+}
+
 static int check_options(struct mkfs *mk)
 {
 	const struct bx_mkfs_options *opts = mk->opts;
@@ -174,18 +198,14 @@ static int check_options(struct mkfs *mk)
 
 	if (!opts->nr_devs)
 		return bx_error(-EINVAL, "no device given");
-	mk->sectorsize = opts->sectorsize ? opts->sectorsize : 4096;
-	if (!is_pow2(mk->sectorsize) || mk->sectorsize < 4096 || mk->sectorsize > 65536)
-		return bx_error(-EINVAL, "invalid sector size %u (a power of two from 4096 to 65536)",
-				mk->sectorsize);
+	ret = bx_mkfs_check_sizes(opts->sectorsize, opts->nodesize);
+	if (ret)
+		return ret;
+	mk->sectorsize = default_sectorsize(opts->sectorsize);
 	if (page > 0 && mk->sectorsize > (uint32_t)page)
 		bx_warn("sector size %u is larger than the page size %ld: this kernel may not mount "
 			"it", mk->sectorsize, page);
-	mk->nodesize = opts->nodesize ? opts->nodesize :
-		       (mk->sectorsize > 16384 ? mk->sectorsize : 16384);
-	if (!is_pow2(mk->nodesize) || mk->nodesize < mk->sectorsize || mk->nodesize > 65536)
-		return bx_error(-EINVAL, "invalid node size %u (a power of two from the sector size "
-				"%u to 65536)", mk->nodesize, mk->sectorsize);
+	mk->nodesize = default_nodesize(mk->sectorsize, opts->nodesize);
 	if (!btrfsx_csum_size(opts->csum_type))
 		return bx_error(-EINVAL, "unknown checksum type %u", opts->csum_type);
 	if (opts->label && strlen(opts->label) >= BTRFS_LABEL_SIZE)

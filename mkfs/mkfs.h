@@ -62,6 +62,14 @@ int bx_mkfs_parse_features(const char *list, uint32_t *features);
 /* The feature names of @features, comma separated, into @buf. */
 void bx_mkfs_feature_names(uint32_t features, char *buf, size_t len);
 
+/*
+ * Checks a sector and a node size as given (0: the default): the sector a
+ * power of two from 4096 to 65536, the node one from the sector size to
+ * 65536. Returns 0 or -EINVAL naming the bad size; the command line calls it
+ * on its options, so a bad size is a usage error there.
+ */
+int bx_mkfs_check_sizes(uint32_t sectorsize, uint32_t nodesize);
+
 /* "single", "dup", "raid0", ... (any case) -> profile bits (0 for single). */
 int bx_mkfs_parse_profile(const char *name, uint64_t *profile);
 

@@ -339,7 +339,9 @@ def test_refuse_bad_input(loopdevs, run_btrfsx, tmp_path):
     refused(run_btrfsx, imgs, "-O", "mixed-bg", d[0], msg="'mixed-bg' is not supported", rc=2)
     refused(run_btrfsx, imgs, "-d", "raid7", d[0], msg="unknown profile 'raid7'", rc=2)
     refused(run_btrfsx, imgs, "--csum", "md5", d[0], msg="unknown checksum 'md5'", rc=2)
-    refused(run_btrfsx, imgs, "-n", "12k", d[0], msg="invalid node size")
+    refused(run_btrfsx, imgs, "-n", "12k", d[0], msg="invalid node size 12288", rc=2)
+    refused(run_btrfsx, imgs, "-s", "8k", "-n", "4k", d[0], msg="invalid node size 4096", rc=2)
+    refused(run_btrfsx, imgs, "-s", "2k", d[0], msg="invalid sector size 2048", rc=2)
     refused(run_btrfsx, imgs, d[0], d[1], d[0], msg="named twice")
     alias = tmp_path / "alias"
     alias.symlink_to(d[0])
