@@ -162,14 +162,8 @@ static void print_relocated(struct bx_out *out, const struct bx_relocated *rel, 
 	misplaced_devids_text(rel->devids, rel->num_stripes, from, sizeof(from));
 	new_chunks_text(rel, to, sizeof(to));
 	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
-	bx_out_str(out, "class", rel->cls == BX_PLACE_FORBIDDEN ? "forbidden" : "off-preference",
-		   BX_F_NO_NAME);
-	bx_out_str(out, "type", bx_place_type_name(rel->type), BX_F_NO_NAME);
-	bx_out_str(out, "profile", bx_profile_name(rel->type), BX_F_NO_NAME);
-	bx_out_u64(out, "flags", rel->type, BX_F_JSON_ONLY);
-	bx_out_u64(out, "logical", rel->logical, 0);
-	bx_out_size(out, "size", rel->length, units, 0);
-	bx_out_size(out, "used", rel->used, units, 0);
+	misplaced_print_chunk_head(out, rel->cls, rel->type, rel->logical, rel->length, rel->used,
+				   units);
 	bx_out_str(out, "from", from, BX_F_TEXT_ONLY);
 	bx_out_str(out, "to", to, BX_F_TEXT_ONLY);
 	bx_out_double(out, "seconds", rel->seconds, 1, 0);

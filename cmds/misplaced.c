@@ -44,6 +44,18 @@ static const char *class_name(enum bx_place_class cls)
 	}
 }
 
+void misplaced_print_chunk_head(struct bx_out *out, enum bx_place_class cls, uint64_t type,
+				uint64_t logical, uint64_t length, uint64_t used, unsigned int units)
+{
+	bx_out_str(out, "class", class_name(cls), BX_F_NO_NAME);
+	bx_out_str(out, "type", bx_place_type_name(type), BX_F_NO_NAME);
+	bx_out_str(out, "profile", bx_profile_name(type), BX_F_NO_NAME);
+	bx_out_u64(out, "flags", type, BX_F_JSON_ONLY);
+	bx_out_u64(out, "logical", logical, 0);
+	bx_out_size(out, "size", length, units, 0);
+	bx_out_size(out, "used", used, units, 0);
+}
+
 void misplaced_devids_text(const uint64_t *devids, size_t n, char *buf, size_t len)
 {
 	size_t used = 0;
@@ -104,13 +116,7 @@ void misplaced_print_chunk(struct bx_out *out, const struct bx_misplaced_chunk *
 	else
 		snprintf(model, sizeof(model), "none(no-room)");
 	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
-	bx_out_str(out, "class", class_name(c->cls), BX_F_NO_NAME);
-	bx_out_str(out, "type", bx_place_type_name(c->type), BX_F_NO_NAME);
-	bx_out_str(out, "profile", bx_profile_name(c->type), BX_F_NO_NAME);
-	bx_out_u64(out, "flags", c->type, BX_F_JSON_ONLY);
-	bx_out_u64(out, "logical", c->logical, 0);
-	bx_out_size(out, "size", c->length, units, 0);
-	bx_out_size(out, "used", c->used, units, 0);
+	misplaced_print_chunk_head(out, c->cls, c->type, c->logical, c->length, c->used, units);
 	bx_out_str(out, "devids", devs, BX_F_TEXT_ONLY);
 	bx_out_str(out, "offending", offending, BX_F_TEXT_ONLY);
 	bx_out_str(out, "model", model, BX_F_TEXT_ONLY);
