@@ -83,7 +83,11 @@ def guard_run(request, vm_ready, tmp_path_factory):
     disks = vmharness.make_disks(tmp_path_factory.mktemp(f"guard-{series}"), [512 * MiB] * 3)
     lines = [f"guard_case {n} " + " ".join(NAMES[x] if x else "0" for x in h)
              for n, (h, _) in enumerate(CASES)]
-    res = vmharness.Guest(series).run(GUARD_SCRIPT + "\n".join(lines) + "\n", disks, timeout=600)
+    try:
+        res = vmharness.Guest(series).run(GUARD_SCRIPT + "\n".join(lines) + "\n", disks,
+                                          timeout=600)
+    finally:
+        vmharness.remove_disks(disks)
     return series, res
 
 

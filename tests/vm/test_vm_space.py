@@ -128,7 +128,10 @@ def run_series(series: str, workdir) -> list[dict]:
             lines.append(guest_line(layout, len(disks)))
             disks += vmharness.make_disks(workdir / f"{series}-{layout['seed']}", layout["sizes"])
         script = GUEST_FUNCTIONS + "\n".join(lines) + "\n"
-        return vmharness.Guest(series).run(script, disks, timeout=120 + 120 * len(batch))
+        try:
+            return vmharness.Guest(series).run(script, disks, timeout=120 + 120 * len(batch))
+        finally:
+            vmharness.remove_disks(disks)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         results = list(pool.map(one, batches))
