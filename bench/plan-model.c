@@ -12,28 +12,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/array-1pib.h"
 #include "bench/timing.h"
 #include "common/error.h"
 #include "kernel-shared/allocator.h"
 #include "kernel-shared/ctree.h"
 #include "kernel-shared/hints.h"
 #include "plan/plan.h"
-
-#define MiB (1024 * 1024ULL)
-#define GiB (1024 * MiB)
-#define TiB (1024 * GiB)
-
-/* 4 x 4 TiB NVMe, 8 x 36 TiB, 8 x 48 TiB, 4 x 84 TiB: 1024 TiB. */
-static const struct {
-	int count;
-	uint64_t size;
-	uint64_t hint;
-} layout[] = {
-	{ 4, 4 * TiB, BX_HINT_METADATA_PREFERRED },
-	{ 8, 36 * TiB, BX_HINT_DATA_PREFERRED },
-	{ 8, 48 * TiB, BX_HINT_DATA_PREFERRED },
-	{ 4, 84 * TiB, BX_HINT_DATA_ONLY },
-};
 
 #define DATA_TYPE (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_RAID1)
 #define META_TYPE (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID1C3)
