@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cmds/commands.h"
 #include "cmds/misplaced.h"
@@ -225,13 +224,13 @@ static void print_result(struct bx_out *out, const struct bx_relocate_result *re
 struct misplaced_args {
 	struct bx_relocate_opts opts;
 	unsigned int units;
-	int progress;			/* -1 auto, 0 off, 1 on */
+	struct bx_progress_choice progress;
 };
 
 static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct misplaced_args *a)
 {
 	enum { OPT_FORBIDDEN_ONLY = 0x200, OPT_DRY_RUN, OPT_LIMIT, OPT_MAX_BYTES, OPT_PAUSE,
-	       OPT_FORCE, OPT_PROGRESS, OPT_NO_PROGRESS };
+	       OPT_FORCE };
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
 		{ "forbidden-only", no_argument, NULL, OPT_FORBIDDEN_ONLY },
@@ -240,17 +239,14 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
 		{ "pause", required_argument, NULL, OPT_PAUSE },
 		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "progress", no_argument, NULL, OPT_PROGRESS },
-		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+		BX_PROGRESS_LONGOPTS,
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
-	bool progress_set = false, no_progress_set = false;
-	int opt;
+	int opt, ret;
 
-	a->progress = -1;
 	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
-		if (bx_units_option(opt, &a->units))
+		if (bx_units_option(opt, &a->units) || bx_progress_option(opt, &a->progress))
 			continue;
 		switch (opt) {
 		case OPT_FORBIDDEN_ONLY:
@@ -281,20 +277,13 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 		case OPT_FORCE:
 			a->opts.force = true;
 			break;
-		case OPT_PROGRESS:
-			progress_set = true;
-			a->progress = 1;
-			break;
-		case OPT_NO_PROGRESS:
-			no_progress_set = true;
-			a->progress = 0;
-			break;
 		default:
 			return bx_opt_result(opt);
 		}
 	}
-	if (progress_set && no_progress_set)
-		return bx_usage_error("--progress and --no-progress exclude each other");
+	ret = bx_progress_check(&a->progress);
+	if (ret)
+		return ret;
 	return bx_check_argc(argc - optind, 1, 1);
 }
 
@@ -308,7 +297,7 @@ static int cmd_balance_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 
 	if (ret)
 		return ret;
-	ps.show = a.progress == 1 || (a.progress < 0 && isatty(2));
+	ps.show = bx_progress_shown(&a.progress);
 	a.opts.sysfs_root = ctx->sysfs_root;
 	a.opts.state_dir = ctx->state_dir;
 	a.opts.progress = progress_line;

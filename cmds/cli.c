@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmds/commands.h"
 #include "common/error.h"
@@ -103,6 +104,29 @@ int bx_check_argc(int nargs, int min, int max)
 	if (max >= 0 && nargs > max)
 		return bx_usage_error("too many arguments");
 	return 0;
+}
+
+bool bx_progress_option(int opt, struct bx_progress_choice *choice)
+{
+	if (opt == BX_OPT_PROGRESS)
+		choice->on = true;
+	else if (opt == BX_OPT_NO_PROGRESS)
+		choice->off = true;
+	else
+		return false;
+	return true;
+}
+
+int bx_progress_check(const struct bx_progress_choice *choice)
+{
+	if (choice->on && choice->off)
+		return bx_usage_error("--progress and --no-progress exclude each other");
+	return 0;
+}
+
+bool bx_progress_shown(const struct bx_progress_choice *choice)
+{
+	return choice->on || (!choice->off && isatty(STDERR_FILENO));
 }
 
 bool bx_units_option(int opt, unsigned int *units)

@@ -120,6 +120,27 @@ void bx_print_usage(const char *const *usage, bool full);
 	{ "gbytes", no_argument, NULL, BX_OPT_UNITS + 'g' }, \
 	{ "tbytes", no_argument, NULL, BX_OPT_UNITS + 't' }
 /*
+ * --progress and --no-progress of the long-running commands (scrub start,
+ * balance misplaced): progress on stderr when asked for, by default when
+ * stderr is a terminal. Like the unit options, the command passes its other
+ * options on to bx_progress_option(); after parsing, bx_progress_check()
+ * refuses both at once, and bx_progress_shown() decides when the work starts.
+ */
+#define BX_OPT_PROGRESS 0x1200		/* above BX_OPT_UNITS and BX_OPT_HELP_LONG */
+#define BX_OPT_NO_PROGRESS 0x1201
+#define BX_PROGRESS_LONGOPTS \
+	{ "progress", no_argument, NULL, BX_OPT_PROGRESS }, \
+	{ "no-progress", no_argument, NULL, BX_OPT_NO_PROGRESS }
+struct bx_progress_choice {
+	bool on, off;
+};
+/* True if @opt was one of the two; @choice updated. */
+bool bx_progress_option(int opt, struct bx_progress_choice *choice);
+/* 0, or a usage error when both were given. */
+int bx_progress_check(const struct bx_progress_choice *choice);
+bool bx_progress_shown(const struct bx_progress_choice *choice);
+
+/*
  * An allocation hint in the JSON key scheme (Documentation/dev/json.md):
  * "hint" (the name, null for a value btrfsx does not know) and "hint_value"
  * (the number); text shows the name, or unknown(N), labelled @text_label.

@@ -154,30 +154,28 @@ struct start_args {
 	bool offline, readonly, foreground, readahead;
 	uint64_t memory;              /* 0: the library's default */
 	uint64_t io_timeout;          /* seconds */
-	int progress;                 /* -1 auto, 0 off, 1 on */
+	struct bx_progress_choice progress;
 	struct scrub_print_opts po;
 };
 
 static int parse_start(struct bx_ctx *ctx, int argc, char **argv, struct start_args *a)
 {
-	enum { OPT_OFFLINE = 0x200, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_NO_READAHEAD, OPT_MEMORY,
-	       OPT_IO_TIMEOUT };
+	enum { OPT_OFFLINE = 0x200, OPT_NO_READAHEAD, OPT_MEMORY, OPT_IO_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "offline", no_argument, NULL, OPT_OFFLINE },
-		{ "progress", no_argument, NULL, OPT_PROGRESS },
-		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+		BX_PROGRESS_LONGOPTS,
 		{ "no-readahead", no_argument, NULL, OPT_NO_READAHEAD },
 		{ "memory", required_argument, NULL, OPT_MEMORY },
 		{ "io-timeout", required_argument, NULL, OPT_IO_TIMEOUT },
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
-	bool progress_set = false, no_progress_set = false;
-	int opt;
+	int opt, ret;
 
-	*a = (struct start_args){ .readahead = true, .progress = -1,
-				  .io_timeout = BX_IO_TIMEOUT_DEFAULT };
+	*a = (struct start_args){ .readahead = true, .io_timeout = BX_IO_TIMEOUT_DEFAULT };
 	while ((opt = bx_getopt(ctx, argc, argv, "rBdRh", longopts)) != -1) {
+		if (bx_progress_option(opt, &a->progress))
+			continue;
 		switch (opt) {
 		case OPT_OFFLINE:
 			a->offline = true;
@@ -193,14 +191,6 @@ static int parse_start(struct bx_ctx *ctx, int argc, char **argv, struct start_a
 			break;
 		case 'R':
 			a->po.raw = true;
-			break;
-		case OPT_PROGRESS:
-			progress_set = true;
-			a->progress = 1;
-			break;
-		case OPT_NO_PROGRESS:
-			no_progress_set = true;
-			a->progress = 0;
 			break;
 		case OPT_NO_READAHEAD:
 			a->readahead = false;
@@ -219,8 +209,9 @@ static int parse_start(struct bx_ctx *ctx, int argc, char **argv, struct start_a
 			return bx_opt_result(opt);
 		}
 	}
-	if (progress_set && no_progress_set)
-		return bx_usage_error("--progress and --no-progress exclude each other");
+	ret = bx_progress_check(&a->progress);
+	if (ret)
+		return ret;
 	if (!a->offline)
 		return bx_usage_error("only the offline scrub is done here: add --offline (for a "
 				      "mounted filesystem use 'btrfs scrub start')");
@@ -241,7 +232,7 @@ static int run_scrub(struct bx_ctx *ctx, struct bx_fs *fs, const struct start_ar
 	const char *status;
 	int ret;
 
-	rs.show_progress = print && (a->progress == 1 || (a->progress < 0 && isatty(2)));
+	rs.show_progress = print && bx_progress_shown(&a->progress);
 	memcpy(rs.partial.fsid, fs->fsid, sizeof(rs.partial.fsid));
 	rs.partial.readonly = a->readonly;
 	rs.partial.started = time(NULL);
