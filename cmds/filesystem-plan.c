@@ -13,6 +13,7 @@
 #include "cmds/commands.h"
 #include "cmds/filesystem-plan.h"
 #include "cmds/misplaced.h"
+#include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "kernel-shared/ctree.h"
@@ -99,24 +100,6 @@ static void text_row(struct bx_out *out, const char *label, const char *before, 
 
 /* ---- JSON: one side (the usage report's stable keys) ---- */
 
-static void json_classes(struct bx_out *out, const struct bx_usage_report *rep)
-{
-	bx_out_list_begin(out, "classes");
-	for (size_t i = 0; i < rep->nr_classes; i++) {
-		const struct bx_usage_class *c = &rep->classes[i];
-
-		bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
-		bx_out_hint(out, "hint", c->hint, 0);
-		bx_out_u64(out, "devices", c->devices, 0);
-		bx_out_u64(out, "size", c->size, 0);
-		bx_out_u64(out, "unallocated", c->unallocated, 0);
-		bx_out_u64(out, "data_allocatable", c->data_allocatable, 0);
-		bx_out_u64(out, "metadata_allocatable", c->metadata_allocatable, 0);
-		bx_out_obj_end(out);
-	}
-	bx_out_list_end(out);
-}
-
 static void json_devices(struct bx_out *out, const struct bx_usage_input *in,
 			 const struct bx_usage_report *rep)
 {
@@ -161,7 +144,7 @@ static void json_side(struct bx_out *out, const char *key, const struct bx_usage
 	bx_out_u64(out, "free_strict", rep->free_strict, 0);
 	bx_out_u64(out, "metadata_room", rep->metadata_room, 0);
 	bx_out_u64(out, "metadata_room_after_data", rep->metadata_room_after_data, 0);
-	json_classes(out, rep);
+	bx_usage_classes_json(out, rep);
 	json_devices(out, in, rep);
 	bx_out_obj_end(out);
 }

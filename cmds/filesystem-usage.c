@@ -153,20 +153,7 @@ static int print_classes(struct bx_out *out, const struct bx_usage_report *rep,
 {
 	bx_out_textf(out, "%s", "");
 	bx_out_textf(out, "Allocation hint classes (device bytes):");
-	bx_out_list_begin(out, "classes");
-	for (size_t i = 0; i < rep->nr_classes; i++) {
-		const struct bx_usage_class *c = &rep->classes[i];
-
-		bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
-		bx_out_hint(out, "hint", c->hint, 0);
-		bx_out_u64(out, "devices", c->devices, 0);
-		bx_out_size(out, "size", c->size, units, 0);
-		bx_out_size(out, "unallocated", c->unallocated, units, 0);
-		bx_out_size(out, "data_allocatable", c->data_allocatable, units, 0);
-		bx_out_size(out, "metadata_allocatable", c->metadata_allocatable, units, 0);
-		bx_out_obj_end(out);
-	}
-	bx_out_list_end(out);
+	bx_usage_classes_json(out, rep);
 	return bx_usage_print_class_table(out, rep, units);
 }
 

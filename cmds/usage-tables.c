@@ -214,3 +214,21 @@ void bx_usage_device_json(struct bx_out *out, const struct bx_usage_report *rep,
 	bx_out_size(out, "metadata_allocatable", r->metadata_allocatable, units, 0);
 	bx_out_obj_end(out);
 }
+
+void bx_usage_classes_json(struct bx_out *out, const struct bx_usage_report *rep)
+{
+	bx_out_list_begin(out, "classes");
+	for (size_t i = 0; i < rep->nr_classes; i++) {
+		const struct bx_usage_class *c = &rep->classes[i];
+
+		bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
+		bx_out_hint(out, "hint", c->hint, 0);
+		bx_out_u64(out, "devices", c->devices, 0);
+		bx_out_u64(out, "size", c->size, 0);
+		bx_out_u64(out, "unallocated", c->unallocated, 0);
+		bx_out_u64(out, "data_allocatable", c->data_allocatable, 0);
+		bx_out_u64(out, "metadata_allocatable", c->metadata_allocatable, 0);
+		bx_out_obj_end(out);
+	}
+	bx_out_list_end(out);
+}

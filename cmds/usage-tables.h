@@ -37,6 +37,9 @@ int bx_usage_print_device_table(struct bx_out *out, const struct bx_usage_report
 int bx_usage_print_class_table(struct bx_out *out, const struct bx_usage_report *rep,
 			       unsigned int units);
 
+/* The hint classes as the JSON list "classes" (nothing in text), sizes in bytes. */
+void bx_usage_classes_json(struct bx_out *out, const struct bx_usage_report *rep);
+
 /* A device's JSON object (JSON only), in a list. */
 void bx_usage_device_json(struct bx_out *out, const struct bx_usage_report *rep,
 			  const struct bx_usage_dev_row *row, unsigned int units);
