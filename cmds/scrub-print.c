@@ -163,6 +163,9 @@ void scrub_print(struct bx_out *out, const struct bx_scrub_result *res, const ch
 	bx_out_uuid(out, "fsid", res->fsid, 0);
 	bx_out_str(out, "status", status, 0);
 	bx_out_str(out, "mode", res->readonly ? "read-only" : "repair", 0);
+	if (res->metadata_only)
+		bx_out_str(out, "scope", "metadata only (data not read)", BX_F_TEXT_ONLY);
+	bx_out_bool(out, "metadata_only", res->metadata_only, BX_F_JSON_ONLY);
 	bx_out_str(out, "started", started, BX_F_TEXT_ONLY);
 	bx_out_u64(out, "started", (uint64_t)res->started, BX_F_JSON_ONLY);
 	print_duration(out, res->duration);
@@ -412,6 +415,7 @@ int scrub_status_load(const char *path, struct scrub_status **out)
 		snprintf(st->state, sizeof(st->state), "interrupted");
 	mode = json_str(scrub, "mode");
 	st->res.readonly = mode && !strcmp(mode, "read-only");
+	st->res.metadata_only = json_object_get_boolean(json_get(scrub, "metadata_only"));
 	st->res.started = (time_t)json_u64(scrub, "started");
 	dur = json_get(scrub, "duration");
 	st->res.duration = dur ? json_object_get_double(dur) : 0;

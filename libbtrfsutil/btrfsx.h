@@ -529,6 +529,7 @@ struct btrfsx_scrub_file {
 struct btrfsx_scrub_result {
 	uint8_t fsid[16];
 	bool readonly;
+	bool metadata_only;		/* data was not read (options.metadata_only). Since 0.2 */
 	bool cancelled;
 	bool degraded;			/* a member is missing; its copies were not scrubbed */
 	time_t started;
@@ -571,6 +572,7 @@ struct btrfsx_scrub_options {
 					   on Linux sig_atomic_t is the int this used to be */
 	uint64_t memory_bytes;		/* read buffers in all; 0 for 48 MiB, at least 1 MiB.
 					   More reads faster on deep storage. Since 0.1 */
+	bool metadata_only;		/* superblocks and tree blocks only, no data. Since 0.2 */
 };
 
 /**

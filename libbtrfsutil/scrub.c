@@ -129,6 +129,7 @@ static int public_result(const struct bx_scrub_result *res, struct btrfsx_scrub_
 		return bx_error(-ENOMEM, "out of memory");
 	memcpy(pub->fsid, res->fsid, sizeof(pub->fsid));
 	pub->readonly = res->readonly;
+	pub->metadata_only = res->metadata_only;
 	pub->cancelled = res->cancelled;
 	pub->degraded = res->degraded;
 	pub->started = res->started;
@@ -156,6 +157,7 @@ static int scrub(struct bx_fs *fs, const struct btrfsx_scrub_options *opts,
 	struct bx_scrub_opts engine = {
 		.readonly = opts->readonly,
 		.readahead = !opts->no_readahead,
+		.metadata_only = opts->metadata_only,
 		.progress_interval = opts->progress_interval,
 		.cancel = opts->cancel,
 		.memory_bytes = opts->memory_bytes,

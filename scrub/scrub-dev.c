@@ -171,7 +171,8 @@ static int collect_jobs(struct dev_reader *r)
 	for (size_t i = 0; i < fs->chunks.nr; i++) {
 		const struct bx_chunk *chunk = fs->chunks.chunks[i];
 
-		if (chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		if ((chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK) ||
+		    !scrub_chunk_selected(r->ctx, chunk))
 			continue;
 		for (int s = 0; s < chunk->num_stripes; s++)
 			nr += chunk->stripes[s].dev == r->dev;
@@ -184,7 +185,8 @@ static int collect_jobs(struct dev_reader *r)
 	for (size_t i = 0; i < fs->chunks.nr; i++) {
 		const struct bx_chunk *chunk = fs->chunks.chunks[i];
 
-		if (chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		if ((chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK) ||
+		    !scrub_chunk_selected(r->ctx, chunk))
 			continue;
 		for (int s = 0; s < chunk->num_stripes; s++)
 			if (chunk->stripes[s].dev == r->dev)

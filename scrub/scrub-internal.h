@@ -69,6 +69,7 @@ struct scrub_planner {
 	struct bx_root csum_root;
 	bool have_csum_root;
 	bool reada;
+	bool tree_only;           /* data extents are left out (a metadata-only run) */
 	uint64_t chunk_start, chunk_end;
 	bool data_chunk;
 	struct bx_path ext_path;
@@ -121,6 +122,8 @@ int scrub_worker_init(struct scrub_worker *w, struct scrub_ctx *ctx);
 void scrub_worker_release(struct scrub_worker *w);
 
 bool scrub_cancelled(const struct scrub_ctx *ctx);
+/* Whether this run reads @chunk: a metadata-only run skips data chunks. */
+bool scrub_chunk_selected(const struct scrub_ctx *ctx, const struct bx_chunk *chunk);
 void scrub_set_fatal(struct scrub_ctx *ctx, int ret);
 size_t scrub_dev_index(const struct scrub_ctx *ctx, const struct bx_device *dev);
 

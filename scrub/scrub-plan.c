@@ -124,7 +124,8 @@ int scrub_planner_begin(struct scrub_planner *p, const struct bx_chunk *chunk)
 
 	p->chunk_start = chunk->logical;
 	p->chunk_end = chunk->logical + chunk->length;
-	p->data_chunk = (chunk->type & BTRFS_BLOCK_GROUP_DATA) && p->have_csum_root;
+	p->data_chunk = (chunk->type & BTRFS_BLOCK_GROUP_DATA) && p->have_csum_root &&
+			!p->tree_only;
 	p->ext_end = false;
 	p->csum_end = true;
 	bx_path_init(&p->ext_path, p->reada);
@@ -190,12 +191,12 @@ static int mark_extent(struct scrub_planner *p, struct scrub_window *w)
 							       w->logical + w->len;
 	bool tree = e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
 
+	if (!tree && (p->tree_only || !(e->flags & BTRFS_EXTENT_FLAG_DATA)))
+		return 0;
 	if (tree)
 		w->tree_extents++;
-	if (e->flags & BTRFS_EXTENT_FLAG_DATA)
+	else
 		w->data_extents++;
-	if (!tree && !(e->flags & BTRFS_EXTENT_FLAG_DATA))
-		return 0;
 	/* Extents are sector aligned; a stray unaligned one is rounded outward. */
 	from -= (from - w->logical) % ss;
 	for (uint64_t l = from; l < to; l += ss) {

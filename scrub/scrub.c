@@ -171,6 +171,12 @@ bool scrub_cancelled(const struct scrub_ctx *ctx)
 	       (ctx->opts->cancel && __atomic_load_n(ctx->opts->cancel, __ATOMIC_RELAXED));
 }
 
+bool scrub_chunk_selected(const struct scrub_ctx *ctx, const struct bx_chunk *chunk)
+{
+	return !ctx->opts->metadata_only ||
+	       (chunk->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM));
+}
+
 void scrub_set_fatal(struct scrub_ctx *ctx, int ret)
 {
 	pthread_mutex_lock(&ctx->lock);
@@ -350,6 +356,7 @@ int scrub_worker_init(struct scrub_worker *w, struct scrub_ctx *ctx)
 		goto nomem;
 	w->planner.fs = w->rfs;
 	w->planner.reada = ctx->opts->readahead;
+	w->planner.tree_only = ctx->opts->metadata_only;
 	if (bx_find_root(w->rfs, BTRFS_EXTENT_TREE_OBJECTID, &w->planner.extent_root)) {
 		int ret = bx_error_wrap(-EUCLEAN, "the extent tree is needed to scrub");
 
@@ -510,8 +517,11 @@ static void plan_totals(struct scrub_ctx *ctx, struct bx_scrub_result *res)
 	}
 	for (size_t i = 0; i < fs->chunks.nr; i++) {
 		const struct bx_chunk *chunk = fs->chunks.chunks[i];
-		uint64_t share = stripe_share(chunk, chunk_used(fs, &bg_root, chunk));
+		uint64_t share;
 
+		if (!scrub_chunk_selected(ctx, chunk))
+			continue;
+		share = stripe_share(chunk, chunk_used(fs, &bg_root, chunk));
 		for (int s = 0; s < chunk->num_stripes; s++) {
 			struct bx_device *dev = chunk->stripes[s].dev;
 
@@ -541,7 +551,7 @@ static int scrub_raid56_all(struct scrub_worker *w)
 		const struct bx_chunk *chunk = fs->chunks.chunks[i];
 		int ret;
 
-		if (!is_raid56(chunk))
+		if (!is_raid56(chunk) || !scrub_chunk_selected(w->ctx, chunk))
 			continue;
 		ret = scrub_raid56_chunk(w, chunk);
 		if (ret)
@@ -625,7 +635,8 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 	if (!threads)
 		return bx_error(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < fs->chunks.nr; i++)
-		any_raid56 |= is_raid56(fs->chunks.chunks[i]);
+		any_raid56 |= is_raid56(fs->chunks.chunks[i]) &&
+			      scrub_chunk_selected(ctx, fs->chunks.chunks[i]);
 	/* The devices that will read: they share the read buffer budget. */
 	for (size_t d = 0; d < fs->nr_devs; d++) {
 		bool reads = false;
@@ -633,7 +644,9 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 		for (size_t i = 0; i < fs->chunks.nr && !reads; i++) {
 			const struct bx_chunk *chunk = fs->chunks.chunks[i];
 
-			for (int s = 0; s < chunk->num_stripes && !is_raid56(chunk); s++)
+			if (is_raid56(chunk) || !scrub_chunk_selected(ctx, chunk))
+				continue;
+			for (int s = 0; s < chunk->num_stripes; s++)
 				reads |= chunk->stripes[s].dev == fs->devs[d];
 		}
 		ctx->active_readers += reads;
@@ -899,6 +912,7 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	pthread_cond_init(&ctx.done_cond, NULL);
 	memcpy(res->fsid, fs->fsid, sizeof(res->fsid));
 	res->readonly = opts->readonly;
+	res->metadata_only = opts->metadata_only;
 	res->started = time(NULL);
 	start = now_seconds();
 	ret = result_devices(fs, res);

@@ -145,6 +145,7 @@ struct bx_scrub_device {
 struct bx_scrub_result {
 	uint8_t fsid[16];
 	bool readonly;
+	bool metadata_only;         /* data was not read (bx_scrub_opts.metadata_only) */
 	bool cancelled;
 	bool degraded;              /* a member is missing: its copies were not scrubbed */
 	time_t started;
@@ -173,6 +174,11 @@ struct bx_scrub_progress {
 struct bx_scrub_opts {
 	bool readonly;              /* find, do not write */
 	bool readahead;             /* forward readahead on the extent and csum tree walks */
+	/*
+	 * Tree blocks only: data chunks are skipped (data in mixed chunks
+	 * too), so a metadata check of an HDD array takes minutes, not hours.
+	 */
+	bool metadata_only;
 	/*
 	 * Called from the calling thread once the readers have started, about
 	 * every @progress_interval seconds while the scrub runs, and once at the

@@ -636,8 +636,10 @@ ticks = []
 def progress(p):
     ticks.append([p.bytes_done, p.bytes_total])
 mode, _, memory = sys.argv[1].partition(":")
-result = btrfsx.scrub_offline(sys.argv[2:], readonly=mode == "ro", progress=progress,
-                              progress_interval=0.01, memory=int(memory or 0))
+flags = mode.split("+")
+result = btrfsx.scrub_offline(sys.argv[2:], readonly="ro" in flags, progress=progress,
+                              progress_interval=0.01, memory=int(memory or 0),
+                              metadata_only="meta" in flags)
 emit({"result": result, "ticks": ticks})
 '''
 
@@ -685,6 +687,18 @@ def test_scrub_clean_equals_cli(fs_cache, py, run_btrfsx, tmp_path):
     assert ticks and ticks[-1] == [result["bytes_to_scrub"]] * 2
     assert [t[0] for t in ticks] == sorted(t[0] for t in ticks)
     assert result["warnings"] == []
+
+
+@pytest.mark.root
+def test_scrub_metadata_only_equals_cli(fs_cache, py, run_btrfsx, tmp_path):
+    fs = fs_cache.get(data="raid1", metadata="raid1", ndevs=2)
+    result = py(SCRUB, "ro+meta", *fs.devs)["result"]
+    rc, cli = cli_scrub(run_btrfsx, fs.devs, "-r", "--metadata-only", tmp_path=tmp_path)
+    assert rc == 0
+    assert_scrub_equals_cli(result, cli)
+    assert result["metadata_only"] is True and cli["metadata_only"] is True
+    assert result["total"]["data_bytes_scrubbed"] == 0
+    assert result["total"]["tree_bytes_scrubbed"] > 0
 
 
 @pytest.mark.root

@@ -266,6 +266,42 @@ def test_readahead_off_same_result(fs_cache, scrub):
         assert {k: a[k] for k in KERNEL_COUNTERS} == {k: b[k] for k in KERNEL_COUNTERS}
 
 
+@pytest.mark.parametrize("data", ["raid1", "raid5"])
+def test_metadata_only(tmp_path, btrfsx_json, scrub, run_btrfsx, state_env, data):
+    """--metadata-only verifies every tree block as a full scrub does and
+    reads no data chunk (RAID5/6 ones included): a bad tree block copy is
+    found and repaired, a bad data sector is left for a full scrub."""
+    images, _ = fresh_fs(tmp_path, data, "raid1", 3)
+    _, full = scrub(images, "-r", rc=0)
+    lay = Layout(images, btrfsx_json)
+    logical = lay.extent_of("big0.bin")[0] + 3 * SECTOR
+    bad_data = lay.raid56_sector(logical)[0] if data == "raid5" else lay.copies(logical)[0][1:]
+    corrupt(bad_data[0], bad_data[1] + 100)
+    tree = lay.copies(lay.fs_root)[-1]
+    corrupt(tree[1], tree[2] + 300)
+    before = sha256_all(images)
+
+    rc, meta = scrub(images, "-r", "--metadata-only", rc=0)
+    assert sha256_all(images) == before, "read-only scrub wrote"
+    doc, total = meta["scrub"], meta["scrub"]["total"]
+    assert doc["metadata_only"] is True and full["scrub"]["metadata_only"] is False
+    assert total["data_bytes_scrubbed"] == total["data_extents_scrubbed"] == 0
+    assert total["no_csum"] == total["csum_errors"] == total["parity_errors"] == 0
+    for key in ("tree_bytes_scrubbed", "tree_extents_scrubbed"):
+        assert total[key] == full["scrub"]["total"][key]
+    assert 0 < doc["bytes_to_scrub"] < full["scrub"]["bytes_to_scrub"] // 10
+    assert {(e["what"], e["devid"], e["physical"]) for e in doc["errors"]} == \
+        {("tree", tree[0], tree[2])}
+
+    scrub(images, "--metadata-only", rc=0)
+    rc, after = scrub(images, "-r", rc=0)
+    assert {(e["what"], e["physical"]) for e in after["scrub"]["errors"]} == \
+        {("data", bad_data[1])}
+    rc, out, _ = run_btrfsx("scrub", "start", "--offline", "-B", "-r", "--metadata-only",
+                            *images, env=state_env)
+    assert "metadata only (data not read)" in out, out
+
+
 def loop_reads(dev):
     """(requests, bytes) the block device has read so far."""
     fields = (Path("/sys/block") / Path(dev).name / "stat").read_text().split()

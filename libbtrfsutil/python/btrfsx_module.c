@@ -338,6 +338,7 @@ static const struct field scrub_file_fields[] = {
 static const struct field scrub_result_fields[] = {
 	FIELD(struct btrfsx_scrub_result, fsid),
 	FIELD(struct btrfsx_scrub_result, readonly),
+	FIELD(struct btrfsx_scrub_result, metadata_only),
 	FIELD(struct btrfsx_scrub_result, cancelled),
 	FIELD(struct btrfsx_scrub_result, degraded),
 	FIELD(struct btrfsx_scrub_result, started),
@@ -991,13 +992,13 @@ static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
 	struct progress_context ctx = { 0 };
 	struct btrfsx_scrub_options opts = { 0 };
 	struct btrfsx_scrub_result *result = NULL;
-	int readonly, no_readahead, stop;
+	int readonly, no_readahead, metadata_only, stop;
 	enum btrfsx_error err;
 	PyObject *ret;
 
-	if (!PyArg_ParseTuple(args, "O&ppOOdK:scrub_offline", path_list_converter, &list,
+	if (!PyArg_ParseTuple(args, "O&ppOOdKp:scrub_offline", path_list_converter, &list,
 			      &readonly, &no_readahead, &ctx.callback, &ctx.cancel,
-			      &opts.progress_interval, &opts.memory_bytes))
+			      &opts.progress_interval, &opts.memory_bytes, &metadata_only))
 		return NULL;
 	stop = progress_start(&ctx);
 	if (stop < 0) {
@@ -1008,6 +1009,7 @@ static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
 	ctx.stop = stop;
 	opts.readonly = readonly;
 	opts.no_readahead = no_readahead;
+	opts.metadata_only = metadata_only;
 	opts.progress = scrub_progress;
 	opts.progress_arg = &ctx;
 	opts.cancel = &ctx.stop;
@@ -1603,7 +1605,8 @@ static PyMethodDef methods[] = {
 	{ "io_stats_sample", py_io_stats_sample, METH_VARARGS,
 	  "io_stats_sample(path, sysfs_root) -> (list, warnings)" },
 	{ "scrub_offline", py_scrub_offline, METH_VARARGS,
-	  "scrub_offline(paths, readonly, no_readahead, progress, cancel, interval, memory) -> "
+	  "scrub_offline(paths, readonly, no_readahead, progress, cancel, interval, memory, "
+	  "metadata_only) -> "
 	  "(dict, warnings)" },
 	{ "monitor_history", py_monitor_history, METH_VARARGS,
 	  "monitor_history(db, filesystem, since, until) -> (list, warnings)" },

@@ -678,6 +678,7 @@ class ScrubResult:
     """The outcome of :func:`scrub_offline`."""
     fsid: str
     readonly: bool
+    metadata_only: bool          #: superblocks and tree blocks only, data not read
     cancelled: bool
     degraded: bool               #: a member is missing; its copies were not scrubbed
     started: datetime.datetime
@@ -1155,7 +1156,7 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
                   progress: Optional[Callable[[ScrubProgress], object]] = None,
                   progress_interval: float = 0.5,
                   cancel: Optional[threading.Event] = None,
-                  memory: int = 0) -> ScrubResult:
+                  memory: int = 0, metadata_only: bool = False) -> ScrubResult:
     """Verify (and unless @readonly, repair) every copy of every block of an
     unmounted filesystem.
 
@@ -1167,8 +1168,8 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
     from another thread) cancels it at the next progress tick; one set before
     the call stops the scrub before it reads a block. @memory: bytes of read
     buffers in all (0: 48 MiB, at least 1 MiB); more reads faster on deep
-    storage. A cancelled
-    scrub raises CancelledError whose ``result`` is the partial
+    storage. @metadata_only: verify the superblocks and tree blocks only,
+    not the data (``result.metadata_only``). A cancelled scrub raises CancelledError whose ``result`` is the partial
     :class:`ScrubResult`; an exception raised by @progress, and
     KeyboardInterrupt, stop the scrub and propagate. Do not call btrfsx from
     @progress: it runs inside the library call.
@@ -1185,7 +1186,8 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
     try:
         raw, warnings = _btrfsx.scrub_offline(_path_list(paths), readonly, not readahead,
                                               _progress_adapter(progress), cancel,
-                                              float(progress_interval), int(memory))
+                                              float(progress_interval), int(memory),
+                                              bool(metadata_only))
     except BtrfsxError as e:
         if e.partial is not None:
             e.result = ScrubResult._from(e.partial, e.warnings)
