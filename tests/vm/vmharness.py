@@ -198,20 +198,23 @@ def guest_replay() -> Path:
     return usage_fill.build_replay(build, build)
 
 
-def static_helper(name: str) -> Path:
-    """tests/vm/<name>.c built static (the initramfs has no libc) into the cache."""
+def static_helper(name: str, src: Path | None = None, libs: tuple = ()) -> Path:
+    """tests/vm/<name>.c (or @src) built static (the initramfs has no libc)
+    into the cache."""
     out = cache_dir() / name
-    src = HERE / f"{name}.c"
+    src = src or HERE / f"{name}.c"
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
         tmp = Path(f"{out}.{os.getpid()}.{threading.get_ident()}")
-        run(["gcc", "-static", "-O2", "-Wall", "-o", tmp, src])
+        run(["gcc", "-static", "-O2", "-Wall", "-I", REPO, "-o", tmp, src, *libs])
         os.rename(tmp, out)
     return out
 
 
 def guest_helpers() -> list[Path]:
-    """The static helpers tests/vm/guest-*.c (guest-fill, guest-fsync) the guests run."""
-    return [static_helper(src.stem) for src in sorted(HERE.glob("guest-*.c"))]
+    """The static helpers tests/vm/guest-*.c (guest-fill, guest-fsync) the
+    guests run, and bench/raw-read (bench/hdd's raw read)."""
+    return [static_helper(src.stem) for src in sorted(HERE.glob("guest-*.c"))] + \
+        [static_helper("raw-read", REPO / "bench" / "raw-read.c", ("-luring",))]
 
 
 def logwrites_replay() -> Path:
