@@ -318,8 +318,7 @@ static void field(struct bx_out *out, const char *key, const char *json, const c
 	}
 }
 
-/* Decimal digits of @value, written backwards from the end of @buf; returns the start. */
-static char *u64_to_decimal(uint64_t value, char *buf, size_t len)
+char *bx_u64_decimal(uint64_t value, char *buf, size_t len)
 {
 	char *p = buf + len - 1;
 
@@ -341,7 +340,7 @@ void bx_out_u64(struct bx_out *out, const char *key, uint64_t value, unsigned in
 		field(out, key, buf, buf, flags);
 		return;
 	}
-	decimal = u64_to_decimal(value, buf, sizeof(buf));
+	decimal = bx_u64_decimal(value, buf, sizeof(buf));
 	field(out, key, decimal, decimal, flags);
 }
 
@@ -384,12 +383,19 @@ void bx_out_uuid(struct bx_out *out, const char *key, const uint8_t uuid[16], un
 void bx_out_hexbytes(struct bx_out *out, const char *key, const uint8_t *bytes, size_t len,
 		     unsigned int flags)
 {
-	char text[2 * 64 + 1] = "";
+	static const char digits[] = "0123456789abcdef";
+	char text[2 * 64 + 1];
 
+	/* A dump's csum items call this for every sector: skip what is not shown. */
+	if (!wanted(out, flags))
+		return;
 	if (len > 64)
 		len = 64;
-	for (size_t i = 0; i < len; i++)
-		snprintf(text + 2 * i, 3, "%02x", bytes[i]);
+	for (size_t i = 0; i < len; i++) {
+		text[2 * i] = digits[bytes[i] >> 4];
+		text[2 * i + 1] = digits[bytes[i] & 0xf];
+	}
+	text[2 * len] = '\0';
 	bx_out_str(out, key, text, flags);
 }
 

@@ -52,6 +52,12 @@ void bx_out_obj_end(struct bx_out *out);
 void bx_out_list_begin(struct bx_out *out, const char *key);
 void bx_out_list_end(struct bx_out *out);
 
+/*
+ * Decimal digits of @value, written backwards from the end of @buf (21
+ * bytes hold any); returns where they start. Dumps print millions of
+ * numbers: this skips printf's format parsing.
+ */
+char *bx_u64_decimal(uint64_t value, char *buf, size_t len);
 void bx_out_u64(struct bx_out *out, const char *key, uint64_t value, unsigned int flags);
 void bx_out_s64(struct bx_out *out, const char *key, int64_t value, unsigned int flags);
 void bx_out_str(struct bx_out *out, const char *key, const char *value, unsigned int flags);

@@ -107,22 +107,51 @@ static void too_small(const struct item_ctx *ic, size_t need)
 	bx_out_str(ic->out, "decode_error", msg, 0);
 }
 
+/* A line built without printf: a dump writes a key and a heading per item. */
+struct line {
+	char *p, *end;
+};
+
+static void line_str(struct line *l, const char *s)
+{
+	while (*s && l->p < l->end - 1)
+		*l->p++ = *s++;
+	*l->p = '\0';
+}
+
+static void line_u64(struct line *l, uint64_t value)
+{
+	char digits[24];
+
+	line_str(l, bx_u64_decimal(value, digits, sizeof(digits)));
+}
+
 /* "(256 INODE_ITEM 0)", with the names the item lines use. */
-static void format_key(char *buf, size_t len, const struct btrfs_key *key)
+static void line_key(struct line *l, const struct btrfs_key *key)
 {
 	const char *obj_name = bx_objectid_name(key->objectid, key->type);
 	const char *type_name = bx_key_type_name(key->type);
-	char objbuf[24], typebuf[8];
 
-	if (!obj_name) {
-		snprintf(objbuf, sizeof(objbuf), "%llu", (unsigned long long)key->objectid);
-		obj_name = objbuf;
-	}
-	if (!type_name) {
-		snprintf(typebuf, sizeof(typebuf), "%u", key->type);
-		type_name = typebuf;
-	}
-	snprintf(buf, len, "(%s %s %llu)", obj_name, type_name, (unsigned long long)key->offset);
+	line_str(l, "(");
+	if (obj_name)
+		line_str(l, obj_name);
+	else
+		line_u64(l, key->objectid);
+	line_str(l, " ");
+	if (type_name)
+		line_str(l, type_name);
+	else
+		line_u64(l, key->type);
+	line_str(l, " ");
+	line_u64(l, key->offset);
+	line_str(l, ")");
+}
+
+static void format_key(char *buf, size_t len, const struct btrfs_key *key)
+{
+	struct line l = { buf, buf + len };
+
+	line_key(&l, key);
 }
 
 /* A key inside an item: text "(256 INODE_ITEM 0)", JSON {objectid, type, offset}. */
@@ -1081,13 +1110,20 @@ void bx_print_leaf_item(struct bx_out *out, const struct bx_fs *fs, const struct
 	uint32_t itemoff = le32toh(bx_leaf_item(eb, slot)->offset);
 	struct btrfs_key key;
 	struct item_ctx ic;
-	char keybuf[96];
+	char heading[160];
+	struct line l = { heading, heading + sizeof(heading) };
 
 	bx_item_key(eb, slot, &key);
-	format_key(keybuf, sizeof(keybuf), &key);
+	line_str(&l, "item ");
+	line_u64(&l, (uint64_t)slot);
+	line_str(&l, " key ");
+	line_key(&l, &key);
+	line_str(&l, " itemoff ");
+	line_u64(&l, itemoff);
+	line_str(&l, " itemsize ");
+	line_u64(&l, bx_item_size(eb, slot));
 	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
-	bx_out_textf(out, "item %d key %s itemoff %u itemsize %u", slot, keybuf, itemoff,
-		     bx_item_size(eb, slot));
+	bx_out_text(out, heading);
 	bx_out_u64(out, "slot", (uint64_t)slot, BX_F_JSON_ONLY);
 	bx_out_obj_begin(out, "key", BX_OBJ_JSON_ONLY, NULL);
 	bx_out_u64(out, "objectid", key.objectid, 0);
