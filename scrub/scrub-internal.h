@@ -210,6 +210,8 @@ struct scrub_hash_job {
 	size_t csum_stride;
 	uint32_t nr_sectors;
 	uint8_t *bad;
+	uint32_t claimed;             /* sectors handed to workers (under the pool's lock) */
+	uint32_t hashed;              /* sectors done (under the pool's lock) */
 };
 
 int scrub_hash_pool_start(struct scrub_ctx *ctx, struct scrub_hash_pool **pool);
