@@ -171,8 +171,7 @@ static int collect_jobs(struct dev_reader *r)
 	for (size_t i = 0; i < fs->chunks.nr; i++) {
 		const struct bx_chunk *chunk = fs->chunks.chunks[i];
 
-		if ((chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK) ||
-		    !scrub_chunk_selected(r->ctx, chunk))
+		if (scrub_chunk_pass(r->ctx, chunk) != SCRUB_PASS_DEVICES)
 			continue;
 		for (int s = 0; s < chunk->num_stripes; s++)
 			nr += chunk->stripes[s].dev == r->dev;
@@ -185,8 +184,7 @@ static int collect_jobs(struct dev_reader *r)
 	for (size_t i = 0; i < fs->chunks.nr; i++) {
 		const struct bx_chunk *chunk = fs->chunks.chunks[i];
 
-		if ((chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK) ||
-		    !scrub_chunk_selected(r->ctx, chunk))
+		if (scrub_chunk_pass(r->ctx, chunk) != SCRUB_PASS_DEVICES)
 			continue;
 		for (int s = 0; s < chunk->num_stripes; s++)
 			if (chunk->stripes[s].dev == r->dev)

@@ -122,8 +122,12 @@ int scrub_worker_init(struct scrub_worker *w, struct scrub_ctx *ctx);
 void scrub_worker_release(struct scrub_worker *w);
 
 bool scrub_cancelled(const struct scrub_ctx *ctx);
-/* Whether this run reads @chunk: a metadata-only run skips data chunks. */
-bool scrub_chunk_selected(const struct scrub_ctx *ctx, const struct bx_chunk *chunk);
+/*
+ * Which pass of this run scrubs @chunk: the device readers, the RAID5/6
+ * pass, or none (a metadata-only run skips data chunks).
+ */
+enum scrub_pass { SCRUB_PASS_NONE, SCRUB_PASS_DEVICES, SCRUB_PASS_RAID56 };
+enum scrub_pass scrub_chunk_pass(const struct scrub_ctx *ctx, const struct bx_chunk *chunk);
 void scrub_set_fatal(struct scrub_ctx *ctx, int ret);
 size_t scrub_dev_index(const struct scrub_ctx *ctx, const struct bx_device *dev);
 

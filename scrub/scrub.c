@@ -171,10 +171,12 @@ bool scrub_cancelled(const struct scrub_ctx *ctx)
 	       (ctx->opts->cancel && __atomic_load_n(ctx->opts->cancel, __ATOMIC_RELAXED));
 }
 
-bool scrub_chunk_selected(const struct scrub_ctx *ctx, const struct bx_chunk *chunk)
+enum scrub_pass scrub_chunk_pass(const struct scrub_ctx *ctx, const struct bx_chunk *chunk)
 {
-	return !ctx->opts->metadata_only ||
-	       (chunk->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM));
+	if (ctx->opts->metadata_only &&
+	    !(chunk->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)))
+		return SCRUB_PASS_NONE;
+	return chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK ? SCRUB_PASS_RAID56 : SCRUB_PASS_DEVICES;
 }
 
 void scrub_set_fatal(struct scrub_ctx *ctx, int ret)
@@ -519,7 +521,7 @@ static void plan_totals(struct scrub_ctx *ctx, struct bx_scrub_result *res)
 		const struct bx_chunk *chunk = fs->chunks.chunks[i];
 		uint64_t share;
 
-		if (!scrub_chunk_selected(ctx, chunk))
+		if (scrub_chunk_pass(ctx, chunk) == SCRUB_PASS_NONE)
 			continue;
 		share = stripe_share(chunk, chunk_used(fs, &bg_root, chunk));
 		for (int s = 0; s < chunk->num_stripes; s++) {
@@ -551,7 +553,7 @@ static int scrub_raid56_all(struct scrub_worker *w)
 		const struct bx_chunk *chunk = fs->chunks.chunks[i];
 		int ret;
 
-		if (!is_raid56(chunk) || !scrub_chunk_selected(w->ctx, chunk))
+		if (scrub_chunk_pass(w->ctx, chunk) != SCRUB_PASS_RAID56)
 			continue;
 		ret = scrub_raid56_chunk(w, chunk);
 		if (ret)
@@ -635,8 +637,7 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 	if (!threads)
 		return bx_error(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < fs->chunks.nr; i++)
-		any_raid56 |= is_raid56(fs->chunks.chunks[i]) &&
-			      scrub_chunk_selected(ctx, fs->chunks.chunks[i]);
+		any_raid56 |= scrub_chunk_pass(ctx, fs->chunks.chunks[i]) == SCRUB_PASS_RAID56;
 	/* The devices that will read: they share the read buffer budget. */
 	for (size_t d = 0; d < fs->nr_devs; d++) {
 		bool reads = false;
@@ -644,7 +645,7 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 		for (size_t i = 0; i < fs->chunks.nr && !reads; i++) {
 			const struct bx_chunk *chunk = fs->chunks.chunks[i];
 
-			if (is_raid56(chunk) || !scrub_chunk_selected(ctx, chunk))
+			if (scrub_chunk_pass(ctx, chunk) != SCRUB_PASS_DEVICES)
 				continue;
 			for (int s = 0; s < chunk->num_stripes; s++)
 				reads |= chunk->stripes[s].dev == fs->devs[d];
