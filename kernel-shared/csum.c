@@ -75,8 +75,11 @@ static void free_sha256_ctx(void *ctx)
 static void hash_setup(void)
 {
 	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
-	if (pthread_key_create(&sha256_ctx_key, free_sha256_ctx))
-		sha256_ctx_key = 0;
+	/* Without a key of our own, no context per thread: EVP_Digest each time. */
+	if (sha256_md && pthread_key_create(&sha256_ctx_key, free_sha256_ctx)) {
+		EVP_MD_free(sha256_md);
+		sha256_md = NULL;
+	}
 #ifdef HAVE_LIBSODIUM
 	/* Fails only without a random source, which blake2b does not use. */
 	if (sodium_init() < 0)
@@ -86,9 +89,12 @@ static void hash_setup(void)
 
 static EVP_MD_CTX *thread_sha256_ctx(void)
 {
-	EVP_MD_CTX *ctx = pthread_getspecific(sha256_ctx_key);
+	EVP_MD_CTX *ctx;
 
-	if (ctx || !sha256_md)
+	if (!sha256_md)
+		return NULL;
+	ctx = pthread_getspecific(sha256_ctx_key);
+	if (ctx)
 		return ctx;
 	ctx = EVP_MD_CTX_new();
 	if (ctx && pthread_setspecific(sha256_ctx_key, ctx)) {
