@@ -47,9 +47,12 @@ SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 SERIES = ("stock", "v12", "kakra")
 SERIES_DIRS = {"v12": "allocation-hints-v12", "kakra": "allocation-hints-kakra"}
 # Load order of the modules the guests need (dependencies first).
+# crc32c-intel: the crc32c a Debian system loads (the kernel's own is generic
+# C code), so the kernel's scrub in bench/hdd checksums as it would there.
 MODULES = ["virtio", "virtio_ring", "virtio_blk", "virtio_pci_modern_dev",
            "virtio_pci_legacy_dev", "virtio_pci", "zstd_compress", "raid6_pq", "xor",
-           "libcrc32c", "btrfs", "loop", "dm-mod", "dm-delay", "dm-flakey", "dm-log-writes"]
+           "crc32c-intel", "libcrc32c", "btrfs", "loop", "dm-mod", "dm-delay", "dm-flakey",
+           "dm-log-writes"]
 # dmsetup drives the device-mapper targets of the fault tests (tests/vm/dmpack.py).
 GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs", "dmsetup"]
 _LOCK = threading.Lock()
@@ -399,10 +402,12 @@ class Guest:
         self.series = series
         self.memory_mb = memory_mb
 
-    def run(self, script: str, disks: list[Path], timeout: float = 300,
+    def run(self, script: str, disks: list[Path | str], timeout: float = 300,
             drive_options: str = "") -> GuestResult:
-        """@drive_options: more of qemu's -drive options for every disk
-        (",throttling.bps-read=..." for bench/hdd's disks)."""
+        """@disks: image files, or qemu's URIs of disks (bench/hdd's
+        "nbd+unix:///?socket=..."); @drive_options: more of qemu's -drive
+        options for every disk (",throttling.bps-read=..." for bench/hdd's
+        disks)."""
         base = prepare(self.series)
         vmlinuz = kernel_tree() / "boot" / f"vmlinuz-{KVER}"
         with tempfile.TemporaryDirectory() as tmp:
