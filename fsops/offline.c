@@ -10,7 +10,7 @@ int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsign
 		    const char *online_path)
 {
 	char mnt[4096];
-	struct bx_fs *fs;
+	struct bx_fs *fs, *checked;
 	int ret;
 
 	/* Said first: the loop device may be mounted, and that message would mislead. */
@@ -30,8 +30,14 @@ int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsign
 		bx_fs_close(fs);
 		return ret;
 	}
-	bx_fs_close(fs);
+	/*
+	 * Closed after the second open: a block device's page cache goes with
+	 * its last descriptor, and the superblocks are read again (on an HDD a
+	 * seek for each copy).
+	 */
+	checked = fs;
 	ret = bx_fs_open(&fs, paths, nr_paths, flags | BX_OPEN_EXCL);
+	bx_fs_close(checked);
 	if (ret)
 		return ret;
 	/* Degraded is for members that are gone, not for one another program holds. */

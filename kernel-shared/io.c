@@ -433,11 +433,15 @@ void bx_readahead_logical(struct bx_fs *fs, uint64_t logical, uint64_t len, int 
 		if (bx_map_logical(fs, logical, &piece, mirror, &loc))
 			return;
 		if (loc.dev)
-			posix_fadvise(loc.dev->fd, (off_t)loc.physical, (off_t)piece,
-				      POSIX_FADV_WILLNEED);
+			bx_readahead_physical(loc.dev->fd, loc.physical, piece);
 		logical += piece;
 		len -= piece;
 	}
+}
+
+void bx_readahead_physical(int fd, uint64_t offset, uint64_t len)
+{
+	posix_fadvise(fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
 }
 
 int bx_open_direct(const struct bx_device *dev)

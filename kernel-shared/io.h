@@ -56,4 +56,7 @@ int bx_read_logical(struct bx_fs *fs, uint64_t logical, void *buf, size_t len, i
 /* Asks the kernel to start reading copy @mirror of a logical range (no wait). */
 void bx_readahead_logical(struct bx_fs *fs, uint64_t logical, uint64_t len, int mirror);
 
+/* Asks the kernel to start reading a range of an open (buffered) file or device (no wait). */
+void bx_readahead_physical(int fd, uint64_t offset, uint64_t len);
+
 #endif

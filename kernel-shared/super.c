@@ -29,6 +29,12 @@ const char *bx_sb_status_str(enum bx_sb_status status)
 	return "unknown";
 }
 
+void bx_readahead_super_copies(int fd)
+{
+	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++)
+		bx_readahead_physical(fd, btrfs_sb_offset(i), BTRFS_SUPER_INFO_SIZE);
+}
+
 enum bx_sb_status bx_read_super_copy(int fd, uint64_t dev_size, int mirror,
 				     struct btrfs_super_block *sb)
 {

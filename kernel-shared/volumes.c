@@ -420,7 +420,29 @@ static void fs_pick_super(struct bx_fs *fs)
 				(unsigned long long)le64toh(best->sb.generation));
 }
 
-static int fs_open_named(struct bx_fs *fs, char *const *paths, int nr_paths, unsigned int flags)
+/*
+ * Asks for the superblock copies of every named device or image at once,
+ * before device_open reads them one after another: on disks that seek each
+ * read would wait for the one before (three copies on each of twelve HDDs:
+ * 36 seeks in a row). @fds hold the pages in the cache until the devices
+ * are open (a block device's cache goes with its last descriptor); -1 where
+ * the path is neither a block device nor a file (device_open says why).
+ */
+static void prefetch_supers(char *const *paths, int nr_paths, int *fds)
+{
+	for (int i = 0; i < nr_paths; i++) {
+		struct stat st;
+
+		fds[i] = -1;
+		if (stat(paths[i], &st) < 0 || !(S_ISBLK(st.st_mode) || S_ISREG(st.st_mode)))
+			continue;
+		fds[i] = open(paths[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fds[i] >= 0)
+			bx_readahead_super_copies(fds[i]);
+	}
+}
+
+static int open_named(struct bx_fs *fs, char *const *paths, int nr_paths, unsigned int flags)
 {
 	for (int i = 0; i < nr_paths; i++) {
 		struct bx_device *dev;
@@ -440,6 +462,22 @@ static int fs_open_named(struct bx_fs *fs, char *const *paths, int nr_paths, uns
 		}
 	}
 	return 0;
+}
+
+static int fs_open_named(struct bx_fs *fs, char *const *paths, int nr_paths, unsigned int flags)
+{
+	int *fds = malloc((size_t)nr_paths * sizeof(*fds));
+	int ret;
+
+	if (!fds)
+		return bx_error(-ENOMEM, "out of memory");
+	prefetch_supers(paths, nr_paths, fds);
+	ret = open_named(fs, paths, nr_paths, flags);
+	for (int i = 0; i < nr_paths; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+	return ret;
 }
 
 int bx_fs_open(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags)

@@ -150,6 +150,9 @@ void bx_fs_close(struct bx_fs *fs);
 enum bx_sb_status bx_read_super_copy(int fd, uint64_t dev_size, int mirror,
 				     struct btrfs_super_block *sb);
 
+/* Asks the kernel to start reading every superblock copy of an open descriptor (no wait). */
+void bx_readahead_super_copies(int fd);
+
 struct bx_device *bx_fs_device(struct bx_fs *fs, uint64_t devid);
 const struct bx_chunk *bx_chunk_lookup(const struct bx_fs *fs, uint64_t logical);
 
