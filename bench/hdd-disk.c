@@ -302,10 +302,12 @@ static int pick(const struct disk *d, const struct request *q, int n, double t)
 	return best;
 }
 
-static int read_full(int fd, void *buf, size_t len)
+/* All @len bytes of @buf to (@out) or from the socket; -EPIPE when the peer has gone. */
+static int transfer_full(int fd, void *buf, size_t len, bool out)
 {
 	for (size_t done = 0; done < len;) {
-		ssize_t n = read(fd, (char *)buf + done, len - done);
+		ssize_t n = out ? write(fd, (char *)buf + done, len - done) :
+				  read(fd, (char *)buf + done, len - done);
 
 		if (n == 0)
 			return -EPIPE;
@@ -319,19 +321,14 @@ static int read_full(int fd, void *buf, size_t len)
 	return 0;
 }
 
+static int read_full(int fd, void *buf, size_t len)
+{
+	return transfer_full(fd, buf, len, false);
+}
+
 static int write_full(int fd, const void *buf, size_t len)
 {
-	for (size_t done = 0; done < len;) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		done += (size_t)n;
-	}
-	return 0;
+	return transfer_full(fd, (void *)buf, len, true);
 }
 
 static int send_option_reply(int fd, uint32_t option, uint32_t type, const void *data,
