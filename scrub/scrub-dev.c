@@ -563,8 +563,17 @@ static bool hand_off(struct dev_reader *r, struct slot *s)
 	return true;
 }
 
+/* What the hashing threads serve by: the bytes this device has still to read. */
+static void count_read(struct dev_reader *r, const struct req_desc *d)
+{
+	uint64_t left = __atomic_load_n(&r->hash.left, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&r->hash.left, left > d->bytes ? left - d->bytes : 0, __ATOMIC_RELAXED);
+}
+
 static void read_done(struct dev_reader *r, struct slot *s)
 {
+	count_read(r, s->d);
 	check_read(r, s);
 	if (hand_off(r, s))
 		return;
@@ -771,7 +780,8 @@ static int reader_setup(struct dev_reader *r)
 		r->sparse_bufs = io_uring_register_buffers_sparse(&r->ring, r->nr_slots) == 0;
 	/* Without an eventfd the reader hashes its own reads, as without a ring. */
 	if (r->ring_ok && r->ctx->hash)
-		r->hash_ok = scrub_hash_client_init(&r->hash) == 0;
+		r->hash_ok = scrub_hash_client_init(
+			&r->hash, r->ctx->res->devs[scrub_dev_index(r->ctx, r->dev)].bytes_to_scrub) == 0;
 	bx_error_clear();
 	return 0;
 }

@@ -6,6 +6,13 @@
  * run, four on a small array of a 2-core machine), every core hashes. A
  * reader learns that its buffers are done through an eventfd it waits on
  * in its own io_uring, with its reads.
+ *
+ * When hashing is the slower side (sha256, blake2b on few cores), the order
+ * in which the pool serves the readers decides when each device ends: served
+ * first come first served, every device advances at the same pace, the ones
+ * holding less end early, and the rest of the run reads from the others
+ * alone, too few devices to keep the cores busy. So the pool serves first the
+ * device with the most bytes still to read: the devices end together.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,15 +27,15 @@ struct scrub_hash_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t work;          /* a job was queued, or the pool stops */
 	pthread_cond_t idle;          /* a client's last job is done */
-	struct scrub_hash_job *head, *tail;
+	struct scrub_hash_queue queue;
 	bool stop;
 	pthread_t *threads;
 	unsigned int nr_threads;
 };
 
 /*
- * A worker takes a slice of the oldest read at a time, so an idle core
- * helps with a read another core has started: the reader gets its buffer
+ * A worker takes a slice of a read at a time, so an idle core helps with
+ * a read another core has started: the reader gets its buffer
  * back sooner and keeps its device deeper in reads (sha256 and blake2b
  * take milliseconds for a 4 MiB read).
  */
@@ -43,20 +50,55 @@ static void hash_slice(const struct scrub_ctx *ctx, struct scrub_hash_job *job, 
 					     job->csum + (size_t)i * job->csum_stride);
 }
 
-/* Under the lock: the next slice of the oldest job, which leaves the queue with its last. */
-static struct scrub_hash_job *claim_slice(struct scrub_hash_pool *pool, uint32_t *from,
-					  uint32_t *to)
+/* The oldest queued job of the client with the most still to read, and the job before it. */
+static struct scrub_hash_job *most_behind(const struct scrub_hash_queue *q,
+					  struct scrub_hash_job **prev_out)
 {
-	struct scrub_hash_job *job = pool->head;
-	uint32_t slice = HASH_SLICE_BYTES / pool->ctx->sectorsize;
+	struct scrub_hash_job *best = q->head, *prev = NULL;
+	uint64_t most = __atomic_load_n(&best->client->left, __ATOMIC_RELAXED);
 
+	for (struct scrub_hash_job *j = q->head; j->next; j = j->next) {
+		uint64_t left = __atomic_load_n(&j->next->client->left, __ATOMIC_RELAXED);
+
+		if (left > most) {
+			most = left;
+			best = j->next;
+			prev = j;
+		}
+	}
+	*prev_out = prev;
+	return best;
+}
+
+void scrub_hash_queue_add(struct scrub_hash_queue *q, struct scrub_hash_job *job)
+{
+	job->next = NULL;
+	job->claimed = job->hashed = 0;
+	if (q->tail)
+		q->tail->next = job;
+	else
+		q->head = job;
+	q->tail = job;
+}
+
+struct scrub_hash_job *scrub_hash_queue_claim(struct scrub_hash_queue *q, uint32_t slice,
+					      uint32_t *from, uint32_t *to)
+{
+	struct scrub_hash_job *prev, *job;
+
+	if (!q->head)
+		return NULL;
+	job = most_behind(q, &prev);
 	*from = job->claimed;
 	*to = job->nr_sectors - *from > slice ? *from + (slice ? slice : 1) : job->nr_sectors;
 	job->claimed = *to;
 	if (*to == job->nr_sectors) {
-		pool->head = job->next;
-		if (!pool->head)
-			pool->tail = NULL;
+		if (prev)
+			prev->next = job->next;
+		else
+			q->head = job->next;
+		if (q->tail == job)
+			q->tail = prev;
 	}
 	return job;
 }
@@ -90,11 +132,12 @@ static void *hash_main(void *arg)
 		struct scrub_hash_job *job;
 		uint32_t from, to;
 
-		while (!pool->head && !pool->stop)
+		while (!pool->queue.head && !pool->stop)
 			pthread_cond_wait(&pool->work, &pool->lock);
-		if (!pool->head)
+		job = scrub_hash_queue_claim(&pool->queue, HASH_SLICE_BYTES / pool->ctx->sectorsize,
+					     &from, &to);
+		if (!job)
 			break;
-		job = claim_slice(pool, &from, &to);
 		pthread_mutex_unlock(&pool->lock);
 		hash_slice(pool->ctx, job, from, to);
 		pthread_mutex_lock(&pool->lock);
@@ -152,10 +195,11 @@ int scrub_hash_pool_start(struct scrub_ctx *ctx, struct scrub_hash_pool **out)
 	return 0;
 }
 
-int scrub_hash_client_init(struct scrub_hash_client *client)
+int scrub_hash_client_init(struct scrub_hash_client *client, uint64_t left)
 {
 	client->done = NULL;
 	client->pending = 0;
+	client->left = left;
 	client->efd = eventfd(0, EFD_CLOEXEC);
 	if (client->efd < 0)
 		return bx_error(-errno, "eventfd: %m");
@@ -180,15 +224,9 @@ void scrub_hash_submit(struct scrub_hash_pool *pool, struct scrub_hash_client *c
 		       struct scrub_hash_job *job)
 {
 	job->client = client;
-	job->next = NULL;
-	job->claimed = job->hashed = 0;
 	pthread_mutex_lock(&pool->lock);
 	client->pending++;
-	if (pool->tail)
-		pool->tail->next = job;
-	else
-		pool->head = job;
-	pool->tail = job;
+	scrub_hash_queue_add(&pool->queue, job);
 	/* Every idle worker: each takes a slice. */
 	pthread_cond_broadcast(&pool->work);
 	pthread_mutex_unlock(&pool->lock);

@@ -104,6 +104,7 @@ struct scrub_ctx {
 	unsigned int active_readers;  /* device readers not yet done (atomic) */
 	uint64_t io_budget;           /* read buffers the device readers share */
 	uint64_t raid56_budget;       /* read buffers of the RAID5/6 pass */
+	const struct bx_scrub_result *res; /* the planned bytes of each device */
 	int running;                  /* threads not yet ended (under lock) */
 	struct scrub_hash_pool *hash; /* the device readers' data checksums; NULL: each its own */
 };
@@ -202,6 +203,7 @@ struct scrub_hash_client {
 	int efd;                      /* counts jobs done; the reader waits on it in its ring */
 	struct scrub_hash_job *done;  /* under the pool's lock */
 	unsigned int pending;         /* submitted, not yet done (under the pool's lock) */
+	uint64_t left;                /* bytes its device has still to read (atomic) */
 };
 
 /* One read buffer to check: bad[i] set for each SEC_DATA_CSUM sector that does not match. */
@@ -218,11 +220,29 @@ struct scrub_hash_job {
 	uint32_t hashed;              /* sectors done (under the pool's lock) */
 };
 
+/*
+ * The pool's queue (under its lock). The next slice comes from the oldest
+ * job of the client whose device has the most still to read: when hashing
+ * is the slower side, that makes the devices end together.
+ */
+struct scrub_hash_queue {
+	struct scrub_hash_job *head, *tail;
+};
+
+void scrub_hash_queue_add(struct scrub_hash_queue *q, struct scrub_hash_job *job);
+/*
+ * Claims sectors [*from, *to) of the next job, at most @slice of them; a
+ * job leaves the queue with its last slice. NULL when the queue is empty.
+ */
+struct scrub_hash_job *scrub_hash_queue_claim(struct scrub_hash_queue *q, uint32_t slice,
+					      uint32_t *from, uint32_t *to);
+
 int scrub_hash_pool_start(struct scrub_ctx *ctx, struct scrub_hash_pool **pool);
 /* Ends the threads; every client must be released first. */
 void scrub_hash_pool_stop(struct scrub_hash_pool *pool);
 
-int scrub_hash_client_init(struct scrub_hash_client *client);
+/* @left: the bytes the client's device has to read; the reader counts it down. */
+int scrub_hash_client_init(struct scrub_hash_client *client, uint64_t left);
 /* Waits for the client's jobs still being hashed (their buffers stay in use until then). */
 void scrub_hash_client_release(struct scrub_hash_pool *pool, struct scrub_hash_client *client);
 

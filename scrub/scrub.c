@@ -912,6 +912,7 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	pthread_mutex_init(&ctx.lock, NULL);
 	pthread_cond_init(&ctx.done_cond, NULL);
 	memcpy(res->fsid, fs->fsid, sizeof(res->fsid));
+	ctx.res = res;
 	res->readonly = opts->readonly;
 	res->metadata_only = opts->metadata_only;
 	res->started = time(NULL);
