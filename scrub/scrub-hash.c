@@ -1,5 +1,6 @@
 /*
- * The data checksums of completed reads are computed by a pool of hashing
+ * The data checksums of completed reads are computed, when they are slow to
+ * compute (sha256, blake2b: scrub.c decides), by a pool of hashing
  * threads, one per online CPU, shared by every device reader: a reader
  * hands a read buffer over and at once goes back to keeping its device
  * busy, and however many devices are still reading (one at the end of a

@@ -460,6 +460,32 @@ def test_raid1_corruptions(tmp_path, btrfsx_json, scrub):
                    if name in k)
 
 
+@pytest.mark.parametrize("csum", CSUMS)
+def test_bad_data_with_every_checksum(tmp_path, btrfsx_json, scrub, csum):
+    """Bad data sectors are found and repaired whichever checksum the
+    filesystem has: crc32c and xxhash are checked by the device readers,
+    sha256 and blake2b by the hashing threads. One bad sector on each
+    device, the second in the middle of a large read."""
+    images, _ = fresh_fs(tmp_path, "raid1", "raid1", 2, csum=csum)
+    lay = Layout(images, btrfsx_json)
+    first = lay.copies(lay.extent_of("big0.bin")[0] + 2 * SECTOR)[0]
+    start, length = lay.extent_of("big1.bin")
+    second = lay.copies(start + min(300, length // SECTOR - 1) * SECTOR)[1]
+    assert first[0] != second[0]
+    for devid, img, phys in (first, second):
+        corrupt(img, phys + 11)
+    before = sha256_all(images)
+
+    rc, doc = scrub(images, "-r", rc=0)
+    assert sha256_all(images) == before, "read-only scrub wrote"
+    assert doc["scrub"]["total"]["csum_errors"] == 2
+    assert error_set(doc) == {("data", first[0], first[2], "correctable"),
+                              ("data", second[0], second[2], "correctable")}
+    scrub(images, rc=0)
+    _, doc = scrub(images, "-r", rc=0)
+    assert doc["scrub"]["total"]["csum_errors"] == 0 and not doc["scrub"]["errors"]
+
+
 def test_dup_tree_block_and_data(tmp_path, btrfsx_json, scrub):
     """DUP on one device: both copies are on the same device."""
     images, _ = fresh_fs(tmp_path, "dup", "dup", 1)
