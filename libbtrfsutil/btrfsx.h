@@ -570,8 +570,9 @@ struct btrfsx_scrub_options {
 					   progress callback, seen at its next call). Set it from a
 					   signal handler, or from a thread with __atomic_store_n();
 					   on Linux sig_atomic_t is the int this used to be */
-	uint64_t memory_bytes;		/* read buffers in all; 0 for 48 MiB, at least 1 MiB.
-					   More reads faster on deep storage. Since 0.1 */
+	uint64_t memory_bytes;		/* read buffers in all; 0 for 48 MiB (96 MiB for
+					   sha256 and blake2b), at least 1 MiB. More reads
+					   faster on deep storage. Since 0.1 */
 	bool metadata_only;		/* superblocks and tree blocks only, no data. Since 0.2 */
 };
 

@@ -606,26 +606,6 @@ static void report_progress(struct scrub_ctx *ctx, struct scrub_thread *threads,
 }
 
 /*
- * The read buffer budget: the RAID5/6 pass reads every member at once, the
- * device readers one device each; when both run, the RAID5/6 pass (usually
- * the data) gets three quarters.
- */
-static void split_budget(struct scrub_ctx *ctx, bool any_raid56)
-{
-	uint64_t budget = ctx->opts->memory_bytes ? ctx->opts->memory_bytes :
-						    BX_SCRUB_DEFAULT_MEMORY;
-
-	if (budget < BX_SCRUB_MIN_MEMORY)
-		budget = BX_SCRUB_MIN_MEMORY;
-	ctx->io_budget = budget;
-	ctx->raid56_budget = 0;
-	if (any_raid56) {
-		ctx->raid56_budget = ctx->active_readers ? budget / 4 * 3 : budget;
-		ctx->io_budget = budget - ctx->raid56_budget;
-	}
-}
-
-/*
  * crc32c and xxhash check a 4 MiB read in 0.1-0.4 ms on one core, less than
  * handing it to a hashing thread and back takes (0.8-1.7 ms on the
  * benchmark's loop devices, while the buffer is not at the disk): each
@@ -635,6 +615,28 @@ static void split_budget(struct scrub_ctx *ctx, bool any_raid56)
 static bool hashed_by_readers(unsigned int csum_type)
 {
 	return csum_type == BTRFS_CSUM_TYPE_CRC32 || csum_type == BTRFS_CSUM_TYPE_XXHASH;
+}
+
+/*
+ * The read buffer budget: the RAID5/6 pass reads every member at once, the
+ * device readers one device each; when both run, the RAID5/6 pass (usually
+ * the data) gets three quarters.
+ */
+static void split_budget(struct scrub_ctx *ctx, bool any_raid56)
+{
+	uint64_t budget = ctx->opts->memory_bytes;
+
+	if (!budget)
+		budget = hashed_by_readers(ctx->fs->csum_type) ? BX_SCRUB_DEFAULT_MEMORY :
+								  BX_SCRUB_DEFAULT_MEMORY_SLOW_CSUM;
+	if (budget < BX_SCRUB_MIN_MEMORY)
+		budget = BX_SCRUB_MIN_MEMORY;
+	ctx->io_budget = budget;
+	ctx->raid56_budget = 0;
+	if (any_raid56) {
+		ctx->raid56_budget = ctx->active_readers ? budget / 4 * 3 : budget;
+		ctx->io_budget = budget - ctx->raid56_budget;
+	}
 }
 
 static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, double start)

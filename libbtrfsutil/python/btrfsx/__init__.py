@@ -1167,7 +1167,8 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
     return value cancels the scrub. Setting @cancel (a threading.Event, e.g.
     from another thread) cancels it at the next progress tick; one set before
     the call stops the scrub before it reads a block. @memory: bytes of read
-    buffers in all (0: 48 MiB, at least 1 MiB); more reads faster on deep
+    buffers in all (0: 48 MiB, 96 MiB for sha256 and blake2b, at least
+    1 MiB); more reads faster on deep
     storage. @metadata_only: verify the superblocks and tree blocks only,
     not the data (``result.metadata_only``). A cancelled scrub raises CancelledError whose ``result`` is the partial
     :class:`ScrubResult`; an exception raised by @progress, and
