@@ -740,6 +740,9 @@ def test_scrub_uncorrectable_names_the_file(tmp_path, py, run_btrfsx, btrfsx_jso
 
 CANCEL = '''
 paths = sys.argv[2:]
+# The least read buffers: small reads, so a scrub of this small filesystem
+# still runs past its first progress ticks.
+SLOW = 1 << 20
 how = sys.argv[1]
 seen = []
 if how == "event-before":
@@ -751,7 +754,7 @@ elif how == "progress":
         return p.bytes_done < p.bytes_total
     try:
         r = btrfsx.scrub_offline(paths, readonly=True, progress=stop_mid_way,
-                                 progress_interval=0.001)
+                                 progress_interval=0.001, memory=SLOW)
         emit({"finished_first": True, "seen": seen})
     except btrfsx.CancelledError as e:
         emit({"cancelled": e.result, "seen": seen})
@@ -762,7 +765,7 @@ elif how == "event-from-thread":
             t = threading.Thread(target=ev.set); t.start(); t.join()
     try:
         btrfsx.scrub_offline(paths, readonly=True, progress=progress, cancel=ev,
-                             progress_interval=0.001)
+                             progress_interval=0.001, memory=SLOW)
         emit({"finished_first": True})
     except btrfsx.CancelledError as e:
         emit({"cancelled": e.result})
@@ -772,7 +775,7 @@ elif how == "sigint":
         if p.bytes_done < p.bytes_total:
             os.kill(os.getpid(), signal.SIGINT)
     try:
-        btrfsx.scrub_offline(paths, readonly=True, progress=interrupt, progress_interval=0.001)
+        btrfsx.scrub_offline(paths, readonly=True, progress=interrupt, progress_interval=0.001, memory=SLOW)
         emit({"finished_first": True})
     except KeyboardInterrupt:
         emit({"interrupted": True})
