@@ -667,7 +667,10 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 		ctx->active_readers += reads;
 	}
 	split_budget(ctx, any_raid56);
-	/* Without hashing threads each device reader hashes its own reads: slower, not wrong. */
+	/*
+	 * A slow checksum whose hashing threads cannot start is hashed by the
+	 * device readers too: slower, not wrong.
+	 */
 	if (ctx->active_readers && !hashed_by_readers(fs->csum_type) &&
 	    scrub_hash_pool_start(ctx, &ctx->hash))
 		bx_error_clear();

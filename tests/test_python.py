@@ -775,7 +775,8 @@ elif how == "sigint":
         if p.bytes_done < p.bytes_total:
             os.kill(os.getpid(), signal.SIGINT)
     try:
-        btrfsx.scrub_offline(paths, readonly=True, progress=interrupt, progress_interval=0.001, memory=SLOW)
+        btrfsx.scrub_offline(paths, readonly=True, progress=interrupt, progress_interval=0.001,
+                             memory=SLOW)
         emit({"finished_first": True})
     except KeyboardInterrupt:
         emit({"interrupted": True})
