@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "kernel-shared/hints.h"
+#include "format/hints.h"
 
 #define MiB (1024 * 1024ULL)
 #define GiB (1024 * MiB)

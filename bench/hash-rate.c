@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "bench/timing.h"
-#include "kernel-shared/csum.h"
-#include "kernel-shared/ctree.h"
+#include "format/csum.h"
+#include "format/ctree.h"
 
 #define SECTOR 4096
 #define BUFFER (4u << 20)

@@ -15,9 +15,9 @@
 #include "bench/array-1pib.h"
 #include "bench/timing.h"
 #include "common/error.h"
-#include "kernel-shared/allocator.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
+#include "model/allocator.h"
+#include "format/ctree.h"
+#include "format/hints.h"
 #include "plan/plan.h"
 
 #define DATA_TYPE (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_RAID1)

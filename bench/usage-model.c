@@ -16,8 +16,8 @@
 #include "bench/timing.h"
 #include "common/error.h"
 #include "fsops/usage.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
+#include "format/ctree.h"
+#include "format/hints.h"
 
 struct setup {
 	const char *name;

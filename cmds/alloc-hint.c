@@ -7,7 +7,7 @@
 #include "cmds/property.h"
 #include "fsops/alloc-hint.h"
 #include "common/error.h"
-#include "kernel-shared/hints.h"
+#include "format/hints.h"
 
 static const char *iface_name(enum bx_hint_iface iface)
 {

@@ -13,7 +13,7 @@
 #include "cmds/misplaced.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "kernel-shared/volumes.h"
+#include "disk/volumes.h"
 #include "relocate/relocate.h"
 
 static const char *const balance_usage[] = {

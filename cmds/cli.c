@@ -8,7 +8,7 @@
 #include "cmds/commands.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "kernel-shared/hints.h"
+#include "format/hints.h"
 
 int bx_usage_error(const char *fmt, ...)
 {

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "cmds/format-output.h"
-#include "kernel-shared/write-plan.h"
+#include "disk/write-plan.h"
 
 #define BX_EXIT_OK 0
 #define BX_EXIT_FAILURE 1

@@ -17,7 +17,7 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "fsops/usage.h"
-#include "kernel-shared/hints.h"
+#include "format/hints.h"
 
 const char *const bx_device_usage_usage[] = {
 	"btrfsx device usage [-T] [<units>] <path>...",

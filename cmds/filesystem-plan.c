@@ -16,9 +16,9 @@
 #include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/volumes.h"
+#include "format/ctree.h"
+#include "format/hints.h"
+#include "disk/volumes.h"
 #include "plan/plan.h"
 
 const char *const bx_filesystem_plan_usage[] = {

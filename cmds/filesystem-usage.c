@@ -13,10 +13,10 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "fsops/usage.h"
-#include "kernel-shared/allocator.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/volumes.h"
+#include "model/allocator.h"
+#include "format/ctree.h"
+#include "format/hints.h"
+#include "disk/volumes.h"
 
 const char *const bx_filesystem_usage_usage[] = {
 	"btrfsx filesystem usage [-T] [--strict] [<units>] <path>...",

@@ -18,8 +18,8 @@
 #include "fsops/mounted-fs.h"
 #include "fsops/offline.h"
 #include "common/units.h"
-#include "kernel-shared/dev-item.h"
-#include "kernel-shared/hints.h"
+#include "disk/dev-item.h"
+#include "format/hints.h"
 
 static const char *const show_usage[] = {
 	"btrfsx filesystem show [-d|-m] [<units>] [<path>...]",

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "cmds/format-output.h"
-#include "kernel-shared/btree.h"
+#include "disk/btree.h"
 
 /* "INODE_ITEM", ... or NULL for an unknown type. */
 const char *bx_key_type_name(uint8_t type);

@@ -11,10 +11,10 @@
 #include "cmds/inspect-items.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "kernel-shared/btree.h"
-#include "kernel-shared/csum-tree.h"
-#include "kernel-shared/csum.h"
-#include "kernel-shared/io.h"
+#include "disk/btree.h"
+#include "disk/csum-tree.h"
+#include "format/csum.h"
+#include "disk/io.h"
 
 /* ---- dump-super ---- */
 

@@ -10,7 +10,7 @@
 #include "cmds/misplaced.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "kernel-shared/volumes.h"
+#include "disk/volumes.h"
 
 const char *const bx_filesystem_misplaced_usage[] = {
 	"btrfsx filesystem misplaced [<units>] <path>...",

@@ -9,14 +9,14 @@
 #include <uuid/uuid.h>
 
 #include "cmds/commands.h"
-#include "kernel-shared/btree.h"
+#include "disk/btree.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "kernel-shared/allocator.h"
-#include "kernel-shared/csum.h"
-#include "kernel-shared/hints.h"
+#include "model/allocator.h"
+#include "format/csum.h"
+#include "format/hints.h"
 #include "mkfs/mkfs.h"
-#include "kernel-shared/volumes.h"
+#include "disk/volumes.h"
 
 const char *const mkfs_usage[] = {
 	"btrfsx mkfs [-d profile] [-m profile] [-L label] [-U uuid] "

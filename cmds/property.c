@@ -9,7 +9,7 @@
 #include "cmds/property.h"
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
-#include "kernel-shared/volumes.h"
+#include "disk/volumes.h"
 
 /* Add a property here: name, objects, description, get, set. */
 static const struct bx_property properties[] = {

@@ -20,7 +20,7 @@
 #include "cmds/scrub.h"
 #include "common/error.h"
 #include "fsops/offline.h"
-#include "kernel-shared/io.h"
+#include "disk/io.h"
 #include "common/units.h"
 #include "scrub/scrub.h"
 

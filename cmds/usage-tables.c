@@ -7,9 +7,9 @@
 #include "cmds/table.h"
 #include "cmds/usage-tables.h"
 #include "fsops/usage.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/profiles.h"
+#include "format/ctree.h"
+#include "format/hints.h"
+#include "format/profiles.h"
 
 const char *bx_usage_type_name(uint64_t flags, bool capital)
 {

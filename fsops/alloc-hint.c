@@ -14,11 +14,11 @@
 #include "fsops/mounted-fs.h"
 #include "fsops/offline.h"
 #include "common/units.h"
-#include "kernel-shared/allocator.h"
-#include "kernel-shared/dev-item.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/volumes.h"
-#include "kernel-shared/write.h"
+#include "model/allocator.h"
+#include "disk/dev-item.h"
+#include "format/hints.h"
+#include "disk/volumes.h"
+#include "disk/write.h"
 
 /* ---- the kernel's sysfs files ---- */
 
@@ -150,14 +150,14 @@ bool bx_hint_profiles_fit(const uint64_t *types, size_t nr_types, const uint64_t
 	for (size_t c = 0; c < nr_types; c++) {
 		uint64_t type = types[c];
 		bool data = type & BTRFS_BLOCK_GROUP_DATA;
-		struct bx_alloc_raid_attr attr;
+		struct bx_raid_attr attr;
 		size_t allowed = 0;
 
 		/* Not a block group (global reserve), or mixed: mixed ignores hints. */
 		if (!(type & BTRFS_BLOCK_GROUP_TYPE_MASK) ||
 		    ((type & BTRFS_BLOCK_GROUP_DATA) && (type & BTRFS_BLOCK_GROUP_METADATA)))
 			continue;
-		if (bx_alloc_raid_attr(type, &attr))
+		if (bx_raid_attr(type, &attr))
 			continue;
 		for (size_t i = 0; i < nr_hints; i++)
 			if (data ? bx_hint_allows_data(hints[i]) : bx_hint_allows_metadata(hints[i]))

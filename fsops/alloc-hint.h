@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernel-shared/write-plan.h"
+#include "disk/write-plan.h"
 
 /* Which kernel interface carries the hint of a mounted filesystem. */
 enum bx_hint_iface {

@@ -1,6 +1,6 @@
 /*
  * Misplaced chunks: the usage reader's chunk list classified against the
- * hints (kernel-shared/placement.c), with totals and a time estimate. See
+ * hints (model/placement.c), with totals and a time estimate. See
  * misplaced.h.
  */
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "common/atomic-file.h"
 #include "fsops/misplaced.h"
-#include "kernel-shared/ctree.h"
+#include "format/ctree.h"
 
 int bx_misplaced_read(char *const *paths, int nr_paths, const char *sysfs_root,
 		      struct bx_usage_input *in)
@@ -32,9 +32,7 @@ int bx_misplaced_read(char *const *paths, int nr_paths, const char *sysfs_root,
 static bool input_is_mixed(const struct bx_usage_input *in)
 {
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		uint64_t f = in->spaces[i].flags;
-
-		if ((f & BTRFS_BLOCK_GROUP_DATA) && (f & BTRFS_BLOCK_GROUP_METADATA))
+		if (bx_type_is_mixed(in->spaces[i].flags))
 			return true;
 	}
 	return false;

@@ -2,7 +2,7 @@
  * Misplaced chunks: every chunk whose devices break the current allocation
  * hints, as the filesystem misplaced report, the relocation engine and the
  * library see it. Reading goes through the usage reader (fsops/usage.h); the
- * classification is kernel-shared/placement.h's. Library style: no printing,
+ * classification is model/placement.h's. Library style: no printing,
  * functions return 0 or a negative errno with a message recorded.
  *
  * The hints are the stored ones (mounted: as sysfs shows them, else the
@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "fsops/usage.h"
-#include "kernel-shared/placement.h"
+#include "model/placement.h"
 
 struct bx_misplaced_chunk {
 	uint64_t logical;

@@ -15,8 +15,8 @@
 
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
-#include "kernel-shared/device-claim.h"
-#include "kernel-shared/volumes.h"
+#include "disk/device-claim.h"
+#include "disk/volumes.h"
 
 static int cmp_devid(const void *a, const void *b)
 {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "kernel-shared/device-claim.h"
+#include "disk/device-claim.h"
 
 struct bx_mounted_dev {
 	uint64_t devid;

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "fsops/offline.h"
-#include "kernel-shared/device-claim.h"
+#include "disk/device-claim.h"
 
 int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags,
 		    const char *online_path)

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernel-shared/volumes.h"
+#include "disk/volumes.h"
 
 /*
  * Opens the filesystem of @paths for offline work: members found by fsid and

@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "fsops/read-policy.h"
 #include "common/units.h"
-#include "kernel-shared/profiles.h"
+#include "format/profiles.h"
 
 #define NEW_POLICIES_KERNEL "Linux 6.14 or later built with CONFIG_BTRFS_EXPERIMENTAL=y"
 

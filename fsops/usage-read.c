@@ -20,10 +20,10 @@
 #include "fsops/mounted-fs.h"
 #include "fsops/offline.h"
 #include "fsops/usage.h"
-#include "kernel-shared/btree.h"
-#include "kernel-shared/dev-item.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/volumes.h"
+#include "disk/btree.h"
+#include "disk/dev-item.h"
+#include "format/hints.h"
+#include "disk/volumes.h"
 
 /* ---- growing arrays ---- */
 

@@ -10,9 +10,9 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "fsops/usage.h"
-#include "kernel-shared/allocator.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
+#include "model/allocator.h"
+#include "format/ctree.h"
+#include "format/hints.h"
 
 #define SZ_16M (16ULL << 20)
 
@@ -57,12 +57,6 @@ static int profile_nparity(uint64_t flags)
 	if (flags & BTRFS_BLOCK_GROUP_RAID6)
 		return 2;
 	return (flags & BTRFS_BLOCK_GROUP_RAID5) ? 1 : 0;
-}
-
-static bool is_mixed(uint64_t flags)
-{
-	return (flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)) ==
-	       (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA);
 }
 
 /*
@@ -293,7 +287,7 @@ static int compute_overall(const struct bx_usage_input *in, struct bx_usage_over
 			raw.max_ratio = (double)ratio;
 		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
 			continue;
-		if (is_mixed(s->flags))
+		if (bx_type_is_mixed(s->flags))
 			mixed = true;
 		if (s->flags & BTRFS_BLOCK_GROUP_DATA) {
 			raw.data_used += s->used_bytes * ratio;
@@ -354,11 +348,11 @@ uint64_t bx_usage_alloc_profile(const struct bx_usage_space *spaces, size_t nr_s
 		if ((spaces[i].flags & kind) && !(spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV))
 			present |= spaces[i].flags & BTRFS_BLOCK_GROUP_PROFILE_MASK;
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		struct bx_alloc_raid_attr attr;
+		struct bx_raid_attr attr;
 
 		if (!(present & order[i]))
 			continue;
-		if (bx_alloc_raid_attr(BTRFS_BLOCK_GROUP_DATA | order[i], &attr) ||
+		if (bx_raid_attr(BTRFS_BLOCK_GROUP_DATA | order[i], &attr) ||
 		    (size_t)attr.devs_min > nr_writable)
 			continue;
 		return order[i];
@@ -368,43 +362,19 @@ uint64_t bx_usage_alloc_profile(const struct bx_usage_space *spaces, size_t nr_s
 
 /* ---- the model ---- */
 
-static int hole_cmp(const void *a, const void *b)
-{
-	const struct bx_alloc_hole *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
 /* The free ranges of a device: [1 MiB, total_bytes) minus its device extents. */
 static int device_holes(const struct bx_usage_dev *d, struct bx_alloc_device *ad)
 {
-	struct bx_alloc_hole *ext, *holes;
-	size_t nr = 0;
-	uint64_t pos = BX_ALLOC_RESERVED;
+	struct bx_alloc_hole *ext = calloc(d->nr_extents + 1, sizeof(*ext));
 	int ret;
 
-	ext = calloc(d->nr_extents + 1, sizeof(*ext));
-	holes = calloc(d->nr_extents + 1, sizeof(*holes));
-	if (!ext || !holes) {
-		free(ext);
-		free(holes);
+	if (!ext)
 		return bx_error(-ENOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < d->nr_extents; i++)
 		ext[i] = (struct bx_alloc_hole){ d->extents[i].start, d->extents[i].length };
-	qsort(ext, d->nr_extents, sizeof(*ext), hole_cmp);
-	for (size_t i = 0; i < d->nr_extents; i++) {
-		if (ext[i].start > pos)
-			holes[nr++] = (struct bx_alloc_hole){ pos, ext[i].start - pos };
-		if (ext[i].start + ext[i].len > pos)
-			pos = ext[i].start + ext[i].len;
-	}
-	if (d->total_bytes > pos)
-		holes[nr++] = (struct bx_alloc_hole){ pos, d->total_bytes - pos };
-	ret = bx_alloc_device_set_holes(ad, holes, nr);
+	ret = bx_alloc_device_set_extents(ad, ext, d->nr_extents);
 	free(ext);
-	free(holes);
-	return ret;
+	return ret == -ENOMEM ? bx_error(ret, "out of memory") : ret;
 }
 
 void bx_usage_model_release(struct bx_usage_model *m)
@@ -616,7 +586,7 @@ static void space_sums(const struct bx_usage_input *in, struct bx_usage_report *
 
 		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
 			continue;
-		if (is_mixed(s->flags))
+		if (bx_type_is_mixed(s->flags))
 			rep->mixed = true;
 		if (s->flags & BTRFS_BLOCK_GROUP_DATA) {
 			rep->data_size += s->total_bytes;

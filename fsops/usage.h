@@ -1,11 +1,11 @@
 /*
  * Filesystem usage with a preference breakdown: what btrfs-progs' "filesystem
  * usage" shows, and how much data and metadata still fit according to the
- * allocator model (kernel-shared/allocator.h) run forward on the real
+ * allocator model (model/allocator.h) run forward on the real
  * per-device free space, hints honoured.
  *
  * Two steps, so that the command line, the public library
- * (libbtrfsutil/usage.c) and the benchmark share one computation:
+ * (libbtrfsx/usage.c) and the benchmark share one computation:
  *  1. collect: bx_usage_read_mounted() (ioctls FS_INFO, DEV_INFO, SPACE_INFO,
  *     TREE_SEARCH_V2 on the chunk and device trees, statfs) or
  *     bx_usage_read_offline() (the devices or images, through our reader) fill
@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernel-shared/allocator.h"
+#include "model/allocator.h"
 
 /* The kernel's SPACE_INFO flag of the global block reserve slot. */
 #define BX_SPACE_INFO_GLOBAL_RSV (1ULL << 49)

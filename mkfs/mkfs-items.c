@@ -15,7 +15,7 @@
 #include <isa-l.h>
 
 #include "common/error.h"
-#include "kernel-shared/csum.h"
+#include "format/csum.h"
 #include "mkfs/mkfs-private.h"
 
 static const uint64_t tree_ids[BX_MKFS_NR_TREES] = {

@@ -8,7 +8,7 @@
 
 #include "mkfs/mkfs.h"
 #include "mkfs/mkfs-trees.h"
-#include "kernel-shared/volumes.h"
+#include "disk/volumes.h"
 
 /* Every tree block, root item and inode of the new filesystem carries this generation. */
 #define BX_MKFS_GENERATION 1ULL

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "kernel-shared/csum.h"
+#include "format/csum.h"
 #include "mkfs/mkfs-trees.h"
 
 void bx_tb_init(struct bx_tree_build *tb, uint64_t owner)

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernel-shared/ctree.h"
+#include "format/ctree.h"
 
 /* The header flag of a written block and the backref revision of today's format. */
 #define BX_HEADER_FLAG_WRITTEN (1ULL << 0)

@@ -22,12 +22,12 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
-#include "kernel-shared/device-claim.h"
-#include "kernel-shared/allocator.h"
-#include "kernel-shared/csum.h"
-#include "kernel-shared/hints.h"
+#include "disk/device-claim.h"
+#include "model/allocator.h"
+#include "format/csum.h"
+#include "format/hints.h"
 #include "mkfs/mkfs-private.h"
-#include "kernel-shared/write.h"
+#include "disk/write.h"
 
 static const struct {
 	const char *name;
@@ -113,7 +113,7 @@ void bx_mkfs_feature_names(uint32_t features, char *buf, size_t len)
 
 int bx_mkfs_parse_profile(const char *name, uint64_t *profile)
 {
-	if (!bx_alloc_profile_parse(name, profile))
+	if (!bx_profile_parse(name, profile))
 		return 0;
 	return bx_error(-EINVAL, "unknown profile '%s' (single, dup, raid0, raid1, raid1c3, "
 			"raid1c4, raid10, raid5, raid6)", name);
@@ -146,9 +146,9 @@ static bool is_pow2(uint64_t x)
 static int check_profile_devices(const struct bx_mkfs_options *opts, uint64_t profile, bool data)
 {
 	const char *kind = data ? "data" : "metadata";
-	struct bx_alloc_raid_attr attr;
+	struct bx_raid_attr attr;
 	size_t allowing;
-	int ret = bx_alloc_raid_attr(profile | (data ? BTRFS_BLOCK_GROUP_DATA :
+	int ret = bx_raid_attr(profile | (data ? BTRFS_BLOCK_GROUP_DATA :
 							  BTRFS_BLOCK_GROUP_METADATA), &attr);
 
 	if (ret)

@@ -1,7 +1,7 @@
 /*
  * Making a new filesystem: allocation hints in the device items and the
  * first system, metadata and data chunks placed by the allocator model
- * (kernel-shared/allocator.h) for those hints.
+ * (model/allocator.h) for those hints.
  *
  * Library style: no printing, no exit. Errors are negative errno values
  * with a message naming the device and the reason (common/error.h);
@@ -33,8 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/write-plan.h"
+#include "format/ctree.h"
+#include "disk/write-plan.h"
 
 /* Marks superblocks written before the filesystem is complete (never on a finished one). */
 #define BX_MKFS_INCOMPAT_UNFINISHED (1ULL << 63)

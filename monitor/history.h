@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernel-shared/device-claim.h"
+#include "disk/device-claim.h"
 #include "monitor/sample.h"
 
 #define BX_MON_APPLICATION_ID 0x62747278	/* "btrx" */

@@ -9,9 +9,9 @@
 
 #include "common/atomic-file.h"
 #include "common/error.h"
-#include "kernel-shared/device-claim.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/volumes.h"
+#include "disk/device-claim.h"
+#include "format/hints.h"
+#include "disk/volumes.h"
 #include "monitor/metrics.h"
 
 /* Every family, in output order. */

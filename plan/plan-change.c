@@ -8,9 +8,9 @@
 
 #include "common/error.h"
 #include "common/units.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/volumes.h"
+#include "format/ctree.h"
+#include "format/hints.h"
+#include "disk/volumes.h"
 #include "mkfs/mkfs.h"
 #include "plan/plan.h"
 

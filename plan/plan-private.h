@@ -7,8 +7,8 @@
 #ifndef BTRFSX_PLAN_PRIVATE_H
 #define BTRFSX_PLAN_PRIVATE_H
 
-#include "kernel-shared/allocator.h"
-#include "kernel-shared/placement.h"
+#include "model/allocator.h"
+#include "model/placement.h"
 #include "plan/plan.h"
 
 /* A chunk; ps.chunks keeps them in address order except where gone ones were reused. */

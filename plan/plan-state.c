@@ -8,27 +8,10 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "kernel-shared/ctree.h"
+#include "format/ctree.h"
 #include "plan/plan-private.h"
 
 #define OOM() bx_error(-ENOMEM, "out of memory")
-
-static bool is_mixed(uint64_t flags)
-{
-	return (flags & BTRFS_BLOCK_GROUP_DATA) && (flags & BTRFS_BLOCK_GROUP_METADATA);
-}
-
-/* Device bytes of each stripe of a chunk: its length over its data stripes. */
-static uint64_t stripe_size_of(uint64_t type, uint64_t length, uint32_t num_stripes)
-{
-	struct bx_alloc_raid_attr r;
-	uint32_t data_stripes;
-
-	if (bx_alloc_raid_attr(type, &r) || !num_stripes || num_stripes < (uint32_t)r.nparity)
-		return length;
-	data_stripes = (num_stripes - (uint32_t)r.nparity) / (uint32_t)r.ncopies;
-	return data_stripes ? length / data_stripes : length;
-}
 
 long ps_dev_index(const struct ps *s, uint64_t devid)
 {
@@ -68,7 +51,8 @@ size_t ps_nr_writable(const struct ps *s)
 static bool state_is_mixed(const struct ps *s)
 {
 	for (size_t i = 0; i < s->nr_spaces; i++)
-		if (!(s->spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV) && is_mixed(s->spaces[i].flags))
+		if (!(s->spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV) &&
+		    bx_type_is_mixed(s->spaces[i].flags))
 			return true;
 	return false;
 }
@@ -185,7 +169,7 @@ static int copy_chunks(struct ps *s, const struct bx_usage_input *in)
 		pc->type = c->type;
 		pc->num_stripes = c->num_stripes;
 		pc->sub_stripes = c->sub_stripes;
-		pc->stripe_size = stripe_size_of(c->type, c->length, c->num_stripes);
+		pc->stripe_size = bx_profile_stripe_size(c->type, c->length, c->num_stripes);
 	}
 	/* No chunk left at all: mkfs's first address. */
 	s->first_logical = 1024 * 1024;
@@ -274,19 +258,12 @@ void ps_set_hint(struct ps *s, size_t idx, uint64_t hint)
 	s->adevs[idx].hint = hint;
 }
 
-static int hole_cmp(const void *a, const void *b)
-{
-	const struct bx_alloc_hole *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
 int ps_resize_device(struct ps *s, size_t idx, uint64_t size)
 {
 	struct bx_alloc_device *d = &s->adevs[idx];
-	struct bx_alloc_hole *ext = NULL, *holes = NULL;
-	size_t nr = 0, cap = 16, nh = 0;
-	uint64_t pos = BX_ALLOC_RESERVED, used = 0;
+	struct bx_alloc_hole *ext = NULL;
+	size_t nr = 0, cap = 16;
+	uint64_t used = 0;
 	int ret = -ENOMEM;
 
 	ext = malloc(cap * sizeof(*ext));
@@ -310,20 +287,8 @@ int ps_resize_device(struct ps *s, size_t idx, uint64_t size)
 			used += pc->stripe_size;
 		}
 	}
-	qsort(ext, nr, sizeof(*ext), hole_cmp);
-	holes = calloc(nr + 1, sizeof(*holes));
-	if (!holes)
-		goto out;
-	for (size_t i = 0; i < nr; i++) {
-		if (ext[i].start > pos)
-			holes[nh++] = (struct bx_alloc_hole){ pos, ext[i].start - pos };
-		if (ext[i].start + ext[i].len > pos)
-			pos = ext[i].start + ext[i].len;
-	}
-	if (size > pos)
-		holes[nh++] = (struct bx_alloc_hole){ pos, size - pos };
 	d->total_bytes = size;
-	ret = bx_alloc_device_set_holes(d, holes, nh);
+	ret = bx_alloc_device_set_extents(d, ext, nr);
 	/* Extents beyond the new end still count until they are moved, as in the kernel. */
 	d->bytes_used = used;
 	s->devs[idx].info.total_bytes = size;
@@ -332,7 +297,6 @@ int ps_resize_device(struct ps *s, size_t idx, uint64_t size)
 		s->devs[idx].info.device_size = size;
 out:
 	free(ext);
-	free(holes);
 	return ret == -ENOMEM ? OOM() : ret;
 }
 

@@ -13,9 +13,9 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "fsops/alloc-hint.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/volumes.h"
+#include "format/ctree.h"
+#include "format/hints.h"
+#include "disk/volumes.h"
 #include "plan/plan-private.h"
 
 #define OOM() bx_error(-ENOMEM, "out of memory")
@@ -186,7 +186,7 @@ static bool undersized(const struct ps *s, size_t idx)
 {
 	const struct ps_chunk *c = &s->chunks[idx];
 	struct bx_alloc_limits lim;
-	struct bx_alloc_raid_attr *r = &lim.raid;
+	struct bx_raid_attr *r = &lim.raid;
 	uint64_t total = 0, cap;
 	uint32_t data_stripes;
 
@@ -213,10 +213,10 @@ static bool undersized(const struct ps *s, size_t idx)
 
 static bool little_headroom(const struct ps *s, uint64_t type)
 {
-	struct bx_alloc_raid_attr r;
+	struct bx_raid_attr r;
 	uint64_t unallocated = 0;
 
-	if (bx_alloc_raid_attr(type, &r))
+	if (bx_raid_attr(type, &r))
 		return false;
 	for (size_t i = 0; i < s->nr_devs; i++)
 		unallocated += ps_unallocated(s, i);
@@ -457,14 +457,14 @@ static int fill_short(const struct ps *s, const struct shortage *sh, struct bx_p
 
 static void short_text(const struct bx_plan_short *sh, char *buf, size_t len)
 {
-	struct bx_alloc_raid_attr attr = { .devs_min = 1 };
+	struct bx_raid_attr attr = { .devs_min = 1 };
 	char missing[32], room[32];
 	uint64_t total = 0;
 	size_t used;
 
 	for (size_t i = 0; i < sh->nr_devs; i++)
 		total += sh->devs[i].unallocated;
-	bx_alloc_raid_attr(sh->type, &attr);
+	bx_raid_attr(sh->type, &attr);
 	bx_pretty_size(sh->missing, 0, missing, sizeof(missing));
 	bx_pretty_size(total, 0, room, sizeof(room));
 	used = (size_t)snprintf(buf, len, "%s %s is short by %s for %u chunk%s: the devices it may "
@@ -645,9 +645,9 @@ static int check_remove(const struct planner *p, size_t d)
 		left += !p->s.devs[i].removed && i != d;
 	for (size_t i = 0; i < p->s.nr_spaces; i++) {
 		const struct bx_usage_space *sp = &p->s.spaces[i];
-		struct bx_alloc_raid_attr attr;
+		struct bx_raid_attr attr;
 
-		if ((sp->flags & BX_SPACE_INFO_GLOBAL_RSV) || bx_alloc_raid_attr(sp->flags, &attr) ||
+		if ((sp->flags & BX_SPACE_INFO_GLOBAL_RSV) || bx_raid_attr(sp->flags, &attr) ||
 		    (size_t)attr.devs_min <= left)
 			continue;
 		return bx_error(-EINVAL, "--remove: removing devid %llu leaves %zu device%s, but "
@@ -786,7 +786,7 @@ static int apply_hint(struct planner *p, const struct bx_plan_change *c)
 
 static int check_convert(const struct planner *p, const struct bx_plan_change *c)
 {
-	struct bx_alloc_raid_attr attr;
+	struct bx_raid_attr attr;
 	size_t writable = ps_nr_writable(&p->s);
 	bool data = c->type & BTRFS_BLOCK_GROUP_DATA;
 
@@ -802,7 +802,7 @@ static int check_convert(const struct planner *p, const struct bx_plan_change *c
 	if (p->converted[!data])
 		return bx_error(-EINVAL, "--convert: %s is converted twice in one plan (conflicting "
 				"changes)", data ? "data" : "metadata");
-	if (bx_alloc_raid_attr(c->type | c->profile, &attr))
+	if (bx_raid_attr(c->type | c->profile, &attr))
 		return bx_error(-EINVAL, "--convert: not a profile");
 	if ((size_t)attr.devs_min > writable)
 		return bx_error(-EINVAL, "--convert: %s needs at least %d devices; the filesystem "
@@ -814,10 +814,10 @@ static int check_convert(const struct planner *p, const struct bx_plan_change *c
 static void warn_redundancy(struct planner *p, const struct bx_plan_change *c)
 {
 	uint64_t old = ps_alloc_type(&p->s, BTRFS_BLOCK_GROUP_METADATA);
-	struct bx_alloc_raid_attr a, b;
+	struct bx_raid_attr a, b;
 
-	if (!(c->type & BTRFS_BLOCK_GROUP_METADATA) || bx_alloc_raid_attr(old, &a) ||
-	    bx_alloc_raid_attr(c->type | c->profile, &b))
+	if (!(c->type & BTRFS_BLOCK_GROUP_METADATA) || bx_raid_attr(old, &a) ||
+	    bx_raid_attr(c->type | c->profile, &b))
 		return;
 	if (b.ncopies + b.nparity < a.ncopies + a.nparity)
 		add_warning(p, "converting metadata from %s to %s reduces its redundancy: btrfs "
@@ -1201,11 +1201,11 @@ static void warn_metadata_devices(struct planner *p)
 {
 	const struct ps *s = &p->s;
 	uint64_t type = ps_alloc_type(s, BTRFS_BLOCK_GROUP_METADATA);
-	struct bx_alloc_raid_attr attr;
+	struct bx_raid_attr attr;
 	size_t preferring = 0;
 	char devs[256] = "";
 
-	if (bx_alloc_raid_attr(type, &attr) || (s->params.flags & BX_ALLOC_IGNORE_HINTS) ||
+	if (bx_raid_attr(type, &attr) || (s->params.flags & BX_ALLOC_IGNORE_HINTS) ||
 	    (type & BTRFS_BLOCK_GROUP_DATA) || attr.devs_min < 2)
 		return;
 	for (size_t i = 0; i < s->nr_devs; i++) {

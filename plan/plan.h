@@ -7,7 +7,7 @@
  * No I/O, no printing, no global state; functions return 0 or a negative
  * errno with a message recorded by bx_error(). The space figures are
  * bx_usage_compute()'s on the filesystem as it would be, the placement is
- * the allocator model's (kernel-shared/allocator.h), misplaced chunks are
+ * the allocator model's (model/allocator.h), misplaced chunks are
  * the misplaced report's (fsops/misplaced.h).
  *
  * The changes are applied in order, each as the kernel (6.1 .. 6.18) makes it:

@@ -30,9 +30,9 @@
 #include "common/units.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/usage.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
-#include "kernel-shared/volumes.h"
+#include "format/ctree.h"
+#include "format/hints.h"
+#include "disk/volumes.h"
 #include "relocate/relocate.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/btrfsx"

@@ -5,7 +5,7 @@
  * forbidden ones first, then off-preference ones.
  *
  * Before it starts, the allocator model must have room for every chunk it
- * plans to move (kernel-shared/placement.h, bx_place_room); before each
+ * plans to move (model/placement.h, bx_place_room); before each
  * chunk it reads the filesystem again and checks that chunk's room; after
  * each chunk it reads where the kernel put the data (the new chunks) and
  * checks them against the model: every new chunk where the model said, and

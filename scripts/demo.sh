@@ -93,7 +93,7 @@ umount "$work/mnt"
 
 step "for scripts: the Python module (examples/metadata-room-alert, a cron check)"
 python=$(sed -n 's/^PYTHON = //p' "$top/build/Makefile")
-PYTHONPATH="$top/build/libbtrfsutil/python" "${python:-python3}" "$top/examples/metadata-room-alert" \
+PYTHONPATH="$top/build/libbtrfsx/python" "${python:-python3}" "$top/examples/metadata-room-alert" \
 	"${loops[@]}" || true
 
 step "done; cleaning up"

@@ -6,8 +6,8 @@ set -euo pipefail
 
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
-	libblkid-dev uuid-dev libudev-dev libjson-c-dev libisal-dev libxxhash-dev
-	libssl-dev libsodium-dev liburing-dev libbtrfsutil-dev zlib1g-dev libsqlite3-dev
+	libblkid-dev uuid-dev libjson-c-dev libisal-dev libxxhash-dev
+	libssl-dev libsodium-dev liburing-dev zlib1g-dev libsqlite3-dev
 	clang-14 libclang-rt-14-dev asciidoctor
 	btrfs-progs util-linux e2fsprogs xfsprogs attr fio
 	python3 python3-pytest python3-dev python3-setuptools python3-pip python3-wheel

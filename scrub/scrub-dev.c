@@ -22,7 +22,7 @@
 #include <liburing.h>
 
 #include "common/error.h"
-#include "kernel-shared/io.h"
+#include "disk/io.h"
 #include "scrub/scrub-internal.h"
 
 /* Unallocated bytes read through rather than splitting a request. */

@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 #include "scrub/scrub.h"
-#include "kernel-shared/btree.h"
+#include "disk/btree.h"
 
 #define PATH_MAX_LEN 4096
 #define MAX_DEPTH 256

@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kernel-shared/btree.h"
+#include "disk/btree.h"
 #include "scrub/scrub.h"
-#include "kernel-shared/volumes.h"
+#include "disk/volumes.h"
 
 /* The kernel scrubs (and counts extents) in 64 KiB stripes; so do we. */
 #define SCRUB_WINDOW BTRFS_STRIPE_LEN

@@ -21,7 +21,8 @@
 #include <liburing.h>
 
 #include "common/error.h"
-#include "kernel-shared/io.h"
+#include "disk/io.h"
+#include "format/raid6.h"
 #include "scrub/scrub-internal.h"
 
 #define SEC_PER_STRIPE_MAX SCRUB_MAX_WIN_SECTORS
@@ -76,24 +77,10 @@ struct r56 {
 
 /* ---- GF(2^8) ---- */
 
-static uint8_t gf_pow2(int exp)
-{
-	uint8_t v = 1;
-
-	while (exp-- > 0)
-		v = gf_mul(v, 2);
-	return v;
-}
-
 static void gf_table(uint8_t c, uint8_t t[256])
 {
 	for (int i = 0; i < 256; i++)
 		t[i] = gf_mul(c, (uint8_t)i);
-}
-
-static inline uint8_t gf_times2(uint8_t x)
-{
-	return (uint8_t)((x << 1) ^ ((x & 0x80) ? 0x1d : 0));
 }
 
 /*
@@ -123,7 +110,7 @@ static void compute_pq(struct r56 *r, uint8_t **data, size_t off, uint32_t len, 
 		for (uint32_t b = 0; b < len; b++) {
 			p[b] ^= d[b];
 			if (q)
-				q[b] = gf_times2(q[b]) ^ d[b];
+				q[b] = bx_raid6_times2(q[b]) ^ d[b];
 		}
 	}
 }
@@ -378,7 +365,7 @@ static bool rebuild_one(struct row *w, int j, uint32_t s0, uint32_t s1, int whic
 	} else {
 		uint8_t t[256];
 
-		gf_table(gf_inv(gf_pow2(j)), t);
+		gf_table(gf_inv(bx_raid6_coef(j)), t);
 		for (uint32_t b = 0; b < len; b++)
 			r->cand[b] = t[r->qbuf[b] ^ par[b]];
 	}
@@ -407,8 +394,8 @@ static bool rebuild_two(struct row *w, int j, int x, uint32_t s0, uint32_t s1)
 	w->d[j] = sj;
 	w->d[x] = sx;
 	/* D_j = (g^x * P' + Q') / (g^x + g^j), with P' and Q' the parities minus the others. */
-	gf_table(gf_pow2(x), tx);
-	gf_table(gf_inv(gf_pow2(x) ^ gf_pow2(j)), tdiv);
+	gf_table(bx_raid6_coef(x), tx);
+	gf_table(gf_inv(bx_raid6_coef(x) ^ bx_raid6_coef(j)), tdiv);
 	for (uint32_t b = 0; b < len; b++)
 		r->cand[b] = tdiv[tx[P[b] ^ r->pbuf[b]] ^ (Q[b] ^ r->qbuf[b])];
 	return true;

@@ -15,10 +15,10 @@
 #include <liburing.h>
 
 #include "common/error.h"
-#include "kernel-shared/csum.h"
-#include "kernel-shared/io.h"
+#include "format/csum.h"
+#include "disk/io.h"
 #include "scrub/scrub-internal.h"
-#include "kernel-shared/write.h"
+#include "disk/write.h"
 
 /* Each thread's own block cache: a path and the readahead window fit easily. */
 #define READER_CACHE_SLOTS 16
@@ -736,22 +736,6 @@ static int run_threads(struct scrub_ctx *ctx, struct bx_scrub_result *res, doubl
 
 /* ---- the run ---- */
 
-/* Bytes one stripe of @chunk takes on its device. */
-static uint64_t stripe_size(const struct bx_chunk *chunk)
-{
-	uint64_t data_stripes = 1;
-
-	if (chunk->type & BTRFS_BLOCK_GROUP_RAID0)
-		data_stripes = (uint64_t)chunk->num_stripes;
-	else if ((chunk->type & BTRFS_BLOCK_GROUP_RAID10) && chunk->sub_stripes > 0)
-		data_stripes = (uint64_t)(chunk->num_stripes / chunk->sub_stripes);
-	else if (chunk->type & BTRFS_BLOCK_GROUP_RAID5)
-		data_stripes = (uint64_t)chunk->num_stripes - 1;
-	else if (chunk->type & BTRFS_BLOCK_GROUP_RAID6)
-		data_stripes = (uint64_t)chunk->num_stripes - 2;
-	return chunk->length / (data_stripes ? data_stripes : 1);
-}
-
 /*
  * Every stripe of a present device must end within the size its device item
  * records (the kernel refuses to mount otherwise). A truncated device (its
@@ -760,7 +744,8 @@ static uint64_t stripe_size(const struct bx_chunk *chunk)
  */
 static int check_stripes(const struct bx_chunk *chunk)
 {
-	uint64_t size = stripe_size(chunk);
+	uint64_t size = bx_profile_stripe_size(chunk->type, chunk->length,
+					       (uint32_t)chunk->num_stripes);
 
 	for (int s = 0; s < chunk->num_stripes; s++) {
 		const struct bx_device *dev = chunk->stripes[s].dev;

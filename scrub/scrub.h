@@ -46,7 +46,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "kernel-shared/volumes.h"
+#include "disk/volumes.h"
 
 /* The kernel's counters (same names, same units), and btrfsx's extras. */
 struct bx_scrub_counters {

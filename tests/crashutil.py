@@ -1,6 +1,6 @@
 """Crash campaigns for btrfsx's writers (property set offline, mkfs, scrub
 repair), driven by the fault injection of the one write path
-(kernel-shared/write-plan.h):
+(disk/write-plan.h):
 
 * ``BTRFSX_FAULT_AFTER_WRITES=N`` stops the machine after the N-th write;
 * ``BTRFSX_FAULT_DROP_UNFLUSHED=all|k,...`` also loses writes issued since

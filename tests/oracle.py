@@ -14,7 +14,7 @@ Main entry points:
 * ``progs_dump_super(dev, all=False)`` -> dict field -> value string (see there).
 
 The name tables mirror btrfs-progs' ``print_objectid()``/``print_key_type()``/
-``btrfs_print_key()`` (kernel-shared/print-tree.c) and were checked against real
+``btrfs_print_key()`` (btrfs-progs kernel-shared/print-tree.c) and were checked against real
 output of btrfs-progs v6.2 (see test_oracle.py).
 """
 

@@ -296,7 +296,7 @@ int main(int argc, char **argv)
                                capture_output=True, text=True).stdout
     # A sanitizer build of the library needs a client that brings the runtime.
     cc = ["clang-14", "-fsanitize=address,undefined"] if "__asan" in undefined else ["cc"]
-    subprocess.run(cc + ["-o", str(exe), str(src), f"-I{top}/libbtrfsutil", f"-L{lib.parent}",
+    subprocess.run(cc + ["-o", str(exe), str(src), f"-I{top}/libbtrfsx", f"-L{lib.parent}",
                          "-lbtrfsx", f"-Wl,-rpath,{lib.parent}"], check=True)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
     out = subprocess.run([str(exe), img], capture_output=True, text=True, env=env)

@@ -205,8 +205,8 @@ def sanitizer_preload(installed) -> dict[str, str]:
 
 
 def test_python_module_imports_from_destdir(installed):
-    if not (fsutil.REPO / "libbtrfsutil" / "python").is_dir():
-        pytest.skip("the Python bindings (libbtrfsutil/python) are not in this tree yet")
+    if not (fsutil.REPO / "libbtrfsx" / "python").is_dir():
+        pytest.skip("the Python bindings (libbtrfsx/python) are not in this tree yet")
     dirs = python_module_dirs(installed.destdir)
     assert len(dirs) == 1, f"module installed in {dirs}"
     env = installed.env(PYTHONPATH=str(dirs[0]), **sanitizer_preload(installed))

@@ -30,15 +30,18 @@ def write(top: Path, rel: str, text: str):
 
 
 @pytest.mark.parametrize("rel, include, message", [
-    ("kernel-shared/volumes.c", "fsops/offline.h", "kernel-shared/ may not include fsops/"),
-    ("common/error.c", "kernel-shared/ctree.h", "common/ may not include kernel-shared/"),
+    ("disk/volumes.c", "fsops/offline.h", "disk/ may not include fsops/"),
+    ("disk/io.c", "model/allocator.h", "disk/ may not include model/"),
+    ("model/allocator.c", "disk/io.h", "model/ may not include disk/"),
+    ("format/csum.c", "disk/io.h", "format/ may not include disk/"),
+    ("common/error.c", "format/ctree.h", "common/ may not include format/"),
     ("mkfs/mkfs.c", "scrub/scrub.h", "mkfs/ may not include scrub/"),
     ("scrub/scrub.c", "mkfs/mkfs.h", "scrub/ may not include mkfs/"),
     ("fsops/usage.c", "cmds/commands.h", "fsops/ may not include cmds/"),
-    ("libbtrfsutil/hint.c", "cmds/property.h", "libbtrfsutil/ may not include cmds/"),
-    ("cmds/device.c", "libbtrfsutil/libbtrfsx-private.h",
-     "cmds/ may not include libbtrfsutil/"),
-    ("btrfsx.c", "libbtrfsutil/btrfsx.h", "cmds/ may not include libbtrfsutil/"),
+    ("libbtrfsx/hint.c", "cmds/property.h", "libbtrfsx/ may not include cmds/"),
+    ("cmds/device.c", "libbtrfsx/libbtrfsx-private.h",
+     "cmds/ may not include libbtrfsx/"),
+    ("btrfsx.c", "libbtrfsx/btrfsx.h", "cmds/ may not include libbtrfsx/"),
 ])
 def test_an_upward_include_fails(tmp_path, rel, include, message):
     target = include.split("/")[0]
@@ -52,18 +55,49 @@ def test_an_upward_include_fails(tmp_path, rel, include, message):
 
 def test_a_header_beside_the_file_counts_as_its_folder(tmp_path):
     write(tmp_path, "fsops/usage.h", "")
-    write(tmp_path, "kernel-shared/hints.c", '#include "../fsops/usage.h"\n')
+    write(tmp_path, "format/hints.c", '#include "../fsops/usage.h"\n')
     p = check(tmp_path)
     assert p.returncode == 1
-    assert "kernel-shared/ may not include fsops/" in p.stderr
+    assert "format/ may not include fsops/" in p.stderr
+
+
+def test_an_angle_bracket_include_of_ours_counts_too(tmp_path):
+    write(tmp_path, "cmds/cli.h", "")
+    write(tmp_path, "fsops/usage.c", "#include <stdio.h>\n#include <cmds/cli.h>\n")
+    p = check(tmp_path)
+    assert p.returncode == 1
+    assert 'fsops/usage.c: fsops/ may not include cmds/ ("cmds/cli.h")' in p.stderr
+
+
+@pytest.mark.parametrize("line, what", [
+    ('printf("%d\\n", x);', "printf"),
+    ('fprintf(stderr, "oops");', "stderr"),
+    ("perror(path);", "perror"),
+    ("exit(1);", "exit"),
+    ("fputs(s, stdout);", "stdout"),
+])
+def test_printing_or_exiting_below_the_command_line_fails(tmp_path, line, what):
+    write(tmp_path, "scrub/scrub.c", f"void f(int x, const char *s)\n{{\n\t{line}\n}}\n")
+    p = check(tmp_path)
+    assert p.returncode == 1
+    assert f"scrub/scrub.c:3: scrub/ may not print or exit ({what})" in p.stderr, p.stderr
+
+
+def test_the_command_line_prints_and_comments_strings_and_child_exits_pass(tmp_path):
+    write(tmp_path, "cmds/scrub.c", 'void f(void) { printf("x"); exit(1); }\n')
+    write(tmp_path, "disk/io.c", '/* we never printf( or exit( here */\n'
+          'static const char *m = "exit(1) from stderr";\n'
+          'void g(void) { if (fork() == 0) _exit(0); fprintf(file, "%s", m); }\n')
+    p = check(tmp_path)
+    assert p.returncode == 0, p.stderr
 
 
 def test_downward_and_same_layer_includes_pass(tmp_path):
     write(tmp_path, "common/error.h", "")
-    write(tmp_path, "kernel-shared/ctree.h", "")
+    write(tmp_path, "format/ctree.h", "")
     write(tmp_path, "fsops/usage.h", "")
     write(tmp_path, "fsops/usage.c", '#include "config.h"\n#include "fsops/usage.h"\n'
-          '#include "kernel-shared/ctree.h"\n#include "common/error.h"\n')
+          '#include "format/ctree.h"\n#include "common/error.h"\n')
     write(tmp_path, "tests/unit/t.c", '#include "fsops/usage.h"\n')
     p = check(tmp_path)
     assert p.returncode == 0, p.stderr

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.root
 
 TESTS = Path(__file__).resolve().parent
 TOP = TESTS.parent
-HEADER = TOP / "libbtrfsutil" / "btrfsx.h"
+HEADER = TOP / "libbtrfsx" / "btrfsx.h"
 
 # enum btrfsx_error
 OK, NO_MEMORY, INVALID_ARGUMENT, NOT_BTRFS, CORRUPTED, IO, MISSING_DEVICE, BUSY, PERMISSION, \
@@ -51,7 +51,7 @@ def probe_exe(tmp_path_factory) -> Path:
     # A sanitizer build of the library needs a client that brings the runtime.
     cc = ["clang-14", "-fsanitize=address,undefined"] if "__asan" in undefined else ["cc"]
     subprocess.run(cc + ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(exe),
-                         str(TESTS / "lib" / "libbtrfsx_probe.c"), f"-I{TOP}/libbtrfsutil",
+                         str(TESTS / "lib" / "libbtrfsx_probe.c"), f"-I{TOP}/libbtrfsx",
                          f"-L{lib.parent}", "-lbtrfsx", f"-Wl,-rpath,{lib.parent}"], check=True)
     return exe
 
@@ -786,7 +786,7 @@ def test_documented_example_compiles_and_runs(loopdevs, tmp_path, source):
     undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True,
                                text=True, check=True).stdout
     cc = ["clang-14", "-fsanitize=address,undefined"] if "__asan" in undefined else ["cc"]
-    subprocess.run(cc + ["-Wall", "-Werror", "-o", str(exe), str(src), f"-I{TOP}/libbtrfsutil",
+    subprocess.run(cc + ["-Wall", "-Werror", "-o", str(exe), str(src), f"-I{TOP}/libbtrfsx",
                          f"-L{lib.parent}", "-lbtrfsx", f"-Wl,-rpath,{lib.parent}"], check=True)
     loops = loopdevs(1)
     fsutil.mkfs(loops.devs)

@@ -612,7 +612,7 @@ def test_python_history_and_projections(fs, state, run_btrfsx, btrfsx_json):
     from test_python import build_dir, make_variable, run_py, sanitizer_runtime
     history(fs, state, run_btrfsx)
     rep = report(btrfsx_json, state, 3)["filesystems"][0]
-    package = build_dir() / "libbtrfsutil" / "python"
+    package = build_dir() / "libbtrfsx" / "python"
     env = dict(os.environ, PYTHONPATH=str(package), PYTHONDONTWRITEBYTECODE="1")
     runtime = sanitizer_runtime()
     if runtime:

@@ -66,7 +66,7 @@ def sanitizer_runtime() -> str | None:
 
 @pytest.fixture(scope="session")
 def py_env() -> dict:
-    package = build_dir() / "libbtrfsutil" / "python"
+    package = build_dir() / "libbtrfsx" / "python"
     if not (package / "btrfsx" / "_btrfsx.so").exists():
         pytest.fail(f"the Python module is not built in {package} (configure --disable-python?)")
     env = dict(os.environ, PYTHONPATH=str(package), PYTHONDONTWRITEBYTECODE="1")
@@ -920,8 +920,8 @@ def test_pip_install_from_the_build_tree(py_env, python, tmp_path):
     if interpreter is None:
         pytest.skip("no python with setuptools and wheel (apt-get install python3-wheel)")
     target = tmp_path / "site"
-    src = tmp_path / "libbtrfsutil"
-    subprocess.run(["cp", "-r", str(fsutil.REPO / "libbtrfsutil"), str(src)], check=True)
+    src = tmp_path / "libbtrfsx"
+    subprocess.run(["cp", "-r", str(fsutil.REPO / "libbtrfsx"), str(src)], check=True)
     p = subprocess.run([interpreter, "-m", "pip", "install", "--quiet", "--no-build-isolation",
                         "--no-index", "--target", str(target), str(src / "python")],
                        env=dict(os.environ, BTRFSX_BUILD_DIR=str(build_dir())),

@@ -32,7 +32,7 @@
 
 #include "common/error.h"
 #include "fsops/usage.h"
-#include "kernel-shared/allocator.h"
+#include "model/allocator.h"
 
 static int dump(char **paths, int nr)
 {

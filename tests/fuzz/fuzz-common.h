@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/volumes.h"
+#include "format/ctree.h"
+#include "disk/volumes.h"
 
 /* A sink the optimiser cannot remove: reads land here. */
 static volatile uint64_t fuzz_sink;

@@ -18,7 +18,7 @@
 #include "cmds/commands.h"
 #include "cmds/scrub.h"
 #include "common/error.h"
-#include "kernel-shared/csum.h"
+#include "format/csum.h"
 #include "scrub/scrub.h"
 #include "tests/fuzz/fuzz-common.h"
 #include "tests/fuzz/fuzz-image.h"

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "cmds/format-output.h"
-#include "kernel-shared/btree.h"
+#include "disk/btree.h"
 
 #define FUZZ_MAX_DEVS 8
 #define FUZZ_MAX_COPIES 4

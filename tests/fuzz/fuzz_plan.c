@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
+#include "format/ctree.h"
+#include "format/hints.h"
 #include "plan/plan.h"
 #include "tests/fuzz/fuzz-common.h"
 

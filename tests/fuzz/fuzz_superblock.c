@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kernel-shared/csum.h"
+#include "format/csum.h"
 #include "tests/fuzz/fuzz-common.h"
 
 static int memfd = -1;

@@ -34,8 +34,8 @@
 
 #include "cmds/inspect-items.h"
 #include "cmds/format-output.h"
-#include "kernel-shared/btree.h"
-#include "kernel-shared/csum.h"
+#include "disk/btree.h"
+#include "format/csum.h"
 #include "tests/fuzz/fuzz-common.h"
 
 static FILE *devnull;

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the chunk allocator model (kernel-shared/allocator.c).
+ * Unit tests for the chunk allocator model (model/allocator.c).
  *
  * Every expected value below is worked out by hand in the comment above its
  * check, from the rules in allocator.c's header comment. Units: MiB = 2^20,
@@ -8,7 +8,7 @@
  * the reserved first MiB).
  *
  * Build: gcc -std=gnu11 -Wall -Wextra -I. -o test_allocator \
- *            tests/unit/test_allocator.c kernel-shared/allocator.c
+ *            tests/unit/test_allocator.c model/allocator.c
  * The last line printed is "N passed, N failed"; the exit status is nonzero
  * on any failure.
  */
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernel-shared/allocator.h"
+#include "model/allocator.h"
 
 #define MiB (1024 * 1024ULL)
 #define GiB (1024 * MiB)

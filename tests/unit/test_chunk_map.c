@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel-shared/allocator.h"
-#include "kernel-shared/volumes.h"
+#include "model/allocator.h"
+#include "disk/volumes.h"
 #include "tests/unit/unit.h"
 
 #define K 1024ULL
@@ -144,11 +144,11 @@ static void test_profile_names(void)
 	uint64_t bits;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		CHECK(bx_alloc_profile_parse(names[i], &bits) == 0);
+		CHECK(bx_profile_parse(names[i], &bits) == 0);
 		CHECK(!strcmp(bx_profile_name(bits | BTRFS_BLOCK_GROUP_DATA), names[i]));
 	}
-	CHECK(bx_alloc_profile_parse("RAID1C3", &bits) == 0 && bits == BTRFS_BLOCK_GROUP_RAID1C3);
-	CHECK(bx_alloc_profile_parse("raid7", &bits) == -EINVAL);
+	CHECK(bx_profile_parse("RAID1C3", &bits) == 0 && bits == BTRFS_BLOCK_GROUP_RAID1C3);
+	CHECK(bx_profile_parse("raid7", &bits) == -EINVAL);
 	CHECK(!strcmp(bx_profile_name(BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_DUP), "unknown"));
 	CHECK(bx_profile_ncopies(BTRFS_BLOCK_GROUP_RAID1C4) == 4);
 	CHECK(bx_profile_ncopies(BTRFS_BLOCK_GROUP_RAID5) == 1);

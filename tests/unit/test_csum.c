@@ -2,8 +2,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "kernel-shared/csum.h"
-#include "kernel-shared/ctree.h"
+#include "format/csum.h"
+#include "format/ctree.h"
 #include "tests/unit/unit.h"
 
 static int digest_is(unsigned int type, const char *input, const char *hex)

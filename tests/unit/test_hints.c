@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "kernel-shared/hints.h"
+#include "format/hints.h"
 #include "tests/unit/unit.h"
 
 static uint64_t parsed(const char *str, bool allow_number)

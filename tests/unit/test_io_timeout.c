@@ -1,5 +1,5 @@
 /*
- * The read path's timeout (kernel-shared/io.c), on a pipe: a read that
+ * The read path's timeout (disk/io.c), on a pipe: a read that
  * waits for data that does not come stands for a device that stalls. It
  * must be given up after the timeout, later reads of the same "device"
  * must fail at once while it stays stalled, and once the abandoned read has
@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernel-shared/io.h"
+#include "disk/io.h"
 #include "tests/unit/unit.h"
 
 static double now(void)

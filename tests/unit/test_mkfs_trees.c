@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel-shared/csum.h"
+#include "format/csum.h"
 #include "mkfs/mkfs-trees.h"
 #include "tests/unit/unit.h"
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for chunk placement against the hints (kernel-shared/placement.c)
+ * Unit tests for chunk placement against the hints (model/placement.c)
  * and the extent freeing it relies on (bx_alloc_device_remove_extent).
  *
  * Every expectation is worked out by hand in the comment above it, from the
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel-shared/placement.h"
+#include "model/placement.h"
 #include "tests/unit/unit.h"
 
 #define MiB (1024 * 1024ULL)

@@ -11,8 +11,8 @@
 
 #include "common/error.h"
 #include "fsops/usage.h"
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/hints.h"
+#include "format/ctree.h"
+#include "format/hints.h"
 #include "tests/unit/unit.h"
 
 #define MiB (1024 * 1024ULL)

@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "fsops/alloc-hint.h"
-#include "kernel-shared/hints.h"
+#include "format/hints.h"
 #include "mkfs/mkfs.h"
 #include "tests/unit/unit.h"
 

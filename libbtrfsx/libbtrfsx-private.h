@@ -1,0 +1,48 @@
+/*
+ * What the public entry points share: symbol visibility, the start of every
+ * call and the mapping of the core's negative errno values to enum
+ * btrfsx_error. Not installed.
+ */
+#ifndef BTRFSX_LIBBTRFSX_PRIVATE_H
+#define BTRFSX_LIBBTRFSX_PRIVATE_H
+
+#include "libbtrfsx/btrfsx.h"
+
+/* Only what the version script lists leaves the library; this marks it in the code. */
+#define PUBLIC __attribute__((visibility("default")))
+
+/* Starts a call: the calling thread's error message and warnings are cleared. */
+void bx_api_begin(void);
+
+/*
+ * BTRFSX_OK for 0; for a negative errno the code that says what went wrong,
+ * the recorded error kind first (not btrfs, mounted, not mounted). A message
+ * stays recorded for btrfsx_last_error_message().
+ */
+enum btrfsx_error bx_api_result(int ret);
+
+/* BTRFSX_ERROR_INVALID_ARGUMENT with "@what is required" recorded. */
+enum btrfsx_error bx_api_missing(const char *what);
+
+/* BTRFSX_OK, or BTRFSX_ERROR_INVALID_ARGUMENT when @flags has bits beyond @known. */
+enum btrfsx_error bx_api_check_flags(unsigned int flags, unsigned int known);
+
+/* @sysfs_root, or "/sys" for NULL. */
+const char *bx_api_sysfs_root(const char *sysfs_root);
+
+/* @config_dir, or SYSCONFDIR "/btrfsx" for NULL. */
+const char *bx_api_config_dir(const char *config_dir);
+
+/*
+ * The public forms of the usage report (computed with @model_flags,
+ * BX_USAGE_*) and of the misplaced report; NULL when out of memory. Free
+ * with btrfsx_usage_free() / btrfsx_misplaced_free().
+ */
+struct bx_usage_input;
+struct bx_usage_report;
+struct bx_misplaced_report;
+struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
+				       const struct bx_usage_report *rep, unsigned int model_flags);
+struct btrfsx_misplaced *bx_api_misplaced_from(const struct bx_misplaced_report *rep);
+
+#endif

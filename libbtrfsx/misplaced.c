@@ -1,0 +1,315 @@
+/*
+ * Misplaced chunks: the report (fsops/misplaced.c) and the relocation
+ * (relocate/relocate.c), the same code as `btrfsx filesystem misplaced` and
+ * `btrfsx balance misplaced`.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "fsops/misplaced.h"
+#include "relocate/relocate.h"
+#include "libbtrfsx/libbtrfsx-private.h"
+
+#define DEFAULT_STATE_DIR "/var/lib/btrfsx"
+
+static uint64_t *copy_u64(const uint64_t *src, size_t n)
+{
+	uint64_t *dst = calloc(n + 1, sizeof(*dst));
+
+	if (dst && n)
+		memcpy(dst, src, n * sizeof(*dst));
+	return dst;
+}
+
+static enum btrfsx_misplaced_class public_class(enum bx_place_class cls)
+{
+	return cls == BX_PLACE_FORBIDDEN ? BTRFSX_MISPLACED_FORBIDDEN :
+	       BTRFSX_MISPLACED_OFF_PREFERENCE;
+}
+
+static void chunk_free(struct btrfsx_misplaced_chunk *c)
+{
+	free(c->devids);
+	free(c->offending);
+	free(c->model_devids);
+}
+
+static int fill_chunk(const struct bx_misplaced_chunk *c, struct btrfsx_misplaced_chunk *out)
+{
+	*out = (struct btrfsx_misplaced_chunk){
+		.logical = c->logical,
+		.length = c->length,
+		.used = c->used,
+		.flags = c->type,
+		.cls = public_class(c->cls),
+		.nr_devids = c->num_stripes,
+		.nr_offending = c->nr_offending,
+		.have_model = c->have_target,
+		.model_flags = c->target_type,
+		.model_length = c->target_length,
+		.nr_model_devids = c->have_target ? c->target_stripes : 0,
+	};
+	out->devids = calloc(c->num_stripes + 1, sizeof(*out->devids));
+	out->offending = copy_u64(c->offending, c->nr_offending);
+	out->model_devids = copy_u64(c->target_devids, out->nr_model_devids);
+	if (!out->devids || !out->offending || !out->model_devids)
+		return -ENOMEM;
+	for (uint32_t s = 0; s < c->num_stripes; s++)
+		out->devids[s] = c->stripes[s].devid;
+	return 0;
+}
+
+/* @n chunks of @src into a new array at *@out (freed with chunk_free each). */
+static int fill_chunks(const struct bx_misplaced_chunk *src, size_t n,
+		       struct btrfsx_misplaced_chunk **out)
+{
+	int ret = 0;
+
+	*out = calloc(n + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = fill_chunk(&src[i], &(*out)[i]);
+	return ret;
+}
+
+static void public_totals(const struct bx_misplaced_totals *t, struct btrfsx_misplaced_totals *out)
+{
+	*out = (struct btrfsx_misplaced_totals){ t->chunks, t->allocated, t->used, t->seconds };
+}
+
+PUBLIC void btrfsx_misplaced_free(struct btrfsx_misplaced *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; m->chunks && i < m->nr_chunks; i++)
+		chunk_free(&m->chunks[i]);
+	free(m->chunks);
+	free(m);
+}
+
+struct btrfsx_misplaced *bx_api_misplaced_from(const struct bx_misplaced_report *rep)
+{
+	struct btrfsx_misplaced *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	memcpy(m->fsid, rep->fsid, sizeof(m->fsid));
+	m->mounted = rep->mounted;
+	snprintf(m->path, sizeof(m->path), "%s", rep->path);
+	m->hints_effective = rep->hints_effective;
+	m->chunks_checked = rep->chunks_checked;
+	public_totals(&rep->forbidden, &m->forbidden);
+	public_totals(&rep->off_preference, &m->off_preference);
+	m->copy_rate = rep->have_rate ? rep->rate : 0;
+	m->nr_chunks = rep->nr_chunks;
+	if (fill_chunks(rep->chunks, rep->nr_chunks, &m->chunks)) {
+		btrfsx_misplaced_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t nr_paths,
+					      const char *sysfs_root, const char *state_dir,
+					      struct btrfsx_misplaced **out)
+{
+	struct bx_misplaced_report rep;
+	struct bx_usage_input in;
+	int ret;
+
+	bx_api_begin();
+	if (!paths || !nr_paths)
+		return bx_api_missing("a path");
+	if (!out)
+		return bx_api_missing("out");
+	ret = bx_misplaced_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
+				&in);
+	if (ret)
+		return bx_api_result(ret);
+	ret = bx_misplaced_compute(&in, state_dir ? state_dir : DEFAULT_STATE_DIR, &rep);
+	bx_usage_input_release(&in);
+	if (ret)
+		return bx_api_result(ret);
+	*out = bx_api_misplaced_from(&rep);
+	bx_misplaced_report_release(&rep);
+	if (!*out)
+		return bx_api_result(bx_error(-ENOMEM, "out of memory"));
+	return BTRFSX_OK;
+}
+
+/* ---- relocation ---- */
+
+/* The caller's callback, relayed with the public progress structure. */
+struct relay {
+	const struct btrfsx_relocate_options *opts;
+};
+
+static int relay_progress(void *arg, const struct bx_relocate_progress *p)
+{
+	const struct relay *relay = arg;
+	struct btrfsx_relocate_progress pub = {
+		.chunks_done = p->chunks_done,
+		.chunks_total = p->chunks_total,
+		.bytes_done = p->bytes_done,
+		.bytes_total = p->bytes_total,
+		.elapsed = p->elapsed,
+		.kernel_seconds = p->busy,
+		.current = p->current,
+		.current_used = p->current_used,
+		.pausing = p->pausing,
+	};
+
+	return relay->opts->progress(relay->opts->progress_arg, &pub);
+}
+
+static void relocated_free(struct btrfsx_relocated *r)
+{
+	for (size_t i = 0; r->new_chunks && i < r->nr_new; i++)
+		free(r->new_chunks[i].devids);
+	free(r->new_chunks);
+	free(r->devids);
+}
+
+PUBLIC void btrfsx_relocate_result_free(struct btrfsx_relocate_result *res)
+{
+	if (!res)
+		return;
+	for (size_t i = 0; res->planned && i < res->nr_planned; i++)
+		chunk_free(&res->planned[i]);
+	free(res->planned);
+	for (size_t i = 0; res->relocated && i < res->nr_relocated; i++)
+		relocated_free(&res->relocated[i]);
+	free(res->relocated);
+	free(res);
+}
+
+static int fill_relocated(const struct bx_relocated *r, struct btrfsx_relocated *out)
+{
+	*out = (struct btrfsx_relocated){
+		.logical = r->logical,
+		.flags = r->type,
+		.length = r->length,
+		.used = r->used,
+		.cls = public_class(r->cls),
+		.nr_devids = r->num_stripes,
+		.seconds = r->seconds,
+		.nr_new = r->nr_new,
+		.as_modelled = r->as_modelled,
+	};
+	out->devids = copy_u64(r->devids, r->num_stripes);
+	out->new_chunks = calloc(r->nr_new + 1, sizeof(*out->new_chunks));
+	if (!out->devids || !out->new_chunks)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nr_new; i++) {
+		const struct bx_relocate_new_chunk *n = &r->new_chunks[i];
+
+		out->new_chunks[i] = (struct btrfsx_relocated_new){
+			.logical = n->logical,
+			.flags = n->type,
+			.length = n->length,
+			.nr_devids = n->num_stripes,
+			.as_modelled = n->as_modelled,
+			.improves = n->improves,
+		};
+		out->new_chunks[i].devids = copy_u64(n->devids, n->num_stripes);
+		if (!out->new_chunks[i].devids)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static const enum btrfsx_relocate_status public_status[] = {
+	[BX_RELOCATE_DONE] = BTRFSX_RELOCATE_DONE,
+	[BX_RELOCATE_LIMIT] = BTRFSX_RELOCATE_LIMIT,
+	[BX_RELOCATE_DRY_RUN] = BTRFSX_RELOCATE_DRY_RUN,
+	[BX_RELOCATE_CANCELLED] = BTRFSX_RELOCATE_CANCELLED,
+	[BX_RELOCATE_NO_ROOM] = BTRFSX_RELOCATE_NO_ROOM,
+	[BX_RELOCATE_ENOSPC] = BTRFSX_RELOCATE_ENOSPC,
+	[BX_RELOCATE_MISPLACED_AGAIN] = BTRFSX_RELOCATE_MISPLACED_AGAIN,
+	[BX_RELOCATE_FAILED] = BTRFSX_RELOCATE_FAILED,
+};
+
+static struct btrfsx_relocate_result *result_from(const struct bx_relocate_result *res)
+{
+	struct btrfsx_relocate_result *out = calloc(1, sizeof(*out));
+	int ret;
+
+	if (!out)
+		return NULL;
+	out->status = public_status[res->stop];
+	snprintf(out->reason, sizeof(out->reason), "%s", res->reason);
+	out->hints_effective = res->hints_effective;
+	out->forced = res->forced;
+	memcpy(out->fsid, res->start.fsid, sizeof(out->fsid));
+	out->nr_planned = res->nr_planned;
+	out->planned_bytes = res->planned_bytes;
+	out->bytes_moved = res->bytes_moved;
+	out->seconds = res->seconds;
+	out->kernel_seconds = res->busy;
+	out->remaining_chunks = res->remaining_chunks;
+	out->remaining_bytes = res->remaining_bytes;
+	ret = fill_chunks(res->start.chunks, res->nr_planned, &out->planned);
+	out->relocated = calloc(res->nr_relocated + 1, sizeof(*out->relocated));
+	if (!ret && !out->relocated)
+		ret = -ENOMEM;
+	out->nr_relocated = out->relocated ? res->nr_relocated : 0;
+	for (size_t i = 0; !ret && i < res->nr_relocated; i++)
+		ret = fill_relocated(&res->relocated[i], &out->relocated[i]);
+	if (ret) {
+		btrfsx_relocate_result_free(out);
+		return NULL;
+	}
+	return out;
+}
+
+PUBLIC enum btrfsx_error btrfsx_relocate_misplaced(const char *path,
+						   const struct btrfsx_relocate_options *opts,
+						   struct btrfsx_relocate_result **result)
+{
+	static const struct btrfsx_relocate_options defaults;
+	struct bx_relocate_result *res = NULL;
+	struct bx_relocate_opts o;
+	struct relay relay;
+	enum btrfsx_error err;
+	int ret;
+
+	bx_api_begin();
+	if (!path)
+		return bx_api_missing("path");
+	if (!result)
+		return bx_api_missing("result");
+	*result = NULL;
+	if (!opts)
+		opts = &defaults;
+	if (opts->pause < 0 || opts->pause != opts->pause || opts->progress_interval < 0)
+		return bx_api_result(bx_error(-EINVAL, "pause and progress_interval must be "
+					      "0 or more seconds"));
+	relay.opts = opts;
+	o = (struct bx_relocate_opts){
+		.forbidden_only = opts->forbidden_only,
+		.dry_run = opts->dry_run,
+		.force = opts->force,
+		.limit = opts->limit,
+		.max_bytes = opts->max_bytes,
+		.pause = opts->pause,
+		.sysfs_root = bx_api_sysfs_root(opts->sysfs_root),
+		.state_dir = opts->state_dir,
+		.progress = opts->progress ? relay_progress : NULL,
+		.progress_arg = &relay,
+		.progress_interval = opts->progress_interval,
+		.cancel = opts->cancel,
+	};
+	ret = bx_relocate_run(path, &o, &res);
+	err = bx_api_result(ret);
+	if (res) {
+		*result = result_from(res);
+		bx_relocate_result_free(res);
+		if (!*result)
+			return bx_api_result(bx_error(-ENOMEM, "out of memory"));
+	}
+	return err;
+}

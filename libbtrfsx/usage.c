@@ -1,0 +1,198 @@
+/* Filesystem usage: fsops/usage-read.c collects, fsops/usage.c computes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "fsops/usage.h"
+#include "libbtrfsx/libbtrfsx-private.h"
+
+static uint32_t public_warnings(uint32_t warnings)
+{
+	return ((warnings & BX_USAGE_W_METADATA_LOW) ? BTRFSX_USAGE_W_METADATA_LOW : 0) |
+	       ((warnings & BX_USAGE_W_DATA_ON_META_DEVS) ? BTRFSX_USAGE_W_DATA_ON_META_DEVS : 0) |
+	       ((warnings & BX_USAGE_W_HINTS_IGNORED) ? BTRFSX_USAGE_W_HINTS_IGNORED : 0);
+}
+
+static void fill_overall(const struct bx_usage_input *in, const struct bx_usage_overall *ov,
+			 struct btrfsx_usage *u)
+{
+	memcpy(u->fsid, in->fsid, sizeof(u->fsid));
+	u->mounted = in->mounted;
+	snprintf(u->path, sizeof(u->path), "%s", in->path);
+	u->device_size = ov->device_size;
+	u->device_allocated = ov->device_allocated;
+	u->device_unallocated = ov->device_unallocated;
+	u->device_missing = ov->device_missing;
+	u->device_slack = ov->device_slack;
+	u->used = ov->used;
+	u->progs_free_estimated = ov->free_estimated;
+	u->progs_free_min = ov->free_min;
+	u->data_ratio = ov->data_ratio;
+	u->metadata_ratio = ov->metadata_ratio;
+	snprintf(u->multiple_profiles, sizeof(u->multiple_profiles), "%s", ov->multiple_profiles);
+	u->have_global_reserve = in->have_global_reserve;
+	u->global_reserve = in->global_reserve;
+	u->global_reserve_used = in->global_reserve_used;
+}
+
+static void fill_model(const struct bx_usage_report *rep, unsigned int flags,
+		       struct btrfsx_usage *u)
+{
+	u->hints_honoured = rep->hints_honoured;
+	u->strict = flags & BX_USAGE_STRICT;
+	u->mixed = rep->mixed;
+	u->data_profile = rep->data_type;
+	u->metadata_profile = rep->metadata_type;
+	u->data_size = rep->data_size;
+	u->data_used = rep->data_used;
+	u->metadata_size = rep->metadata_size;
+	u->metadata_used = rep->metadata_used;
+	u->data_free_in_chunks = rep->data_free_in_chunks;
+	u->data_new_chunks = rep->data_new_chunks;
+	u->free_estimated = rep->free_estimated;
+	u->free_strict = rep->free_strict;
+	u->have_statfs = rep->have_statfs;
+	u->free_statfs = rep->free_statfs;
+	u->metadata_free_in_chunks = rep->metadata_free_in_chunks;
+	u->metadata_room = rep->metadata_room;
+	u->metadata_room_after_data = rep->metadata_room_after_data;
+	u->metadata_needed = rep->metadata_needed;
+	u->data_on_metadata_devices = rep->data_on_metadata_devices;
+	u->warnings = public_warnings(rep->warnings);
+}
+
+static void fill_classes(const struct bx_usage_report *rep, struct btrfsx_usage *u)
+{
+	for (size_t i = 0; i < rep->nr_classes; i++) {
+		const struct bx_usage_class *c = &rep->classes[i];
+
+		u->classes[i] = (struct btrfsx_usage_class){
+			.hint = c->hint,
+			.devices = c->devices,
+			.size = c->size,
+			.unallocated = c->unallocated,
+			.data_allocatable = c->data_allocatable,
+			.metadata_allocatable = c->metadata_allocatable,
+		};
+	}
+	u->nr_classes = rep->nr_classes;
+}
+
+static void fill_devices(const struct bx_usage_report *rep, struct btrfsx_usage *u)
+{
+	for (size_t i = 0; i < rep->nr_dev_rows; i++) {
+		const struct bx_usage_dev_row *r = &rep->dev_rows[i];
+		struct btrfsx_usage_device *d = &u->devices[i];
+
+		d->devid = r->devid;
+		snprintf(d->path, sizeof(d->path), "%s", r->missing ? "" : r->path);
+		d->hint = r->hint;
+		d->missing = r->missing;
+		d->size = r->size;
+		d->slack = r->slack;
+		d->unallocated = r->unallocated;
+		d->data = r->data;
+		d->metadata = r->metadata;
+		d->system = r->system;
+	}
+	u->nr_devices = rep->nr_dev_rows;
+}
+
+/* The block group lines; the global reserve has its own fields. */
+static void fill_spaces(const struct bx_usage_input *in, struct btrfsx_usage *u)
+{
+	for (size_t i = 0; i < in->nr_spaces; i++) {
+		const struct bx_usage_space *s = &in->spaces[i];
+
+		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
+			continue;
+		u->spaces[u->nr_spaces++] = (struct btrfsx_usage_space){
+			.flags = s->flags,
+			.total_bytes = s->total_bytes,
+			.used_bytes = s->used_bytes,
+		};
+	}
+}
+
+static struct btrfsx_usage *usage_alloc(const struct bx_usage_input *in,
+					const struct bx_usage_report *rep)
+{
+	struct btrfsx_usage *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->classes = calloc(rep->nr_classes + 1, sizeof(*u->classes));
+	u->devices = calloc(rep->nr_dev_rows + 1, sizeof(*u->devices));
+	u->spaces = calloc(in->nr_spaces + 1, sizeof(*u->spaces));
+	if (!u->classes || !u->devices || !u->spaces) {
+		btrfsx_usage_free(u);
+		return NULL;
+	}
+	return u;
+}
+
+struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
+				       const struct bx_usage_report *rep, unsigned int model_flags)
+{
+	struct btrfsx_usage *u = usage_alloc(in, rep);
+
+	if (!u)
+		return NULL;
+	fill_overall(in, &rep->overall, u);
+	fill_model(rep, model_flags, u);
+	fill_classes(rep, u);
+	fill_devices(rep, u);
+	fill_spaces(in, u);
+	return u;
+}
+
+PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_paths,
+					  const char *sysfs_root, unsigned int flags,
+					  struct btrfsx_usage **out)
+{
+	unsigned int model_flags = 0;
+	struct bx_usage_report rep;
+	struct bx_usage_input in;
+	struct btrfsx_usage *u;
+	int ret;
+
+	bx_api_begin();
+	if (!paths || !nr_paths)
+		return bx_api_missing("a path");
+	if (!out)
+		return bx_api_missing("out");
+	if (bx_api_check_flags(flags, BTRFSX_USAGE_IGNORE_HINTS | BTRFSX_USAGE_STRICT))
+		return BTRFSX_ERROR_INVALID_ARGUMENT;
+	if (flags & BTRFSX_USAGE_IGNORE_HINTS)
+		model_flags |= BX_USAGE_IGNORE_HINTS;
+	if (flags & BTRFSX_USAGE_STRICT)
+		model_flags |= BX_USAGE_STRICT;
+	ret = bx_usage_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
+			    &in);
+	if (ret)
+		return bx_api_result(ret);
+	ret = bx_usage_compute(&in, model_flags, &rep);
+	if (ret) {
+		bx_usage_input_release(&in);
+		return bx_api_result(ret);
+	}
+	u = bx_api_usage_from(&in, &rep, model_flags);
+	bx_usage_report_release(&rep);
+	bx_usage_input_release(&in);
+	if (!u)
+		return bx_api_result(bx_error(-ENOMEM, "out of memory"));
+	*out = u;
+	return BTRFSX_OK;
+}
+
+PUBLIC void btrfsx_usage_free(struct btrfsx_usage *usage)
+{
+	if (!usage)
+		return;
+	free(usage->classes);
+	free(usage->devices);
+	free(usage->spaces);
+	free(usage);
+}
