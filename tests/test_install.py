@@ -19,7 +19,7 @@ import pytest
 import fsutil
 from bashcomp import complete
 
-DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir", "pkgdatadir",
+DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir", "pkgdatadir", "docdir",
         "bashcompletiondir", "systemdsystemunitdir", "CC", "SANITIZER_CFLAGS")
 
 
@@ -90,6 +90,13 @@ def test_json_schemas_installed(installed):
     source = sorted(p.name for p in (Path(__file__).parent.parent / "Documentation" / "json")
                     .glob("*.schema.json"))
     assert sorted(p.name for p in installed.path("pkgdatadir", "json").iterdir()) == source
+
+
+def test_guides_installed(installed):
+    """Every guide the README links, under docdir/guides."""
+    source = sorted(p.name for p in (Path(__file__).parent.parent / "Documentation" / "guides")
+                    .glob("*.md"))
+    assert sorted(p.name for p in installed.path("docdir", "guides").iterdir()) == source
 
 
 def test_library_soname_and_exports(installed):

@@ -772,7 +772,7 @@ def test_man_page_synopsis_is_the_header():
         header_functions()
 
 
-@pytest.mark.parametrize("source", ["man", "readme"])
+@pytest.mark.parametrize("source", ["man", "guide"])
 def test_documented_example_compiles_and_runs(loopdevs, tmp_path, source):
     lib = library()
     if not lib.exists():
@@ -780,7 +780,8 @@ def test_documented_example_compiles_and_runs(loopdevs, tmp_path, source):
     if source == "man":
         code = code_blocks((TOP / "Documentation" / "libbtrfsx.3.adoc").read_text())[-1]
     else:
-        code = re.search(r"```c\n(.*?)```", (TOP / "README.md").read_text(), re.S).group(1)
+        guide = TOP / "Documentation" / "guides" / "library.md"
+        code = re.search(r"```c\n(.*?)```", guide.read_text(), re.S).group(1)
     src, exe = tmp_path / "example.c", tmp_path / "example"
     src.write_text(code)
     undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True,
