@@ -1,5 +1,5 @@
-"""pytest fixtures for btrfsx tests.  The helpers live in fsutil.py (importable
-from tests as ``import fsutil``) and oracle.py (btrfs-progs output parsers).
+"""pytest fixtures for btrfsx tests.  The helpers live in the package
+tests/helpers/ (``from helpers import fsutil, oracle``; see its __init__.py).
 
 Fixtures
 --------
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
+from helpers import fsutil
 
 
 def pytest_configure(config):

@@ -5,7 +5,7 @@ set) are filled with data until ENOSPC (fallocate: data chunks are allocated,
 no bytes are written, the images stay sparse). Then:
 
 * every chunk the kernel created during the fill is replayed through the
-  model (tests/usage_replay.c, built against libbtrfsx_core): same type,
+  model (tests/helpers/usage_replay.c, built against libbtrfsx_core): same type,
   stripe size, devices and physical offsets, in the kernel's order;
 * ``btrfsx filesystem usage`` taken before the fill predicted the data
   capacity (``free_estimated``) within 1% of the bytes actually allocated.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-import fsutil
-import usage_fill
+from helpers import fsutil
+from helpers import usage_fill
 
 pytestmark = pytest.mark.root
 

@@ -19,10 +19,10 @@ import time
 
 import pytest
 
-import fsutil
-import oracle
-from fsutil import MiB
-from misplaced_oracle import chunk_tree, expected
+from helpers import fsutil
+from helpers import oracle
+from helpers.fsutil import MiB
+from helpers.misplaced_oracle import chunk_tree, expected
 
 pytestmark = pytest.mark.root
 

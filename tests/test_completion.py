@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bashcomp import SCRIPT, call, complete
+from helpers.bashcomp import SCRIPT, call, complete
 
 HINTS = ["data_preferred", "metadata_preferred", "metadata_only", "data_only", "none"]
 POLICIES = ["pid", "round-robin", "devid"]

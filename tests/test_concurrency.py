@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import crashutil
-import fsutil
+from helpers import crashutil
+from helpers import fsutil
 
 pytestmark = pytest.mark.root
 

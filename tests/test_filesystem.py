@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
-import misplaced_oracle
-import oracle
-import usage_fill
-from fsutil import GiB, MiB
-from tables import parse_table
+from helpers import fsutil
+from helpers import misplaced_oracle
+from helpers import oracle
+from helpers import usage_fill
+from helpers.fsutil import GiB, MiB
+from helpers.tables import parse_table
 
 pytestmark = pytest.mark.root
 
@@ -364,7 +364,7 @@ def test_usage_refuses_device_item_larger_than_device(run_btrfsx, tmp_path):
     """A device item claiming 4 EiB on a 256 MiB image (found by fuzz_item,
     corpus regress-usage-huge-device-item): refused as the kernel refuses to
     mount it; the allocator model used to simulate chunks up to that size."""
-    from base_images import DEV_ITEM, base_image, bximage
+    from helpers.base_images import DEV_ITEM, base_image, bximage
 
     img = base_image("00-single-crc32c")
     patches = bximage.patch_items(
@@ -378,7 +378,7 @@ def test_usage_block_groups_used_beyond_their_size(run_btrfsx, tmp_path):
     """Block groups of a RAID5 filesystem claiming 2^64 - 1 bytes used (found
     by fuzz_item, regress-usage-double-overflow): the figures progs computes
     in doubles saturate instead of converting out of range (undefined)."""
-    from base_images import BLOCK_GROUP_ITEM, base_image, bximage
+    from helpers.base_images import BLOCK_GROUP_ITEM, base_image, bximage
 
     img = base_image("32-raid5-crc32c")
     patches = bximage.patch_items(

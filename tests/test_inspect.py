@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
-import oracle
+from helpers import fsutil
+from helpers import oracle
 
 pytestmark = pytest.mark.root
 
@@ -477,7 +477,7 @@ RICH_KINDS = [
 
 def assert_item_values(devs, kinds=RICH_KINDS):
     """compare_dump finds no difference, and compared each of ``kinds``."""
-    import item_values
+    from helpers import item_values
     stats, failures = item_values.compare_dump(devs)
     assert not failures, (f"{len(failures)} item values differ from btrfs-progs:\n"
                           + "\n".join(failures[:40]))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
-from bashcomp import complete
+from helpers import fsutil
+from helpers.bashcomp import complete
 
 DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir", "pkgdatadir", "docdir",
         "bashcompletiondir", "systemdsystemunitdir", "CC", "SANITIZER_CFLAGS")

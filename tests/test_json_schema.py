@@ -11,7 +11,7 @@ The contract (tests/json-contract.json) lists every key path of each schema
 with its type and whether it is optional, for one __header.version. A schema
 that removes, renames or retypes a key, or makes one optional, without a
 BX_JSON_VERSION bump fails test_contract_kept; so does an added key until
-it is recorded (`python3 tests/json_schemas.py --record`), which needs no
+it is recorded (`python3 tests/helpers/json_schemas.py --record`), which needs no
 bump (Documentation/dev/json.md: adding a key does not bump the version).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import json
 import jsonschema
 import pytest
 
-import json_schemas
+from helpers import json_schemas
 from test_hostile import all_commands
 
 
@@ -44,7 +44,7 @@ def test_contract_kept():
     version = json_schemas.json_version()
     assert recorded["version"] == version, (
         f"BX_JSON_VERSION is {version}, the contract is of {recorded['version']}: "
-        "record the new version's contract (python3 tests/json_schemas.py --record)")
+        "record the new version's contract (python3 tests/helpers/json_schemas.py --record)")
     for name in json_schemas.schema_names():
         now, then = json_schemas.contract(name), recorded["schemas"].get(name, {})
         changed = {k: (v, now.get(k)) for k, v in then.items() if now.get(k) != v}
@@ -53,7 +53,7 @@ def test_contract_kept():
             f"(was, now): {changed}; bump BX_JSON_VERSION and record the contract")
         added = sorted(set(now) - set(then))
         assert not added, (f"{name}.schema.json: new keys {added}; record them "
-                           "(python3 tests/json_schemas.py --record; no bump needed)")
+                           "(python3 tests/helpers/json_schemas.py --record; no bump needed)")
 
 
 def test_contract_catches_a_retyped_key(monkeypatch):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
-import oracle
+from helpers import fsutil
+from helpers import oracle
 import test_read_policy as read_policy_tests  # its filesystem and fake sysfs trees
 import test_scrub  # its filesystems, corruptions and the kernel scrub
 from test_balance import misplaced_fs  # noqa: F401 (a fixture, used by name)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import crashutil
-import fsutil
-import oracle
+from helpers import crashutil
+from helpers import fsutil
+from helpers import oracle
 
 pytestmark = pytest.mark.root
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
+from helpers import fsutil
 
 MiB = 1024 * 1024
 DAY = 86400

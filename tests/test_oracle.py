@@ -1,5 +1,5 @@
 """Tests of the test infrastructure itself: the btrfs-progs output parsers in
-oracle.py against real filesystems, and the fsutil/conftest helpers.  They do
+helpers/oracle.py against real filesystems, and the fsutil/conftest helpers.  They do
 not need btrfsx."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
-import oracle
-from fsutil import GiB, MiB, mounted, run
-from oracle import KEY_TYPES as T, OBJECTIDS as O, U64
+from helpers import fsutil
+from helpers import oracle
+from helpers.fsutil import GiB, MiB, mounted, run
+from helpers.oracle import KEY_TYPES as T, OBJECTIDS as O, U64
 
 # ---------------------------------------------------------------------------
 # pure parser tests (no root)

@@ -1,7 +1,7 @@
 """btrfsx filesystem plan: the what-if planner against the running (mainline)
 kernel on loop devices, and its command line.
 
-* Seeded random plans (tests/plan_check.py: add, remove, resize, convert,
+* Seeded random plans (tests/helpers/plan_check.py: add, remove, resize, convert,
   replace; no hints, which this kernel ignores) made for real and filled to
   ENOSPC: every change the plan calls impossible fails at that change with
   the kernel's ENOSPC and every possible one succeeds; the chunks the plan
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
-import plan_check
-from fsutil import GiB, MiB
+from helpers import fsutil
+from helpers import plan_check
+from helpers.fsutil import GiB, MiB
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "vm"))
 import vmharness  # noqa: E402  (parse_console: the script's output format)

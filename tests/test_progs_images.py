@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
-import oracle
-from base_images import bximage  # the fuzzing tools' checksums
+from helpers import fsutil
+from helpers import oracle
+from helpers.base_images import bximage  # the fuzzing tools' checksums
 
 IMAGES = Path(__file__).resolve().parent / "progs-images"
 

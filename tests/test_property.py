@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import crashutil
-import fsutil
-import oracle
+from helpers import crashutil
+from helpers import fsutil
+from helpers import oracle
 
 pytestmark = pytest.mark.root
 
@@ -250,7 +250,7 @@ def fake_fs(loopdevs, tmp_path):
 def preload(tmp_path_factory):
     out = tmp_path_factory.mktemp("preload") / "fake_sysfs_write.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(out),
-                    str(TESTS / "fake_sysfs_write.c"), "-ldl"], check=True)
+                    str(TESTS / "helpers" / "fake_sysfs_write.c"), "-ldl"], check=True)
     return out
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
-import oracle
+from helpers import fsutil
+from helpers import oracle
 # fake_fs and three_devs are fixtures, used by name
 from test_property import (NAMES, fake_fs, progs_dev_type, progs_super_types,  # noqa: F401
                            three_devs)

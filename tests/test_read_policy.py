@@ -8,7 +8,7 @@ sector size and device ids still come from the real filesystem's ioctls.
 
 A fake attribute is a regular file: what btrfsx writes is what it reads back.
 The kernel-side rejection (EINVAL) and a kernel that shows something else
-after the write are simulated by tests/fake_sysfs_write.c (LD_PRELOAD).
+after the write are simulated by tests/helpers/fake_sysfs_write.c (LD_PRELOAD).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
+from helpers import fsutil
 
 pytestmark = pytest.mark.root
 
@@ -96,7 +96,7 @@ def preload(tmp_path_factory):
         pytest.skip("no C compiler for the LD_PRELOAD helper")
     out = tmp_path_factory.mktemp("preload") / "fake_sysfs_write.so"
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(out),
-                    str(TESTS / "fake_sysfs_write.c"), "-ldl"], check=True)
+                    str(TESTS / "helpers" / "fake_sysfs_write.c"), "-ldl"], check=True)
     return out
 
 

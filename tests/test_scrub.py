@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-import crashutil
-import fsutil
-import oracle
-from fslayout import Layout, read_at
+from helpers import crashutil
+from helpers import fsutil
+from helpers import oracle
+from helpers.fslayout import Layout, read_at
 
 pytestmark = pytest.mark.root
 
@@ -920,7 +920,7 @@ def test_bad_data_of_files_with_overlong_names(scrub, tmp_path):
     subvolume whose root backref, hold a 400-byte name (longer than btrfs
     allows; found by fuzz_item, regress-*-name-overflow): the file is listed
     without a path instead of the name overflowing a stack buffer."""
-    from base_images import INODE_REF, ROOT_BACKREF, base_image, bximage, file_extents
+    from helpers.base_images import INODE_REF, ROOT_BACKREF, base_image, bximage, file_extents
 
     img = base_image("00-single-crc32c")
     patches = bximage.replace_items(
@@ -947,7 +947,7 @@ def test_chunk_beyond_its_device(scrub, run_btrfsx, state_env, tmp_path):
     """A data chunk claiming 4 EiB on a 256 MiB device (found by fuzz_item,
     regress-scrub-huge-chunk): refused, as the kernel refuses to mount it,
     instead of scrubbing it 64 KiB window by window."""
-    from base_images import CHUNK_ITEM, base_image, bximage
+    from helpers.base_images import CHUNK_ITEM, base_image, bximage
 
     img = base_image("00-single-crc32c")
     patches = bximage.patch_items(

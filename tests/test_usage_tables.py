@@ -15,8 +15,8 @@ import re
 
 import pytest
 
-import fsutil
-from tables import parse_table
+from helpers import fsutil
+from helpers.tables import parse_table
 
 pytestmark = pytest.mark.root
 

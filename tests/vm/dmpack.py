@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import fsutil
+from helpers import fsutil
 
 SECTOR = 512
 ALIGN = 1 << 20

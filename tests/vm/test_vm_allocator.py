@@ -7,7 +7,7 @@ device count allows, a random hint per device (kakra's series also 4,
 none), some mounted with metadata_ratio so metadata chunks are allocated
 between the data chunks. In the guest, for each layout: mkfs.btrfs, the
 hints written offline by btrfsx, the chunk state dumped, a fill to ENOSPC
-through the kernel, the state dumped again, and tests/usage_replay.c
+through the kernel, the state dumped again, and tests/helpers/usage_replay.c
 replays every chunk the kernel created through the allocator model in the
 kernel's order (type, stripe size, devices, physical offsets) and checks
 that the model has no room for another data chunk either. The stock module

@@ -51,10 +51,10 @@ from pathlib import Path
 import pytest
 
 import dmpack
-import fsutil
-import oracle
+from helpers import fsutil
+from helpers import oracle
 import vmharness
-from fslayout import SECTOR, Layout
+from helpers.fslayout import SECTOR, Layout
 
 MiB = 1 << 20
 MEMBER = 256 * MiB          # sparse; mkfs.btrfs wants 240 MB for dup data

@@ -1,6 +1,6 @@
 """The what-if planner on kernels that honour hints (issue 17).
 
-Seeded random plans (tests/plan_check.py) on hinted filesystems: hint
+Seeded random plans (tests/helpers/plan_check.py) on hinted filesystems: hint
 changes, ``--relocate`` (``btrfsx balance misplaced``), and adds, removes,
 resizes, converts and replaces among hinted devices, made for real in the
 guests and filled to ENOSPC. Per plan: an impossible change really fails
@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import plan_check
+from helpers import plan_check
 import vmharness
 
 MiB = 1 << 20

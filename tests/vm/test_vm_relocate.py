@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import vmharness
-from misplaced_oracle import DATA, block_group_used, chunk_tree, expected
+from helpers.misplaced_oracle import DATA, block_group_used, chunk_tree, expected
 
 
 FINAL_HINTS = {

@@ -46,12 +46,12 @@ from pathlib import Path
 
 import pytest
 
-import crashutil
+from helpers import crashutil
 import dmpack
-import fsutil
-import oracle
+from helpers import fsutil
+from helpers import oracle
 import vmharness
-from fslayout import Layout
+from helpers.fslayout import Layout
 
 MiB = 1 << 20
 MEMBER = 256 * MiB

@@ -193,9 +193,9 @@ def guest_btrfsx() -> Path:
 
 
 def guest_replay() -> Path:
-    """tests/usage_replay.c (the model replayed against the kernel's chunks)
+    """tests/helpers/usage_replay.c (the model replayed against the kernel's chunks)
     linked against the plain build's core library, as the host tests build it."""
-    import usage_fill   # tests/: on the path under pytest
+    from helpers import usage_fill   # tests/: on the path under pytest
 
     build = guest_btrfsx().parent
     return usage_fill.build_replay(build, build)
@@ -363,7 +363,7 @@ class GuestResult:
         doc = json.JSONDecoder().raw_decode(text, start)[0] if start >= 0 else None
         words = self.commands.get(name, [])
         if doc is not None and words[:1] == ["btrfsx"]:
-            import json_schemas     # tests/: on the path under pytest
+            from helpers import json_schemas     # tests/: on the path under pytest
             json_schemas.validate(words[1:], doc)   # the guests' documents follow the schemas too
         return rc, doc, text
 

@@ -5,7 +5,7 @@ schema of the command ARGS name (fsutil.run_btrfsx calls it for every JSON
 output of the suite). contract(schema) flattens a schema into
 {"/devices/[]/size": "integer", ...}: the keys and types scripts rely on,
 which must not change while __header.version stays the same
-(tests/json-contract.json records them; `python3 tests/json_schemas.py
+(tests/json-contract.json records them; `python3 tests/helpers/json_schemas.py
 --record` rewrites it after a deliberate change, see test_json_schema.py).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = TOP / "Documentation" / "json"
 CONTRACT = TOP / "tests" / "json-contract.json"
 COMMON = "common.schema.json"
@@ -167,4 +167,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--record"]:
         record()
     else:
-        sys.exit("usage: python3 tests/json_schemas.py --record")
+        sys.exit("usage: python3 tests/helpers/json_schemas.py --record")

@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import fsutil
+from helpers import fsutil
 
 STOP = re.compile(r"fault injection after (\d+) writes")
 UNFLUSHED = re.compile(r"fault injection after (\d+) writes \(writes (\d+)-(\d+) unflushed: "

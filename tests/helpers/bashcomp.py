@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "completions" / "btrfsx"
+SCRIPT = Path(__file__).resolve().parents[2] / "completions" / "btrfsx"
 
 # bash's default COMP_WORDBREAKS minus the blanks and quotes: it splits
 # '/dev/sdb:monly' and '--format=json' into three words each.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-import oracle
+from helpers import oracle
 
 DATA, SYSTEM, METADATA = 1, 2, 4
 

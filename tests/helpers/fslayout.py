@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-import oracle
+from helpers import oracle
 
 SECTOR = 4096
 STRIPE = 65536

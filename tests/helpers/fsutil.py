@@ -7,7 +7,7 @@ exit) unmounts and detaches whatever is still there, so a failing test never
 leaves a loop device or a mount behind.
 
 conftest.py exposes these as fixtures; tests may also import them directly
-(``from fsutil import mkfs, mounted``): pytest puts tests/ on sys.path.
+(``from helpers.fsutil import mkfs, mounted``): pytest puts tests/ on sys.path.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-import json_schemas
+from helpers import json_schemas
 
 KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
 
-TESTS_DIR = Path(__file__).resolve().parent
+TESTS_DIR = Path(__file__).resolve().parent.parent
 REPO = TESTS_DIR.parent
 
 DEFAULT_IMAGE_SIZE = 512 * MiB
@@ -518,7 +518,7 @@ def run_btrfsx(*args, fmt: str | None = None, check: bool | int = True,
 
 def check_json_schema(args: Sequence[str], stdout: str) -> None:
     """Every JSON document the suite sees follows its command's schema
-    (Documentation/json/, tests/json_schemas.py); one that does not parse, or
+    (Documentation/json/, tests/helpers/json_schemas.py); one that does not parse, or
     has no __header (not btrfsx's: the helper's own tests run a fake), is left
     to the test that asked for it."""
     if not any(a == "--format=json" or (a == "json" and i and args[i - 1] == "--format")

@@ -1,7 +1,7 @@
 """Real-kernel fills for the allocator model: shared by
 tests/test_allocator_kernel.py and bench/usage.
 
-``build_replay(tmpdir)`` compiles tests/usage_replay.c against the built
+``build_replay(tmpdir)`` compiles tests/helpers/usage_replay.c against the built
 libbtrfsx_core; ``fill_run(...)`` makes a filesystem on loop devices, records
 every free-space prediction (ours, btrfs-progs', df), fills it with data until
 ENOSPC and replays the kernel's chunks through the model.  Loop devices and
@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import fsutil
+from helpers import fsutil
 
 MiB = fsutil.MiB
 GiB = fsutil.GiB
@@ -58,7 +58,7 @@ def build_replay(outdir: Path, build: Path | None = None) -> Path | None:
         libs += shlex.split(_make_var(makefile, var))
     exe = Path(outdir) / "usage_replay"
     fsutil.run(cc + flags + ["-std=gnu11", "-D_GNU_SOURCE", f"-I{fsutil.REPO}", f"-I{build}",
-                             "-o", str(exe), str(fsutil.TESTS_DIR / "usage_replay.c"), str(lib)]
+                             "-o", str(exe), str(Path(__file__).resolve().parent / "usage_replay.c"), str(lib)]
                + libs + ["-lpthread"])
     return exe
 

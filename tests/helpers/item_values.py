@@ -36,8 +36,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-import fsutil
-import oracle
+from helpers import fsutil
+from helpers import oracle
 
 KT = oracle.KEY_TYPES
 NAME_LEN_MAX = 255          # progs copies names and xattr values into char[255]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-FUZZ = Path(__file__).resolve().parent / "fuzz"
+FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
 sys.path.insert(0, str(FUZZ))
 
 import bximage  # noqa: E402  (lives beside the fuzzing tools)
