@@ -21,6 +21,7 @@ fs_cache          session cache: fs_cache.get(data, metadata, csum, ndevs=None,
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,39 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Marks a test (and the session) that failed, so its images are kept."""
+    report = (yield).get_result()
+    if report.failed:
+        item.btrfsx_failed = True
+        item.session.btrfsx_failed = True
+
+
+@pytest.fixture(autouse=True)
+def _remove_images_of_passing_tests(request):
+    """A passing test's tmp_path goes when it ends: its images are no longer
+    needed, and pytest's own cleanup keeps three whole runs (14 GiB a suite
+    run once). A failing test's stays, for a look at what went wrong."""
+    yield
+    tmp = request.node.funcargs.get("tmp_path")
+    if tmp is not None and not getattr(request.node, "btrfsx_failed", False):
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_session_temp(session):
+    """After a run where everything passed, the shared images (fs_cache, the
+    module-scoped filesystems) go too."""
+    if getattr(session, "btrfsx_failed", False) or session.testsfailed:
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None:
+        shutil.rmtree(factory.getbasetemp(), ignore_errors=True)
+
+
 def pytest_sessionfinish(session, exitstatus):
     left = fsutil.emergency_cleanup()
+    _remove_session_temp(session)
     if left:
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         msg = "btrfsx tests left behind (cleaned up now): " + ", ".join(left)
