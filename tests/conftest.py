@@ -16,6 +16,10 @@ mkfs / mounted / fill_files   the fsutil functions, as fixtures for convenience
 fs_cache          session cache: fs_cache.get(data, metadata, csum, ndevs=None,
                   size, mkfs_extra=(), seed=0) -> CachedFs (filled, unmounted,
                   read-only loop devices; never write to it)
+aged              session cache of aged filesystems (helpers/aging.py):
+                  aged.get(seed, hinted=None) -> AgedFs (image files with a
+                  past, unattached; work on aged.get(seed).copy(dir));
+                  aged.path_env is a PATH with btrfsx, guest-age, guest-fill
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fsutil
+from helpers import aging, fsutil
 
 
 def pytest_configure(config):
@@ -181,5 +185,15 @@ def fill_files():
 def fs_cache(tmp_path_factory):
     _require_loop()
     cache = fsutil.FsCache(tmp_path_factory.mktemp("fscache"))
+    yield cache
+    cache.close()
+
+
+@pytest.fixture(scope="session")
+def aged(tmp_path_factory, btrfsx):
+    """Aged filesystems, made on first use and deleted at the end of the session."""
+    _require_loop()
+    tools = aging.build_tools(tmp_path_factory.mktemp("aged-bin"), btrfsx)
+    cache = aging.AgedCache(tmp_path_factory.mktemp("aged"), tools)
     yield cache
     cache.close()

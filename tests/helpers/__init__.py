@@ -9,6 +9,8 @@ fslayout          where chunks, extents and copies are in image files
 misplaced_oracle  which chunks break the hints, read from progs' dumps
 crashutil         crash campaigns through the write path's fault injection
 plan_check        seeded random plans checked against the kernel
+aging             filesystems with a past, seeded (tests/vm/guest-age.c does
+                  their file work); the session fixture ``aged``
 usage_fill        real-kernel fills replayed through the allocator model
                   (usage_replay.c, the replayer it compiles)
 json_schemas      the JSON Schemas and the recorded contract

@@ -1,0 +1,314 @@
+/*
+ * The file work of the aging harness (tests/aging.py): gives a filesystem a
+ * past. Runs on the host and inside the test guests (built static: the
+ * initramfs has no libc). Every choice comes from the seed, so a seed
+ * always does the same work; files are visited in name order.
+ *
+ *   guest-age write <dir> <seed> <bytes> <largest>
+ *       Writes new files of pseudo-random bytes into <dir> until <bytes> are
+ *       written or ENOSPC: many small ones (some inline, below 2 KiB), some
+ *       medium (64 KiB .. 4 MiB) and a few large (4 MiB .. <largest>).
+ *       Prints "@@R age_write <bytes> <files> <errno or 0>".
+ *   guest-age small <dir> <seed> <files>
+ *       Writes <files> small files (100 bytes .. 16 KiB: inline and one-block
+ *       extents, metadata above all). Prints "@@R age_small <bytes> <files>
+ *       <errno or 0>".
+ *   guest-age delete <dir> <seed> <permille>
+ *       Deletes about <permille>/1000 of the regular files in <dir>.
+ *       Prints "@@R age_delete <files> <bytes>".
+ *   guest-age overwrite <dir> <seed> <bytes>
+ *       Rewrites <bytes> in place (4 KiB .. 256 KiB pieces at random offsets
+ *       of random files, no truncation): copy-on-write splits their extents.
+ *       Prints "@@R age_overwrite <bytes> <errno or 0>".
+ *   guest-age reflink <dir> <seed> <permille>
+ *       Clones about <permille>/1000 of the files (FICLONE) to "<name>.r".
+ *       Prints "@@R age_reflink <files> <errno or 0>".
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef FICLONE
+#define FICLONE _IOW(0x94, 9, int)
+#endif
+
+#define KiB 1024ULL
+#define MiB (1024 * KiB)
+
+static uint64_t rng_state;
+
+/* splitmix64: small, and the same sequence on every libc. */
+static uint64_t next_random(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t between(uint64_t lo, uint64_t hi)
+{
+	return hi <= lo ? lo : lo + next_random() % (hi - lo + 1);
+}
+
+static void seed_with(const char *what, uint64_t seed)
+{
+	rng_state = seed * 0x2545f4914f6cdd1dULL;
+	for (const char *c = what; *c; c++)
+		rng_state = rng_state * 131 + (unsigned char)*c;
+}
+
+static unsigned char buf[1 << 20];
+
+static void fill_buffer(size_t len)
+{
+	for (size_t i = 0; i + 8 <= len; i += 8) {
+		uint64_t v = next_random();
+
+		memcpy(buf + i, &v, 8);
+	}
+}
+
+/* Writes @len bytes at @off of @fd; 0 or the errno. */
+static int put(int fd, uint64_t off, uint64_t len)
+{
+	while (len) {
+		size_t piece = len < sizeof(buf) ? (size_t)len : sizeof(buf);
+		ssize_t n;
+
+		fill_buffer(piece);
+		n = pwrite(fd, buf, piece, (off_t)off);
+		if (n < 0)
+			return errno;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+/* A file size of the mix: 2 in 3 small, 1 in 4 medium, the rest large. */
+static uint64_t file_size(uint64_t largest)
+{
+	uint64_t pick = next_random() % 100;
+
+	if (pick < 20)
+		return between(100, 2000);
+	if (pick < 67)
+		return between(4 * KiB, 64 * KiB);
+	if (pick < 92)
+		return between(64 * KiB, 4 * MiB);
+	return between(4 * MiB, largest > 4 * MiB ? largest : 4 * MiB);
+}
+
+/* New files until @bytes or @count; sizes from file_size(), or small ones when @largest is 0. */
+static int write_files(const char *what, const char *dir, uint64_t seed, uint64_t bytes,
+		       unsigned int count, uint64_t largest)
+{
+	uint64_t written = 0;
+	unsigned int files = 0;
+	int err = 0;
+
+	seed_with(what, seed);
+	while (written < bytes && files < count && !err) {
+		uint64_t size = largest ? file_size(largest) : between(100, 16 * KiB);
+		char path[4096];
+		int fd;
+
+		if (size > bytes - written)
+			size = bytes - written;
+		snprintf(path, sizeof(path), "%s/%c%llu_%06u", dir, what[0],
+			 (unsigned long long)seed, files);
+		fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			err = errno;
+			break;
+		}
+		err = put(fd, 0, size);
+		if (close(fd) && !err)
+			err = errno;
+		if (err)
+			break;
+		written += size;
+		files++;
+	}
+	printf("@@R age_%s %llu %u %d\n", what, (unsigned long long)written, files, err);
+	return 0;
+}
+
+struct names {
+	char **v;
+	size_t nr;
+};
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The regular files of @dir, in name order. */
+static int list_files(const char *dir, struct names *out)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t cap = 0;
+
+	out->v = NULL;
+	out->nr = 0;
+	if (!d)
+		return errno;
+	while ((e = readdir(d))) {
+		char path[4096];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		if (out->nr == cap) {
+			char **grown;
+
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(out->v, cap * sizeof(*grown));
+			if (!grown) {
+				closedir(d);
+				return ENOMEM;
+			}
+			out->v = grown;
+		}
+		out->v[out->nr] = strdup(path);
+		if (!out->v[out->nr]) {
+			closedir(d);
+			return ENOMEM;
+		}
+		out->nr++;
+	}
+	closedir(d);
+	qsort(out->v, out->nr, sizeof(*out->v), name_cmp);
+	return 0;
+}
+
+static void free_names(struct names *n)
+{
+	for (size_t i = 0; i < n->nr; i++)
+		free(n->v[i]);
+	free(n->v);
+}
+
+static int age_delete(const char *dir, uint64_t seed, unsigned int permille)
+{
+	struct names n;
+	unsigned int files = 0;
+	uint64_t bytes = 0;
+	int err = list_files(dir, &n);
+
+	seed_with("delete", seed);
+	for (size_t i = 0; !err && i < n.nr; i++) {
+		struct stat st;
+
+		if (next_random() % 1000 >= permille || stat(n.v[i], &st))
+			continue;
+		if (!unlink(n.v[i])) {
+			files++;
+			bytes += (uint64_t)st.st_size;
+		}
+	}
+	free_names(&n);
+	printf("@@R age_delete %u %llu\n", files, (unsigned long long)bytes);
+	return 0;
+}
+
+static int age_overwrite(const char *dir, uint64_t seed, uint64_t bytes)
+{
+	struct names n;
+	uint64_t done = 0, tries = 0;
+	int err = list_files(dir, &n);
+
+	seed_with("overwrite", seed);
+	/* Small files are inline or one extent: rewrite the larger ones (if any). */
+	while (!err && n.nr && done < bytes && tries++ < 100000) {
+		const char *path = n.v[next_random() % n.nr];
+		uint64_t piece = between(4 * KiB, 256 * KiB) & ~(4 * KiB - 1);
+		struct stat st;
+		uint64_t off;
+		int fd;
+
+		if (stat(path, &st) || (uint64_t)st.st_size < 4 * piece)
+			continue;
+		off = between(0, (uint64_t)st.st_size - piece) & ~(4 * KiB - 1);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0) {
+			err = errno;
+			break;
+		}
+		err = put(fd, off, piece);
+		if (!err && fsync(fd))
+			err = errno;
+		close(fd);
+		done += piece;
+	}
+	free_names(&n);
+	printf("@@R age_overwrite %llu %d\n", (unsigned long long)done, err);
+	return 0;
+}
+
+static int age_reflink(const char *dir, uint64_t seed, unsigned int permille)
+{
+	struct names n;
+	unsigned int files = 0;
+	int err = list_files(dir, &n);
+
+	seed_with("reflink", seed);
+	for (size_t i = 0; !err && i < n.nr; i++) {
+		char path[4096];
+		int src, dst;
+
+		if (next_random() % 1000 >= permille)
+			continue;
+		snprintf(path, sizeof(path), "%s.r", n.v[i]);
+		src = open(n.v[i], O_RDONLY | O_CLOEXEC);
+		if (src < 0)
+			continue;
+		dst = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (dst >= 0) {
+			if (ioctl(dst, FICLONE, src))
+				err = errno;
+			else
+				files++;
+			close(dst);
+		}
+		close(src);
+	}
+	free_names(&n);
+	printf("@@R age_reflink %u %d\n", files, err);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 6 && !strcmp(argv[1], "write"))
+		return write_files("write", argv[2], strtoull(argv[3], NULL, 0),
+				   strtoull(argv[4], NULL, 0), UINT32_MAX, strtoull(argv[5], NULL, 0));
+	if (argc == 5 && !strcmp(argv[1], "small"))
+		return write_files("small", argv[2], strtoull(argv[3], NULL, 0), UINT64_MAX,
+				   (unsigned int)strtoul(argv[4], NULL, 0), 0);
+	if (argc == 5 && !strcmp(argv[1], "delete"))
+		return age_delete(argv[2], strtoull(argv[3], NULL, 0),
+				  (unsigned int)strtoul(argv[4], NULL, 0));
+	if (argc == 5 && !strcmp(argv[1], "overwrite"))
+		return age_overwrite(argv[2], strtoull(argv[3], NULL, 0),
+				     strtoull(argv[4], NULL, 0));
+	if (argc == 5 && !strcmp(argv[1], "reflink"))
+		return age_reflink(argv[2], strtoull(argv[3], NULL, 0),
+				   (unsigned int)strtoul(argv[4], NULL, 0));
+	fprintf(stderr, "usage: guest-age write <dir> <seed> <bytes> <largest> | small <dir> "
+		"<seed> <files> | delete <dir> <seed> <permille> | overwrite <dir> <seed> <bytes> | reflink <dir> <seed> "
+		"<permille>\n");
+	return 2;
+}
