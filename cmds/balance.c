@@ -32,8 +32,11 @@ static const char *const misplaced_usage[] = {
 	"start the allocator model must have room for every chunk to move, else",
 	"nothing moves and the message says which devices lack how much. After",
 	"each chunk the new chunks are checked against the model; one placed no",
-	"better stops the run with the reason. Needs root, a read-write mount and",
-	"a kernel that honours hints; a running or paused balance is refused.",
+	"better (or, forced on a kernel that ignores hints, where the hints forbid)",
+	"stops the run with the reason and exit 1. Needs root, a read-write mount",
+	"and a kernel that honours hints; a running or paused balance is refused.",
+	"--dry-run only reads: it works on any kernel and mount, and says what a",
+	"real run would be refused for.",
 	"",
 	"SIGINT or SIGTERM cancels the chunk being moved through the kernel's",
 	"balance control, prints what was done and exits 1; running again goes",
@@ -45,7 +48,8 @@ static const char *const misplaced_usage[] = {
 	"--max-bytes <size>  move at most this much used data (e.g. 20G)",
 	"--pause <duration>  wait between chunks so other I/O breathes (30s, 2m, 1h)",
 	"--force             move even when the running kernel ignores allocation hints;",
-	"                    pointless for placement (the kernel places without them)",
+	"                    pointless for placement (the kernel places without them):",
+	"                    the run stops at the first chunk placed no better",
 	"--progress          show chunks, bytes, rate and ETA on stderr (default on a",
 	"                    terminal); --no-progress never",
 	BX_UNITS_HELP_LONG,
@@ -188,6 +192,9 @@ static void print_result(struct bx_out *out, const struct bx_relocate_result *re
 	bx_out_str(out, "mountpoint", res->start.path, 0);
 	bx_out_str(out, "status", stop_name(res->stop), 0);
 	bx_out_str(out, "reason", res->reason[0] ? res->reason : NULL, 0);
+	/* Only a dry run can be refused and go on; the text says it for a dry run alone. */
+	bx_out_str(out, "refused=a real run is refused", res->refused[0] ? res->refused : NULL,
+		   res->stop == BX_RELOCATE_DRY_RUN ? 0 : BX_F_JSON_ONLY);
 	bx_out_bool(out, "hints_effective", res->hints_effective, 0);
 	bx_out_bool(out, "forced", res->forced, BX_F_JSON_ONLY);
 	bx_out_u64(out, "chunks_planned", res->nr_planned, 0);
@@ -202,10 +209,8 @@ static void print_result(struct bx_out *out, const struct bx_relocate_result *re
 	strncat(text, "/s", sizeof(text) - strlen(text) - 1);
 	bx_out_str(out, "rate", text, BX_F_TEXT_ONLY);
 	bx_out_double(out, "rate", rate, 0, BX_F_JSON_ONLY);
-	if (res->stop != BX_RELOCATE_DRY_RUN && res->stop != BX_RELOCATE_NO_ROOM) {
-		bx_out_u64(out, "remaining_chunks", res->remaining_chunks, 0);
-		bx_out_size(out, "remaining_bytes", res->remaining_bytes, units, 0);
-	}
+	bx_out_u64(out, "remaining_chunks", res->remaining_chunks, 0);
+	bx_out_size(out, "remaining_bytes", res->remaining_bytes, units, 0);
 	if (res->nr_planned)
 		bx_out_textf(out, "planned (model: where a new chunk goes now):");
 	bx_out_list_begin(out, "planned");

@@ -865,8 +865,10 @@ struct btrfsx_relocate_result {
 	uint64_t bytes_moved;
 	double seconds;
 	double kernel_seconds;
-	uint64_t remaining_chunks;	/* misplaced at the end */
+	uint64_t remaining_chunks;	/* misplaced at the end (all, whatever was selected) */
 	uint64_t remaining_bytes;
+	/* a dry run: what a real run would be refused for; "" nothing. Since 0.2 */
+	char refused[2048];
 };
 
 /**
@@ -884,7 +886,10 @@ struct btrfsx_relocate_result {
  * the run (BTRFSX_ERROR_NO_SPACE). BTRFSX_ERROR_CANCELLED when cancelled;
  * BTRFSX_ERROR_BUSY when a balance runs or is paused, or another relocation
  * of this filesystem runs; BTRFSX_ERROR_NOT_SUPPORTED when the kernel ignores
- * hints (unless @opts->force); BTRFSX_ERROR_NOT_MOUNTED for an unmounted
+ * hints (unless @opts->force; forced, when the kernel put a chunk where the
+ * hints forbid or no better: every new chunk is compared with the model under
+ * the stored hints). A dry run is not refused for any of these: ->refused
+ * says what a real run would be. BTRFSX_ERROR_NOT_MOUNTED for an unmounted
  * filesystem; BTRFSX_ERROR_PERMISSION for a read-only mount or
  * without CAP_SYS_ADMIN. Running again resumes: what is still misplaced is
  * worked out afresh.

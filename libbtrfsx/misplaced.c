@@ -242,6 +242,7 @@ static struct btrfsx_relocate_result *result_from(const struct bx_relocate_resul
 		return NULL;
 	out->status = public_status[res->stop];
 	snprintf(out->reason, sizeof(out->reason), "%s", res->reason);
+	snprintf(out->refused, sizeof(out->refused), "%s", res->refused);
 	out->hints_effective = res->hints_effective;
 	out->forced = res->forced;
 	memcpy(out->fsid, res->start.fsid, sizeof(out->fsid));

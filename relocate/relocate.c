@@ -48,6 +48,8 @@ struct run {
 	double start;
 	double last_progress;
 	bool cancelled;			/* the progress callback asked to stop */
+	bool read_only;			/* mounted read-only (a dry run goes on) */
+	bool kernel_called;		/* a balance call was made: what is left must be read again */
 	struct bx_relocate_progress prog;
 	uint64_t *created;		/* logical addresses of chunks this run created */
 	size_t nr_created;
@@ -87,6 +89,25 @@ static bool report_progress(struct run *r, bool force)
 /* ---- refusals before anything is read ---- */
 
 /*
+ * A refusal of a real run, @err with its message recorded: returned as it
+ * is, except in a dry run, which only reads and goes on, noting what a real
+ * run would be refused for.
+ */
+static int refuse(struct run *r, int err)
+{
+	char *refused = r->res->refused;
+	size_t used = strlen(refused);
+
+	if (!r->o->dry_run)
+		return err;
+	snprintf(refused + used, sizeof(r->res->refused) - used, "%s%s", used ? "; " : "",
+		 bx_error_message(err));
+	/* A dry run is not refused: the reason goes into the result instead. */
+	bx_error_clear();
+	return 0;
+}
+
+/*
  * A device or image file that stands for no mounted filesystem: say whether
  * it holds one that is not mounted, or what else is wrong with it.
  */
@@ -121,8 +142,11 @@ static int open_filesystem(struct run *r)
 	if (ret)
 		return ret;
 	r->path = r->mfs.path;
-	if (fstatvfs(r->mfs.fd, &sv) == 0 && (sv.f_flag & ST_RDONLY))
-		return bx_error(-EROFS, "%s: mounted read-only; chunks cannot move", r->path);
+	if (fstatvfs(r->mfs.fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+		r->read_only = true;
+		return refuse(r, bx_error(-EROFS, "%s: mounted read-only; chunks cannot move",
+					  r->path));
+	}
 	return 0;
 }
 
@@ -149,9 +173,14 @@ static int take_lock(struct run *r)
 	}
 	if (flock(r->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK)
-			return bx_error(-EBUSY, "%s: another 'balance misplaced' runs on this "
-					"filesystem", r->path);
+			return refuse(r, bx_error(-EBUSY, "%s: another 'balance misplaced' runs on "
+						  "this filesystem", r->path));
 		return bx_error(-errno, "%s: %m", path);
+	}
+	/* A dry run only looks: it keeps no real run out. */
+	if (r->o->dry_run) {
+		close(r->lock_fd);
+		r->lock_fd = -1;
 	}
 	return 0;
 }
@@ -164,11 +193,12 @@ static int check_no_balance(struct run *r)
 	memset(&args, 0, sizeof(args));
 	if (ioctl(r->mfs.fd, BTRFS_IOC_BALANCE_PROGRESS, &args) == 0) {
 		if (args.state & BTRFS_BALANCE_STATE_RUNNING)
-			return bx_error(-EBUSY, "%s: a balance is running ('btrfs balance status "
-					"%s'); wait for it to end or cancel it", r->path, r->path);
-		return bx_error(-EBUSY, "%s: a paused balance is waiting; resume it ('btrfs "
-				"balance resume %s') or cancel it ('btrfs balance cancel %s')",
-				r->path, r->path, r->path);
+			return refuse(r, bx_error(-EBUSY, "%s: a balance is running ('btrfs balance "
+						  "status %s'); wait for it to end or cancel it",
+						  r->path, r->path));
+		return refuse(r, bx_error(-EBUSY, "%s: a paused balance is waiting; resume it "
+					  "('btrfs balance resume %s') or cancel it ('btrfs balance "
+					  "cancel %s')", r->path, r->path, r->path));
 	}
 	if (errno == ENOTCONN)
 		return 0;
@@ -182,6 +212,9 @@ static int check_no_balance(struct run *r)
 /* Commits the running transaction: afterwards the trees read are what the kernel allocates from. */
 static int commit(struct run *r)
 {
+	/* Read-only (a dry run): nothing changes, and there is nothing to commit. */
+	if (r->read_only)
+		return 0;
 	if (ioctl(r->mfs.fd, BTRFS_IOC_SYNC) < 0)
 		return bx_error(-errno, "%s: cannot commit: %m", r->path);
 	return 0;
@@ -497,12 +530,13 @@ static int compare_new_chunks(struct run *r, const struct bx_usage_input *before
 	rel->new_chunks = calloc(after->nr_chunks + 1, sizeof(*rel->new_chunks));
 	if (!rel->new_chunks)
 		return bx_error(-ENOMEM, "out of memory");
+	/*
+	 * The model with the stored hints, as the plan predicted: a kernel that
+	 * ignores them (a forced run) is compared with the same prediction.
+	 */
 	ret = bx_misplaced_model(before, &um, &pm);
 	if (ret)
 		return ret;
-	/* A kernel without hint support allocates as mainline does. */
-	if (!before->hints_effective)
-		um.params.flags |= BX_ALLOC_IGNORE_HINTS;
 	ret = bx_alloc_sim_new(um.devs, um.nr, &um.params, &sim);
 	for (size_t i = 0; !ret && i < after->nr_chunks; i++) {
 		const struct bx_usage_chunk *c = &after->chunks[i];
@@ -552,6 +586,70 @@ static void describe_devids(const uint64_t *devids, uint32_t n, char *buf, size_
 					 (unsigned long long)devids[i]);
 }
 
+/*
+ * "which the hints forbid (devid 3 data_only, ...)" or "no better placed"
+ * for the new chunk @n, into @buf.
+ */
+static int describe_verdict(const struct bx_place_model *pm, const struct bx_relocate_new_chunk *n,
+			    char *buf, size_t len)
+{
+	struct bx_place_stripe *stripes = calloc(n->num_stripes + 1, sizeof(*stripes));
+	struct bx_place_chunk pc = { n->logical, n->length, 0, n->type, n->num_stripes, NULL };
+	struct bx_place_verdict v;
+	size_t used;
+	int ret;
+
+	if (!stripes)
+		return bx_error(-ENOMEM, "out of memory");
+	for (uint32_t s = 0; s < n->num_stripes; s++)
+		stripes[s].devid = n->devids[s];
+	pc.stripes = stripes;
+	ret = bx_place_classify(pm, &pc, &v);
+	free(stripes);
+	if (ret) {
+		bx_place_verdict_release(&v);
+		return bx_error(ret, "the allocator model failed: %s", strerror(-ret));
+	}
+	used = (size_t)snprintf(buf, len, v.cls == BX_PLACE_FORBIDDEN ? "which the hints forbid (" :
+				"no better placed");
+	for (size_t i = 0; v.cls == BX_PLACE_FORBIDDEN && i < v.nr_offending && used < len; i++) {
+		char hint[32] = "?";
+
+		for (size_t d = 0; d < pm->nr_devs; d++)
+			if (pm->devs[d].devid == v.offending[i])
+				bx_hint_describe(pm->devs[d].hint, hint, sizeof(hint));
+		used += (size_t)snprintf(buf + used, len - used, "%sdevid %llu %s", i ? ", " : "",
+					 (unsigned long long)v.offending[i], hint);
+	}
+	if (v.cls == BX_PLACE_FORBIDDEN && used < len)
+		snprintf(buf + used, len - used, ")");
+	bx_place_verdict_release(&v);
+	return 0;
+}
+
+/*
+ * A forced run on a kernel that ignores hints: the kernel put the chunk
+ * back where the hints forbid, or no better. Why, into the result.
+ */
+static int explain_ignored(struct run *r, const struct bx_place_model *pm,
+			   const struct bx_relocated *rel, const struct bx_relocate_new_chunk *n)
+{
+	char devs[128], old_devs[128], verdict[512];
+	int ret = describe_verdict(pm, n, verdict, sizeof(verdict));
+
+	if (ret)
+		return ret;
+	describe_devids(n->devids, n->num_stripes, devs, sizeof(devs));
+	describe_devids(rel->devids, rel->num_stripes, old_devs, sizeof(old_devs));
+	snprintf(r->res->reason, sizeof(r->res->reason),
+		 "the running kernel ignores allocation hints (--force): the %s of chunk %llu "
+		 "(devids %s) went to the new chunk %llu on devids %s, %s; moving more chunks "
+		 "would not place them by the hints either", bx_place_type_name(rel->type),
+		 (unsigned long long)rel->logical, old_devs, (unsigned long long)n->logical, devs,
+		 verdict);
+	return bx_error(-EOPNOTSUPP, "%s: %s", r->path, r->res->reason);
+}
+
 /* A new chunk of the moved kind that is no better placed: why, into the result. */
 static int explain_misplaced_again(struct run *r, const struct bx_usage_input *before,
 				   const struct bx_relocated *rel,
@@ -566,6 +664,11 @@ static int explain_misplaced_again(struct run *r, const struct bx_usage_input *b
 
 	if (ret)
 		return ret;
+	if (!before->hints_effective) {
+		ret = explain_ignored(r, &pm, rel, n);
+		bx_usage_model_release(&um);
+		return ret;
+	}
 	tier = bx_place_best_tier(&pm, n->type);
 	for (size_t i = 0; i < pm.nr_devs; i++)
 		if (pm.devs[i].writable &&
@@ -682,9 +785,11 @@ static int stop_for_kernel_error(struct run *r, const struct bx_misplaced_chunk 
 	if (err == -ENOSPC) {
 		r->res->stop = BX_RELOCATE_ENOSPC;
 		snprintf(r->res->reason, sizeof(r->res->reason), "the kernel ran out of space moving "
-			 "chunk %llu (%s %s, %s used): a tier filled up; what was not moved stays "
-			 "where it was, nothing is lost", (unsigned long long)c->logical,
-			 bx_place_type_name(c->type), bx_profile_name(c->type), used);
+			 "chunk %llu (%s %s, %s used): %s; what was not moved stays where it was, "
+			 "nothing is lost", (unsigned long long)c->logical,
+			 bx_place_type_name(c->type), bx_profile_name(c->type), used,
+			 r->res->hints_effective ? "a tier filled up" :
+			 "no room for a new chunk of its kind");
 		return bx_error_as(-ENOSPC, BX_ERROR_KIND_NO_SPACE, "%s: %s", r->path,
 				   r->res->reason);
 	}
@@ -719,6 +824,7 @@ static int move_one(struct run *r, const struct bx_usage_input *before,
 			 "%llu (run again to go on)", (unsigned long long)c->logical);
 		return bx_error(-EINTR, "%s: %s", r->path, r->res->reason);
 	}
+	r->kernel_called = true;
 	ret = balance_one(r, c, &seconds);
 	r->res->busy += seconds;
 	r->prog.busy = r->res->busy;
@@ -742,15 +848,17 @@ static int move_one(struct run *r, const struct bx_usage_input *before,
 	if (ret)
 		return ret;
 	ret = compare_new_chunks(r, before, &after, &old, rel);
+	/* Forced on a kernel that ignores hints too: a chunk put back no better ends the run. */
 	for (size_t i = 0; !ret && i < rel->nr_new; i++) {
-		if (rel->new_chunks[i].improves || !rep->hints_effective)
+		if (rel->new_chunks[i].improves)
 			continue;
 		r->res->stop = BX_RELOCATE_MISPLACED_AGAIN;
 		ret = explain_misplaced_again(r, before, rel, &rel->new_chunks[i]);
 	}
-	if (!ret && !rel->as_modelled && rep->hints_effective)
+	if (!ret && !rel->as_modelled)
 		bx_warn("chunk %llu: the kernel placed a new chunk other than the allocator model "
-			"said", (unsigned long long)c->logical);
+			"said%s", (unsigned long long)c->logical,
+			rep->hints_effective ? "" : " (it ignores allocation hints)");
 	bx_misplaced_report_release(&after_rep);
 	bx_usage_input_release(&after);
 	report_progress(r, true);
@@ -783,6 +891,13 @@ static int one_step(struct run *r, bool *go_on)
 	return ret;
 }
 
+/* Everything misplaced in @rep, whatever the options select (as filesystem misplaced counts). */
+static void set_remaining(struct run *r, const struct bx_misplaced_report *rep)
+{
+	r->res->remaining_chunks = rep->nr_chunks;
+	r->res->remaining_bytes = rep->forbidden.used + rep->off_preference.used;
+}
+
 static int remaining(struct run *r)
 {
 	struct bx_usage_input in;
@@ -791,8 +906,7 @@ static int remaining(struct run *r)
 
 	if (ret)
 		return ret;
-	r->res->remaining_chunks = rep.nr_chunks;
-	r->res->remaining_bytes = rep.forbidden.used + rep.off_preference.used;
+	set_remaining(r, &rep);
 	bx_misplaced_report_release(&rep);
 	bx_usage_input_release(&in);
 	return 0;
@@ -806,14 +920,18 @@ static int start(struct run *r, struct bx_usage_input *in)
 
 	if (ret)
 		return ret;
+	/* Until a chunk moves, what is left is what was misplaced at the start. */
+	set_remaining(r, &res->start);
 	res->hints_effective = res->start.hints_effective;
 	if (res->start.nr_chunks && !res->hints_effective) {
 		if (!r->o->force)
-			return bx_error(-EOPNOTSUPP, "%s: the running kernel ignores allocation "
-					"hints: moved chunks would be placed without them (--force "
-					"moves them anyway, which is pointless for placement)",
-					r->path);
-		res->forced = true;
+			ret = refuse(r, bx_error(-EOPNOTSUPP, "%s: the running kernel ignores "
+						 "allocation hints: moved chunks would be placed "
+						 "without them (--force moves them anyway, which is "
+						 "pointless for placement)", r->path));
+		if (ret)
+			return ret;
+		res->forced = r->o->force;
 	}
 	res->nr_planned = plan(r, &res->start, &res->planned_bytes);
 	r->prog.chunks_total = res->nr_planned;
@@ -889,13 +1007,17 @@ int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 	if (r.res->stop == BX_RELOCATE_FAILED && !r.res->reason[0] && ret)
 		snprintf(r.res->reason, sizeof(r.res->reason), "%s", bx_error_message(ret));
 	r.res->seconds = now() - r.start;
-	if (r.res->nr_relocated) {
-		/* What is left, and the copy rate; neither may hide why the run stopped. */
+	if (r.kernel_called) {
+		/*
+		 * What is left (a call that failed may have changed chunks too),
+		 * and the copy rate; neither may hide why the run stopped.
+		 */
 		char reason[sizeof(r.res->reason)];
 		enum bx_error_kind kind = bx_error_last_kind();
 
 		snprintf(reason, sizeof(reason), "%s", ret ? bx_error_message(ret) : "");
-		ret2 = bx_relocate_rate_add(r.state_dir, r.mfs.fsid, r.res->bytes_moved, r.res->busy);
+		ret2 = r.res->nr_relocated ? bx_relocate_rate_add(r.state_dir, r.mfs.fsid,
+								  r.res->bytes_moved, r.res->busy) : 0;
 		if (ret2)
 			bx_warn("the copy rate was not recorded: %s", bx_error_message(ret2));
 		ret2 = remaining(&r);

@@ -17,7 +17,13 @@
  * Refused: a path that is not a mounted btrfs, a read-only mount, a balance
  * already running or paused (anyone's), another relocation of the same
  * filesystem, and a kernel that ignores hints (unless forced: the kernel
- * would place the chunk without them).
+ * would place the chunk without them). A dry run only reads: it is refused
+ * only where nothing can be read, and says what a real run would be refused
+ * for (res->refused).
+ *
+ * Forced on a kernel that ignores hints, every new chunk is still compared
+ * with the model's prediction under the stored hints: one the kernel puts
+ * where the hints forbid (or no better) stops the run like on any kernel.
  *
  * Library style: nothing is printed; progress goes to a callback from the
  * calling thread, a cancel flag (or the callback) stops the run through the
@@ -70,7 +76,12 @@ struct bx_relocate_new_chunk {
 	uint64_t length;
 	uint32_t num_stripes;
 	uint64_t *devids;		/* in stripe order */
-	bool as_modelled;		/* the model allocates the same devices and offsets */
+	/*
+	 * The model with the stored hints (the prediction the plan shows)
+	 * allocates the same devices and offsets; a kernel that ignores
+	 * hints rarely does.
+	 */
+	bool as_modelled;
 	bool improves;			/* better placed than the chunk moved (same kind only) */
 };
 
@@ -102,6 +113,8 @@ enum bx_relocate_stop {
 struct bx_relocate_result {
 	enum bx_relocate_stop stop;
 	char reason[2048];		/* why it stopped, for people; "" when done */
+	/* a dry run: what a real run would be refused for, for people; "" nothing */
+	char refused[2048];
 	bool hints_effective;
 	bool forced;			/* moved although the kernel ignores hints */
 	struct bx_misplaced_report start;	/* the report before the first chunk */
@@ -112,7 +125,8 @@ struct bx_relocate_result {
 	uint64_t bytes_moved;		/* used bytes of the chunks moved */
 	double seconds;			/* wall time */
 	double busy;			/* in the kernel's balance calls */
-	uint64_t remaining_chunks;	/* misplaced when the run ended */
+	/* misplaced when the run ended (all of them, whatever the options selected) */
+	uint64_t remaining_chunks;
 	uint64_t remaining_bytes;
 };
 
@@ -124,7 +138,8 @@ struct bx_relocate_result {
  * with bx_relocate_result_free(). Returns 0 (done, limit, dry run),
  * -EINTR (cancelled), -ENOSPC (no room, the kernel's ENOSPC, or a chunk
  * placed no better), -EBUSY (a balance or relocation runs), -EOPNOTSUPP
- * (the kernel ignores hints), -EROFS, -EPERM, or another error.
+ * (the kernel ignores hints; forced, it put a chunk no better), -EROFS,
+ * -EPERM, or another error.
  */
 int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 		    struct bx_relocate_result **res);

@@ -38,18 +38,25 @@ def state(tmp_path):
 
 @pytest.fixture
 def misplaced_fs(loopdevs, run_btrfsx):
-    """4 x 1 GiB, raid1: mkfs.btrfs puts metadata and the first data chunk
-    on devids 3, 4, the kernel the next data chunk on 1, 2; hints set
-    offline. Yields (devs, mount point, the files' checksums)."""
-    loops = loopdevs(4, size="1G")
-    fsutil.mkfs(loops.devs, data="raid1", metadata="raid1")
-    with fsutil.mounted(loops.devs) as mnt:
-        for i in range(5):
+    """raid1 on 1 GiB + 1040 + 1280 + 1320 MiB: made on devids 1, 2 with
+    the files (in mkfs's one data chunk); devids 3, 4 added, and a metadata
+    balance puts metadata and system on them; hints set offline. The host
+    kernel ignores hints and places by free space, which here is where the
+    hints want it too: the forbidden data goes to devids 3, 4 (more free
+    space), then the off-preference system and metadata to devids 1, 2,
+    which the data left. No two devices tie on free space, so the stripe
+    order is the same with and without hints (the hint kernels sort ties
+    differently). Yields (devs, mount point, the files' checksums)."""
+    loops = loopdevs(sizes=["1G", "1040M", "1280M", "1320M"])
+    fsutil.mkfs(loops.devs[:2], data="raid1", metadata="raid1")
+    with fsutil.mounted(loops.devs[:2]) as mnt:
+        # 60 % of that chunk (small files or 80 % and the kernel allocates another)
+        for i in range(3):
             with open(mnt / f"f{i}", "wb") as f:
-                f.write(os.urandom(50 * MiB))
-        os.mkdir(mnt / "small")
-        for i in range(100):
-            (mnt / "small" / str(i)).write_bytes(os.urandom(3000))
+                f.write(os.urandom(20 * MiB))
+        os.sync()
+        fsutil.run(["btrfs", "device", "add", "-K", *loops.devs[2:], str(mnt)])
+        fsutil.run(["btrfs", "balance", "start", "-m", str(mnt)])
     for dev, hint in zip(loops.devs, HINTS):
         run_btrfsx("property", "set", dev, "allocation_hint", hint)
     with fsutil.mounted(loops.devs) as mnt:
@@ -97,7 +104,7 @@ def test_forced_relocation_moves_only_the_misplaced_chunks(misplaced_fs, run_btr
             assert after[logical] == chunk
     # every new chunk where the model (mainline: this kernel ignores hints) said
     for m in run["moved"]:
-        assert m["as_modelled"], m
+        assert m["as_modelled"], (m, run["planned"])
         for n in m["new_chunks"]:
             assert n["as_modelled"] and after[n["logical"]][1] == n["devids"], (n, after)
     assert run["bytes_moved"] == sum(m["used"] for m in run["moved"])
@@ -253,3 +260,75 @@ def test_room_check_refuses_before_moving(loopdevs, run_btrfsx, tmp_path, state)
         assert "devid 3 (data_only), devid 4 (data_only)" in err
         balance(run_btrfsx, mnt, rc=1, env=env)
         assert chunks_now(loops.devs) == before
+
+
+def fill_to_enospc(mnt):
+    """Data until no chunk of any kind fits: fallocated files, smaller and
+    smaller (the kernel shrinks its last data chunks to the holes)."""
+    i = 0
+    for size in (64 * MiB, 16 * MiB, 4 * MiB, MiB):
+        while True:
+            with open(mnt / f"fill{i}", "wb") as f:
+                try:
+                    os.posix_fallocate(f.fileno(), 0, size)
+                except OSError:
+                    break
+            i += 1
+    os.sync()
+
+
+def misplaced_count(btrfsx_json, mnt, state):
+    return len(btrfsx_json("filesystem", "misplaced", mnt, check=4, env=state)
+               ["misplaced"]["chunks"])
+
+
+def test_forced_where_hints_are_ignored_stops_at_a_forbidden_chunk(loopdevs, run_btrfsx,
+                                                                    btrfsx_json, state):
+    """Issue 30's reproduction: raid1 on 1 + 1 + 3 + 3 GiB, devids 1-2
+    metadata_only and 3-4 data_only set offline; mkfs put system and
+    metadata on 3, 4. The host kernel ignores hints: forced, it puts the
+    first chunk back on 3, 4, which is no improvement and not what the
+    model predicted, and the run stops there with the reason and exit 1.
+    A dry run needs no --force and says why a real run is refused; after an
+    early stop (the kernel's ENOSPC before the first chunk) what remains is
+    what filesystem misplaced counts."""
+    loops = loopdevs(sizes=["1G", "1G", "3G", "3G"])
+    fsutil.mkfs(loops.devs, data="raid1", metadata="raid1")
+    for dev, hint in zip(loops.devs, ["metadata_only"] * 2 + ["data_only"] * 2):
+        run_btrfsx("property", "set", dev, "allocation_hint", hint)
+    with fsutil.mounted(loops.devs) as mnt:
+        report = btrfsx_json("filesystem", "misplaced", mnt, check=4, env=state)["misplaced"]
+        assert {c["type"] for c in report["chunks"]} == {"system", "metadata"}
+        assert all(c["devids"] in ([3, 4], [4, 3]) and c["model"]["devids"] in ([1, 2], [2, 1])
+                   for c in report["chunks"]), report
+
+        plan, err = balance(run_btrfsx, mnt, "--dry-run", env=state)
+        assert plan["status"] == "dry run" and plan["moved"] == []
+        assert "ignores allocation hints" in plan["refused"] and "--force" in plan["refused"]
+        assert [c["logical"] for c in plan["planned"]] == [c["logical"] for c in report["chunks"]]
+        assert plan["remaining_chunks"] == len(report["chunks"])
+        rc, out, _ = run_btrfsx("balance", "misplaced", "--dry-run", mnt, env=state)
+        assert re.search(r"^a real run is refused\s+.*ignores allocation hints", out, re.M), out
+
+        run, err = balance(run_btrfsx, mnt, "--force", rc=1, env=state)
+        assert run["status"] == "placed no better" and len(run["moved"]) == 1, run
+        new = run["moved"][0]["new_chunks"]
+        assert new and not any(n["improves"] or n["as_modelled"] for n in new), run
+        assert not run["moved"][0]["as_modelled"]
+        assert run["moved"][0]["devids"] in ([3, 4], [4, 3]) and new[0]["devids"] in ([3, 4], [4, 3])
+        assert "which the hints forbid (devid" in run["reason"] and "data_only" in run["reason"]
+        assert run["reason"] in err
+        assert run["remaining_chunks"] == misplaced_count(btrfsx_json, mnt, state)
+
+        fill_to_enospc(mnt)
+        run, err = balance(run_btrfsx, mnt, "--force", rc=1, env=state)
+        assert run["status"] == "out of space" and run["moved"] == [], run
+        assert run["remaining_chunks"] == misplaced_count(btrfsx_json, mnt, state) >= 2
+        assert run["remaining_bytes"] > 0
+    # read-only: a dry run still plans, and names both refusals
+    with fsutil.mounted(loops.devs, options="ro") as mnt:
+        plan, _ = balance(run_btrfsx, mnt, "--dry-run", env=state)
+        assert "mounted read-only" in plan["refused"]
+        assert "ignores allocation hints" in plan["refused"]
+        assert plan["remaining_chunks"] == len(plan["planned"]) >= 2
+    oracle.run_progs(["check", "--readonly", loops.devs[0]])

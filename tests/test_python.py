@@ -1046,6 +1046,8 @@ if how == "report":
     emit(btrfsx.misplaced(mnt, state_dir=state))
 elif how == "refused":
     emit(error(btrfsx.relocate_misplaced, mnt, state_dir=state))
+elif how == "dry":
+    emit(btrfsx.relocate_misplaced(mnt, dry_run=True, state_dir=state))
 elif how == "cancel":
     def stop_while_moving(p):
         return p.current != 0
@@ -1076,6 +1078,11 @@ def test_misplaced_and_relocation(misplaced_fs, py, btrfsx_json, tmp_path):
 
     refused = py(MISPLACED, "refused", mnt, env=state)
     assert refused["class"] == "NotSupportedError" and "--force" in refused["message"]
+    # a dry run is not refused: it says what a real run would be refused for
+    dry = py(MISPLACED, "dry", mnt, env=state)
+    assert dry["status"] == 2 and dry["relocated"] == []    # RelocateStatus.DRY_RUN
+    assert "ignores allocation hints" in dry["refused"]
+    assert dry["remaining_chunks"] == len(cli["chunks"])
 
     cancelled = py(MISPLACED, "cancel", mnt, env=state)
     assert cancelled["class"] == "CancelledError"

@@ -1183,6 +1183,7 @@ static const struct field relocate_result_fields[] = {
 	FIELD(struct btrfsx_relocate_result, kernel_seconds),
 	FIELD(struct btrfsx_relocate_result, remaining_chunks),
 	FIELD(struct btrfsx_relocate_result, remaining_bytes),
+	FIELD(struct btrfsx_relocate_result, refused),
 	END_FIELDS
 };
 

@@ -906,14 +906,16 @@ class RelocateResult:
     bytes_moved: int
     seconds: float
     kernel_seconds: float
-    remaining_chunks: int        #: misplaced at the end
+    remaining_chunks: int        #: misplaced at the end (all, whatever was selected)
     remaining_bytes: int
+    refused: Optional[str]       #: a dry run: what a real run would be refused for
     warnings: tuple[str, ...] = ()
 
     @classmethod
     def _from(cls, raw: dict, warnings=()) -> "RelocateResult":
         return cls(**dict(raw, status=RelocateStatus(raw["status"]),
                           reason=_text_or_none(raw["reason"]), fsid=_fsid(raw["fsid"]),
+                          refused=_text_or_none(raw["refused"]),
                           planned=[MisplacedChunk._from(c) for c in raw["planned"]],
                           relocated=[Relocated._from(r) for r in raw["relocated"]]),
                    warnings=warnings)
