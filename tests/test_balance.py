@@ -3,10 +3,12 @@
 The host kernel ignores allocation hints, so a relocation here moves chunks
 only with --force and the kernel places them by its own (mainline) rules:
 what these tests check is the engine around the kernel's balance calls, one
-chunk per call, against the allocator model run without hints (every new
-chunk where the model says), the checksums of the files, btrfs check, the
-limits, the plan, progress, the lock, SIGINT, and the refusals. The
-placement under hints is proven in the guests (tests/vm/test_vm_relocate.py).
+chunk per call, on a layout where mainline places by free space what the
+hints want too (every new chunk where the model with the hints says), the
+checksums of the files, btrfs check, the limits, the plan, progress, the
+lock, SIGINT, and the refusals; and, on issue 30's layout, that a chunk the
+kernel puts back where the hints forbid stops a forced run. The placement
+under hints is proven in the guests (tests/vm/test_vm_relocate.py).
 """
 from __future__ import annotations
 
