@@ -9,30 +9,9 @@
 #include "monitor/history.h"
 #include "monitor/projection.h"
 
-/* The public sample is the engine's figures, field for field. */
-_Static_assert(sizeof(struct btrfsx_monitor_sample) == sizeof(struct bx_mon_figures),
-	       "btrfsx_monitor_sample mirrors bx_mon_figures");
-
-static void to_sample(const struct bx_mon_figures *f, struct btrfsx_monitor_sample *s)
+static void to_sample(const struct bx_mon_figures *in, struct btrfsx_monitor_sample *out)
 {
-	*s = (struct btrfsx_monitor_sample){
-		.time = f->time,
-		.device_size = f->device_size,
-		.device_allocated = f->device_allocated,
-		.used = f->used,
-		.data_size = f->data_size,
-		.data_used = f->data_used,
-		.metadata_size = f->metadata_size,
-		.metadata_used = f->metadata_used,
-		.free_estimated = f->free_estimated,
-		.free_strict = f->free_strict,
-		.have_statfs = f->have_statfs,
-		.free_statfs = f->free_statfs,
-		.metadata_room = f->metadata_room,
-		.metadata_room_after_data = f->metadata_room_after_data,
-		.global_reserve = f->global_reserve,
-		.global_reserve_used = f->global_reserve_used,
-	};
+	BX_MON_FIGURES_FIELDS(BX_FIELD_COPY)
 }
 
 static void to_trend(const struct bx_trend *t, const struct bx_trend_days *d,

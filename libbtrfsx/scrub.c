@@ -9,27 +9,9 @@
 #include "scrub/scrub.h"
 #include "libbtrfsx/libbtrfsx-private.h"
 
-static void public_counters(const struct bx_scrub_counters *c, struct btrfsx_scrub_counters *out)
+static void public_counters(const struct bx_scrub_counters *in, struct btrfsx_scrub_counters *out)
 {
-	*out = (struct btrfsx_scrub_counters){
-		.data_extents_scrubbed = c->data_extents_scrubbed,
-		.tree_extents_scrubbed = c->tree_extents_scrubbed,
-		.data_bytes_scrubbed = c->data_bytes_scrubbed,
-		.tree_bytes_scrubbed = c->tree_bytes_scrubbed,
-		.read_errors = c->read_errors,
-		.csum_errors = c->csum_errors,
-		.verify_errors = c->verify_errors,
-		.no_csum = c->no_csum,
-		.csum_discards = c->csum_discards,
-		.super_errors = c->super_errors,
-		.malloc_errors = c->malloc_errors,
-		.uncorrectable_errors = c->uncorrectable_errors,
-		.unverified_errors = c->unverified_errors,
-		.corrected_errors = c->corrected_errors,
-		.last_physical = c->last_physical,
-		.parity_errors = c->parity_errors,
-		.super_corrected = c->super_corrected,
-	};
+	BX_SCRUB_COUNTERS_FIELDS(BX_FIELD_COPY)
 }
 
 /*

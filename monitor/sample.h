@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fields.h"
 #include "fsops/mounted-fs.h"
 
 /* One block group type and profile (BTRFS_IOC_SPACE_INFO slot). */
@@ -54,24 +55,31 @@ struct bx_mon_scrub {
 	uint64_t uncorrectable;
 };
 
-/* The filesystem-wide figures of a sample: what trends and projections use. */
+/*
+ * The filesystem-wide figures of a sample: what trends and projections use,
+ * and what the library's struct btrfsx_monitor_sample and Python's
+ * MonitorSample hold (common/fields.h).
+ */
+#define BX_MON_FIGURES_FIELDS(X)						\
+	X(int64_t, time, )	/* seconds since the epoch */			\
+	X(uint64_t, device_size, )						\
+	X(uint64_t, device_allocated, )						\
+	X(uint64_t, used, )	/* bytes in use, as btrfs-progs counts */	\
+	X(uint64_t, data_size, )	/* logical, in data block groups */	\
+	X(uint64_t, data_used, )						\
+	X(uint64_t, metadata_size, )						\
+	X(uint64_t, metadata_used, )						\
+	X(uint64_t, free_estimated, )						\
+	X(uint64_t, free_strict, )						\
+	X(bool, have_statfs, )							\
+	X(uint64_t, free_statfs, )						\
+	X(uint64_t, metadata_room, )						\
+	X(uint64_t, metadata_room_after_data, )					\
+	X(uint64_t, global_reserve, )						\
+	X(uint64_t, global_reserve_used, )
+
 struct bx_mon_figures {
-	int64_t time;			/* seconds since the epoch */
-	uint64_t device_size;
-	uint64_t device_allocated;
-	uint64_t used;			/* bytes in use, as btrfs-progs counts */
-	uint64_t data_size;		/* logical, in data block groups */
-	uint64_t data_used;
-	uint64_t metadata_size;
-	uint64_t metadata_used;
-	uint64_t free_estimated;
-	uint64_t free_strict;
-	bool have_statfs;
-	uint64_t free_statfs;
-	uint64_t metadata_room;
-	uint64_t metadata_room_after_data;
-	uint64_t global_reserve;
-	uint64_t global_reserve_used;
+	BX_MON_FIGURES_FIELDS(BX_FIELD_MEMBER)
 };
 
 struct bx_mon_sample {

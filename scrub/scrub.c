@@ -23,27 +23,17 @@
 /* Each thread's own block cache: a path and the readahead window fit easily. */
 #define READER_CACHE_SLOTS 16
 
-#define COUNTER(name, kernel) { #name, offsetof(struct bx_scrub_counters, name), kernel }
+/* bx_scrub_counter() reads each as a uint64_t. */
+#define COUNTER_IS_U64(type, name, dims) \
+	_Static_assert(__builtin_types_compatible_p(type dims, uint64_t), #name " is a uint64_t");
+BX_SCRUB_COUNTERS_FIELDS(COUNTER_IS_U64)
+#undef COUNTER_IS_U64
+
+#define COUNTER_DESC(type, name, dims) { #name, offsetof(struct bx_scrub_counters, name) },
 const struct bx_scrub_counter_desc bx_scrub_counter_table[] = {
-	COUNTER(data_extents_scrubbed, true),
-	COUNTER(tree_extents_scrubbed, true),
-	COUNTER(data_bytes_scrubbed, true),
-	COUNTER(tree_bytes_scrubbed, true),
-	COUNTER(read_errors, true),
-	COUNTER(csum_errors, true),
-	COUNTER(verify_errors, true),
-	COUNTER(no_csum, true),
-	COUNTER(csum_discards, true),
-	COUNTER(super_errors, true),
-	COUNTER(malloc_errors, true),
-	COUNTER(uncorrectable_errors, true),
-	COUNTER(unverified_errors, true),
-	COUNTER(corrected_errors, true),
-	COUNTER(last_physical, true),
-	COUNTER(parity_errors, false),
-	COUNTER(super_corrected, false),
+	BX_SCRUB_COUNTERS_FIELDS(COUNTER_DESC)
 };
-#undef COUNTER
+#undef COUNTER_DESC
 const size_t bx_scrub_nr_counters = sizeof(bx_scrub_counter_table) /
 				    sizeof(bx_scrub_counter_table[0]);
 

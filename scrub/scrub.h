@@ -46,35 +46,43 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/fields.h"
 #include "disk/volumes.h"
 
-/* The kernel's counters (same names, same units), and btrfsx's extras. */
+/*
+ * The kernel's counters (same names, same units), and btrfsx's extras: the
+ * one list that struct bx_scrub_counters, the library's struct
+ * btrfsx_scrub_counters, Python's ScrubCounters and the status file follow
+ * (common/fields.h).
+ */
+#define BX_SCRUB_COUNTERS_FIELDS(X)		\
+	X(uint64_t, data_extents_scrubbed, )	\
+	X(uint64_t, tree_extents_scrubbed, )	\
+	X(uint64_t, data_bytes_scrubbed, )	\
+	X(uint64_t, tree_bytes_scrubbed, )	\
+	X(uint64_t, read_errors, )		\
+	X(uint64_t, csum_errors, )		\
+	X(uint64_t, verify_errors, )		\
+	X(uint64_t, no_csum, )			\
+	X(uint64_t, csum_discards, )		\
+	X(uint64_t, super_errors, )		\
+	X(uint64_t, malloc_errors, )		\
+	X(uint64_t, uncorrectable_errors, )	\
+	X(uint64_t, unverified_errors, )	\
+	X(uint64_t, corrected_errors, )		\
+	X(uint64_t, last_physical, )		\
+	/* btrfsx only */			\
+	X(uint64_t, parity_errors, )		\
+	X(uint64_t, super_corrected, )
+
 struct bx_scrub_counters {
-	uint64_t data_extents_scrubbed;
-	uint64_t tree_extents_scrubbed;
-	uint64_t data_bytes_scrubbed;
-	uint64_t tree_bytes_scrubbed;
-	uint64_t read_errors;
-	uint64_t csum_errors;
-	uint64_t verify_errors;
-	uint64_t no_csum;
-	uint64_t csum_discards;
-	uint64_t super_errors;
-	uint64_t malloc_errors;
-	uint64_t uncorrectable_errors;
-	uint64_t unverified_errors;
-	uint64_t corrected_errors;
-	uint64_t last_physical;
-	/* btrfsx only */
-	uint64_t parity_errors;
-	uint64_t super_corrected;
+	BX_SCRUB_COUNTERS_FIELDS(BX_FIELD_MEMBER)
 };
 
 /* One counter's name and place, for printing and parsing them all from one table. */
 struct bx_scrub_counter_desc {
 	const char *name;
 	size_t offset;
-	bool kernel;                /* the kernel has it */
 };
 
 extern const struct bx_scrub_counter_desc bx_scrub_counter_table[];

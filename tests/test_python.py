@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -179,6 +180,21 @@ def test_enums_names_and_errors(py):
     assert doc["str"] == NAMES
     assert doc["profiles"] == ["single", "raid1", "dup", "raid1c3", "raid6"]
     assert doc["types"] == ["data", "system", "metadata", "data+metadata"]
+
+
+def test_a_field_only_the_c_table_has_stops_the_import(py):
+    """The classes hold the fields of the C module's tables (made from the
+    engines' field lists, tests/test_result_fields.py); one a table has and
+    its class lacks stops the import, naming it."""
+    got = py("""
+        btrfsx._btrfsx.FIELDS["ScrubCounters"] += ("added_in_the_engine",)
+        try:
+            btrfsx._c_fields()(btrfsx.ScrubCounters)
+        except ImportError as e:
+            emit(str(e))
+    """)
+    assert "ScrubCounters" in got and "added_in_the_engine" in got
+    assert set(py("emit(list(btrfsx._btrfsx.FIELDS))")) >= {"ScrubCounters", "MonitorSample"}
 
 
 def test_hint_parse(py):
@@ -915,13 +931,18 @@ def pip_python(python) -> str | None:
 @pytest.mark.root
 def test_pip_install_from_the_build_tree(py_env, python, tmp_path):
     """pip builds the package against an uninstalled build (BTRFSX_BUILD_DIR);
-    from a copy of the sources, since pip leaves its build files beside them."""
+    from a copy of the sources (the module's folder and the headers of the
+    field lists its tables come from), since pip leaves its build files
+    beside them."""
     interpreter = pip_python(python)
     if interpreter is None:
         pytest.skip("no python with setuptools and wheel (apt-get install python3-wheel)")
     target = tmp_path / "site"
-    src = tmp_path / "libbtrfsx"
-    subprocess.run(["cp", "-r", str(fsutil.REPO / "libbtrfsx"), str(src)], check=True)
+    src = tmp_path / "src" / "libbtrfsx"
+    for folder in fsutil.REPO.iterdir():
+        if folder.is_dir() and not folder.name.startswith(("build", ".")) and \
+                any(folder.glob("*.h")):
+            shutil.copytree(folder, src.parent / folder.name)
     p = subprocess.run([interpreter, "-m", "pip", "install", "--quiet", "--no-build-isolation",
                         "--no-index", "--target", str(target), str(src / "python")],
                        env=dict(os.environ, BTRFSX_BUILD_DIR=str(build_dir())),

@@ -14,6 +14,10 @@
 
 #include <btrfsx.h>
 
+/* The engines' field lists (common/fields.h): the tables of the results they describe. */
+#include "monitor/sample.h"
+#include "scrub/scrub.h"
+
 struct module_state {
 	PyObject *error_factory;	/* (code, message, warnings) -> exception */
 };
@@ -284,24 +288,9 @@ static const struct field io_stats_fields[] = {
 	END_FIELDS
 };
 
+#define SCRUB_COUNTER(type, name, dims) FIELD(struct btrfsx_scrub_counters, name),
 static const struct field scrub_counter_fields[] = {
-	FIELD(struct btrfsx_scrub_counters, data_extents_scrubbed),
-	FIELD(struct btrfsx_scrub_counters, tree_extents_scrubbed),
-	FIELD(struct btrfsx_scrub_counters, data_bytes_scrubbed),
-	FIELD(struct btrfsx_scrub_counters, tree_bytes_scrubbed),
-	FIELD(struct btrfsx_scrub_counters, read_errors),
-	FIELD(struct btrfsx_scrub_counters, csum_errors),
-	FIELD(struct btrfsx_scrub_counters, verify_errors),
-	FIELD(struct btrfsx_scrub_counters, no_csum),
-	FIELD(struct btrfsx_scrub_counters, csum_discards),
-	FIELD(struct btrfsx_scrub_counters, super_errors),
-	FIELD(struct btrfsx_scrub_counters, malloc_errors),
-	FIELD(struct btrfsx_scrub_counters, uncorrectable_errors),
-	FIELD(struct btrfsx_scrub_counters, unverified_errors),
-	FIELD(struct btrfsx_scrub_counters, corrected_errors),
-	FIELD(struct btrfsx_scrub_counters, last_physical),
-	FIELD(struct btrfsx_scrub_counters, parity_errors),
-	FIELD(struct btrfsx_scrub_counters, super_corrected),
+	BX_SCRUB_COUNTERS_FIELDS(SCRUB_COUNTER)
 	END_FIELDS
 };
 
@@ -356,23 +345,9 @@ static const struct field scrub_progress_fields[] = {
 	END_FIELDS
 };
 
+#define MONITOR_SAMPLE(type, name, dims) FIELD(struct btrfsx_monitor_sample, name),
 static const struct field monitor_sample_fields[] = {
-	FIELD(struct btrfsx_monitor_sample, time),
-	FIELD(struct btrfsx_monitor_sample, device_size),
-	FIELD(struct btrfsx_monitor_sample, device_allocated),
-	FIELD(struct btrfsx_monitor_sample, used),
-	FIELD(struct btrfsx_monitor_sample, data_size),
-	FIELD(struct btrfsx_monitor_sample, data_used),
-	FIELD(struct btrfsx_monitor_sample, metadata_size),
-	FIELD(struct btrfsx_monitor_sample, metadata_used),
-	FIELD(struct btrfsx_monitor_sample, free_estimated),
-	FIELD(struct btrfsx_monitor_sample, free_strict),
-	FIELD(struct btrfsx_monitor_sample, have_statfs),
-	FIELD(struct btrfsx_monitor_sample, free_statfs),
-	FIELD(struct btrfsx_monitor_sample, metadata_room),
-	FIELD(struct btrfsx_monitor_sample, metadata_room_after_data),
-	FIELD(struct btrfsx_monitor_sample, global_reserve),
-	FIELD(struct btrfsx_monitor_sample, global_reserve_used),
+	BX_MON_FIGURES_FIELDS(MONITOR_SAMPLE)
 	END_FIELDS
 };
 
@@ -1683,13 +1658,82 @@ static const struct constant constants[] = {
 	{ NULL, 0 }
 };
 
+/*
+ * Each table under the name of the Python class it fills, exported as
+ * FIELDS: btrfsx/__init__.py checks at import that every class holds its
+ * table's fields, so a field that reaches a table reaches the class too.
+ */
+static const struct {
+	const char *cls;
+	const struct field *fields;
+} tables[] = {
+	{ "FsInfo", fs_info_fields },
+	{ "HintState", hint_state_fields },
+	{ "Usage", usage_fields },
+	{ "UsageSpace", usage_space_fields },
+	{ "UsageClass", usage_class_fields },
+	{ "UsageDevice", usage_device_fields },
+	{ "ReadPolicy", read_policy_fields },
+	{ "ApplyResult", apply_result_fields },
+	{ "IoStats", io_stats_fields },
+	{ "ScrubCounters", scrub_counter_fields },
+	{ "ScrubDevice", scrub_device_fields },
+	{ "ScrubError", scrub_error_fields },
+	{ "ScrubFile", scrub_file_fields },
+	{ "ScrubResult", scrub_result_fields },
+	{ "ScrubProgress", scrub_progress_fields },
+	{ "MonitorSample", monitor_sample_fields },
+	{ "MonitorTrend", monitor_trend_fields },
+	{ "MonitorProjection", monitor_projection_fields },
+	{ "MisplacedChunk", misplaced_chunk_fields },
+	{ "MisplacedTotals", misplaced_totals_fields },
+	{ "Misplaced", misplaced_fields },
+	{ "RelocateProgress", relocate_progress_fields },
+	{ "RelocatedNewChunk", relocated_new_fields },
+	{ "Relocated", relocated_fields },
+	{ "RelocateResult", relocate_result_fields },
+	{ "PlanChange", plan_change_fields },
+	{ "PlanShortDevice", plan_short_device_fields },
+	{ "PlanShort", plan_short_fields },
+	{ "PlanStep", plan_step_fields },
+	{ "PlanChunk", plan_chunk_fields },
+};
+
+/* {class name: (field, ...)} of the tables above. */
+static PyObject *field_names(void)
+{
+	PyObject *dict = PyDict_New();
+
+	for (size_t i = 0; dict && i < sizeof(tables) / sizeof(tables[0]); i++) {
+		PyObject *names = PyList_New(0);
+
+		for (const struct field *f = tables[i].fields; names && f->name; f++) {
+			PyObject *name = PyUnicode_FromString(f->name);
+
+			if (!name || PyList_Append(names, name))
+				Py_CLEAR(names);
+			Py_XDECREF(name);
+		}
+		if (put_new(dict, tables[i].cls, names ? PyList_AsTuple(names) : NULL))
+			Py_CLEAR(dict);
+		Py_XDECREF(names);
+	}
+	return dict;
+}
+
 PyMODINIT_FUNC PyInit__btrfsx(void)
 {
-	PyObject *module = PyModule_Create(&module_def);
+	PyObject *module = PyModule_Create(&module_def), *fields;
 
 	for (const struct constant *c = constants; module && c->name; c++) {
 		if (PyModule_AddIntConstant(module, c->name, c->value))
 			Py_CLEAR(module);
+	}
+	fields = module ? field_names() : NULL;
+	/* PyModule_AddObject() takes the reference only when it succeeds. */
+	if (module && (!fields || PyModule_AddObject(module, "FIELDS", fields) < 0)) {
+		Py_XDECREF(fields);
+		Py_CLEAR(module);
 	}
 	return module;
 }

@@ -2,7 +2,9 @@
 
 libbtrfsx is found with pkg-config (the btrfsx.pc of an installed btrfsx),
 or, for an uninstalled tree, in the build directory BTRFSX_BUILD_DIR names;
-the module then loads libbtrfsx.so from that directory.
+the module then loads libbtrfsx.so from that directory. Either way the
+module builds in its btrfsx source tree: its tables come from the engines'
+field lists (common/fields.h).
 """
 import os
 import re
@@ -12,6 +14,7 @@ import subprocess
 from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
 
 
 def from_build_tree(build_dir):
@@ -19,7 +22,7 @@ def from_build_tree(build_dir):
     if not os.path.exists(os.path.join(lib_dir, "libbtrfsx.so")):
         raise SystemExit(f"BTRFSX_BUILD_DIR={build_dir}: no .libs/libbtrfsx.so there; "
                          "build btrfsx first")
-    return {"include_dirs": [os.path.dirname(HERE)], "library_dirs": [lib_dir],
+    return {"include_dirs": [os.path.dirname(HERE), TOP], "library_dirs": [lib_dir],
             "runtime_library_dirs": [lib_dir], "libraries": ["btrfsx"]}
 
 
@@ -30,7 +33,7 @@ def from_pkg_config():
     except (OSError, subprocess.CalledProcessError):
         raise SystemExit("libbtrfsx not found by pkg-config (btrfsx.pc): install btrfsx, set "
                          "PKG_CONFIG_PATH, or set BTRFSX_BUILD_DIR=<build directory>")
-    flags = {"include_dirs": [], "library_dirs": [], "libraries": [], "extra_compile_args": []}
+    flags = {"include_dirs": [TOP], "library_dirs": [], "libraries": [], "extra_compile_args": []}
     for word in words:
         for prefix, key in (("-I", "include_dirs"), ("-L", "library_dirs"), ("-l", "libraries")):
             if word.startswith(prefix):

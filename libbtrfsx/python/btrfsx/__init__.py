@@ -337,6 +337,26 @@ def _path_list(paths: Paths) -> list:
 
 # --------------------------------------------------------------------------- results
 
+def _c_fields(*, absorbs: Sequence[str] = (), nested: Sequence[str] = ()):
+    """Checks a result class against the C module's table of the same name
+    (``_btrfsx.FIELDS``, made from the engine's field list): its fields are
+    the table's, less those it @absorbs into others (``have_statfs`` makes
+    ``free_statfs`` None), plus the @nested objects and lists the C module
+    adds. A field added to the C side without a place here stops the import."""
+    def check(cls):
+        table = set(_btrfsx.FIELDS[cls.__name__])
+        ours = {f.name for f in dataclasses.fields(cls)} - {"warnings"}
+        stale = (set(absorbs) - table) | (set(nested) - ours)
+        missing, extra = table - set(absorbs) - ours, ours - set(nested) - table
+        if stale or missing or extra:
+            raise ImportError(f"btrfsx.{cls.__name__} does not match the C table "
+                              f"{cls.__name__}: not in the class {sorted(missing)}, not in "
+                              f"the table {sorted(extra)}, declared but absent {sorted(stale)}")
+        return cls
+    return check
+
+
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class FsInfo:
     """What the superblocks of an unmounted filesystem say."""
@@ -359,6 +379,7 @@ class FsInfo:
                           metadata_uuid=_fsid(raw["metadata_uuid"])), warnings=warnings)
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class HintState:
     """The allocation hint of one member device."""
@@ -395,6 +416,7 @@ class HintChange:
         return self.before.type != self.after.type
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class UsageClass:
     """The devices sharing one hint value (device bytes)."""
@@ -406,6 +428,7 @@ class UsageClass:
     metadata_allocatable: int    #: what a metadata-only fill would take
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class UsageDevice:
     """One member device's space (device bytes)."""
@@ -436,6 +459,7 @@ class _BlockGroupFlags:
         return profile_name(self.flags)
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class UsageSpace(_BlockGroupFlags):
     """One block group type and profile: a line of the Data/Metadata/System
@@ -445,6 +469,7 @@ class UsageSpace(_BlockGroupFlags):
     used_bytes: int
 
 
+@_c_fields(absorbs=("have_statfs", "have_global_reserve"), nested=("classes", "devices", "spaces"))
 @dataclasses.dataclass(frozen=True)
 class Usage:
     """Every figure of ``btrfsx filesystem usage`` (bytes).
@@ -524,6 +549,7 @@ class Usage:
         return cls(**fields, warnings=warnings)
 
 
+@_c_fields(absorbs=("mirrored_known",), nested=("offered", "mirrored"))
 @dataclasses.dataclass(frozen=True)
 class ReadPolicy:
     """The read policy of a mounted filesystem (RAID1-family reads only)."""
@@ -556,6 +582,7 @@ class ReadPolicyChange:
     warnings: tuple[str, ...] = ()
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class ApplyResult:
     """The outcome of :func:`read_policy_apply` for one filesystem."""
@@ -583,6 +610,7 @@ class ApplyReport:
         return cls([ApplyResult._from(r) for r in raw], warnings=warnings)
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class IoStats:
     """One member device's read counters."""
@@ -600,6 +628,7 @@ class IoStatsSample:
     warnings: tuple[str, ...] = ()
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class ScrubCounters:
     """The kernel scrub's counters (same names and units) and two of btrfsx's."""
@@ -622,6 +651,7 @@ class ScrubCounters:
     super_corrected: int         #: superblock copies rewritten
 
 
+@_c_fields(nested=("counters",))
 @dataclasses.dataclass(frozen=True)
 class ScrubDevice:
     """One member device's part of a scrub."""
@@ -636,6 +666,7 @@ class ScrubDevice:
         return cls(**dict(raw, counters=ScrubCounters(**raw["counters"])))
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class ScrubError:
     """One bad copy the scrub found."""
@@ -650,6 +681,7 @@ class ScrubError:
     reason: str
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class ScrubFile:
     """A file holding uncorrectable data."""
@@ -660,6 +692,7 @@ class ScrubFile:
     path: str                    #: "" when it could not be resolved
 
 
+@_c_fields(nested=("total",))
 @dataclasses.dataclass(frozen=True)
 class ScrubProgress:
     """Handed to the progress callback of :func:`scrub_offline`."""
@@ -673,6 +706,7 @@ class ScrubProgress:
         return cls(**dict(raw, total=ScrubCounters(**raw["total"])))
 
 
+@_c_fields(nested=("total", "devices", "errors", "files"))
 @dataclasses.dataclass(frozen=True)
 class ScrubResult:
     """The outcome of :func:`scrub_offline`."""
@@ -703,6 +737,7 @@ class ScrubResult:
             files=[ScrubFile(**f) for f in raw["files"]]), warnings=warnings)
 
 
+@_c_fields(absorbs=("have_statfs",))
 @dataclasses.dataclass(frozen=True)
 class MonitorSample:
     """The filesystem-wide figures of one sample of the monitor history, in
@@ -732,6 +767,7 @@ class MonitorSample:
             free_statfs=raw["free_statfs"] if have_statfs else None))
 
 
+@_c_fields(absorbs=("ok", "exhausts"))
 @dataclasses.dataclass(frozen=True)
 class MonitorTrend:
     """A fitted pace and the days it leaves; None where there was too little
@@ -753,6 +789,7 @@ class MonitorTrend:
                    raw["days_left_high"])
 
 
+@_c_fields(absorbs=("have_latest",), nested=("latest", "metadata", "data"))
 @dataclasses.dataclass(frozen=True)
 class MonitorProjection:
     """Where one filesystem is heading (``btrfsx monitor report``)."""
@@ -787,6 +824,7 @@ def _epoch(t: Union[datetime.datetime, float, int, None], default: float) -> int
     return int(t)
 
 
+@_c_fields(absorbs=("have_model",), nested=("devids", "offending", "model_devids"))
 @dataclasses.dataclass(frozen=True)
 class MisplacedChunk(_BlockGroupFlags):
     """A chunk whose devices break the allocation hints."""
@@ -811,6 +849,7 @@ class MisplacedChunk(_BlockGroupFlags):
         return cls(**fields)
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class MisplacedTotals:
     """One class of misplaced chunks, summed."""
@@ -825,6 +864,7 @@ class MisplacedTotals:
         return cls(**dict(raw, estimate_seconds=seconds if seconds >= 0 else None))
 
 
+@_c_fields(nested=("forbidden", "off_preference", "chunks"))
 @dataclasses.dataclass(frozen=True)
 class Misplaced:
     """The report of :func:`misplaced` (``btrfsx filesystem misplaced``)."""
@@ -848,6 +888,7 @@ class Misplaced:
                    warnings=warnings)
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class RelocateProgress:
     """Handed to the progress callback of :func:`relocate_misplaced`."""
@@ -862,6 +903,7 @@ class RelocateProgress:
     pausing: bool                #: waiting between chunks
 
 
+@_c_fields(nested=("devids",))
 @dataclasses.dataclass(frozen=True)
 class RelocatedNewChunk:
     """A chunk the kernel created while one was moved."""
@@ -873,6 +915,7 @@ class RelocatedNewChunk:
     improves: bool               #: better placed than the chunk moved
 
 
+@_c_fields(nested=("devids", "new_chunks"))
 @dataclasses.dataclass(frozen=True)
 class Relocated:
     """One chunk moved."""
@@ -892,6 +935,7 @@ class Relocated:
                           new_chunks=[RelocatedNewChunk(**n) for n in raw["new_chunks"]]))
 
 
+@_c_fields(nested=("planned", "relocated"))
 @dataclasses.dataclass(frozen=True)
 class RelocateResult:
     """The outcome of :func:`relocate_misplaced`."""
@@ -921,6 +965,7 @@ class RelocateResult:
                    warnings=warnings)
 
 
+@_c_fields(absorbs=("has_hint",))
 @dataclasses.dataclass(frozen=True)
 class PlanChange:
     """One change of a plan, as the library parsed it."""
@@ -938,6 +983,7 @@ class PlanChange:
                    hint=_hint(raw["hint"]) if has else None, flags=raw["flags"])
 
 
+@_c_fields()
 @dataclasses.dataclass(frozen=True)
 class PlanShortDevice:
     """A device a short type of chunk may use, as the failed change leaves it."""
@@ -947,6 +993,7 @@ class PlanShortDevice:
     unallocated: int
 
 
+@_c_fields(nested=("devices",))
 @dataclasses.dataclass(frozen=True)
 class PlanShort(_BlockGroupFlags):
     """Chunks of one type a change cannot place: which tier is short by how much."""
@@ -956,6 +1003,7 @@ class PlanShort(_BlockGroupFlags):
     devices: list[PlanShortDevice]   #: best tier first
 
 
+@_c_fields(nested=("change", "short"))
 @dataclasses.dataclass(frozen=True)
 class PlanStep:
     """One change of a plan and what it does."""
@@ -983,6 +1031,7 @@ class PlanStep:
                    for sh in raw["short"]]))
 
 
+@_c_fields(nested=("devids",))
 @dataclasses.dataclass(frozen=True)
 class PlanChunk(_BlockGroupFlags):
     """A chunk a change moves, or one it creates."""
