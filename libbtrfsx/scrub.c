@@ -14,6 +14,34 @@ static void public_counters(const struct bx_scrub_counters *in, struct btrfsx_sc
 	BX_SCRUB_COUNTERS_FIELDS(BX_FIELD_COPY)
 }
 
+static void public_progress(const struct bx_scrub_progress *in, struct btrfsx_scrub_progress *out)
+{
+	BX_SCRUB_PROGRESS_FIELDS(BX_FIELD_COPY)
+	public_counters(&in->total, &out->total);
+}
+
+static void public_device(const struct bx_scrub_device *in, struct btrfsx_scrub_device *out)
+{
+	BX_SCRUB_DEVICE_FIELDS(BX_FIELD_COPY)
+	snprintf(out->path, sizeof(out->path), "%s", in->path ? in->path : "");
+	public_counters(&in->c, &out->counters);
+}
+
+static void public_error(const struct bx_scrub_error *in, struct btrfsx_scrub_error *out)
+{
+	BX_SCRUB_ERROR_FIELDS(BX_FIELD_COPY)
+	snprintf(out->what, sizeof(out->what), "%s", bx_scrub_what_str(in->what));
+	snprintf(out->fault, sizeof(out->fault), "%s", bx_scrub_fault_str(in->fault));
+	snprintf(out->fix, sizeof(out->fix), "%s", bx_scrub_fix_str(in->fix));
+	snprintf(out->reason, sizeof(out->reason), "%s", in->reason ? in->reason : "");
+}
+
+static void public_file(const struct bx_scrub_file *in, struct btrfsx_scrub_file *out)
+{
+	BX_SCRUB_FILE_FIELDS(BX_FIELD_COPY)
+	snprintf(out->path, sizeof(out->path), "%s", in->path ? in->path : "");
+}
+
 /*
  * The engine takes a void callback and one cancel flag; the caller's
  * callback may cancel by its return value, so with a callback the engine
@@ -27,13 +55,9 @@ struct progress_relay {
 static void relay_progress(void *arg, const struct bx_scrub_progress *p)
 {
 	struct progress_relay *relay = arg;
-	struct btrfsx_scrub_progress pub = {
-		.bytes_done = p->bytes_done,
-		.bytes_total = p->bytes_total,
-		.elapsed = p->elapsed,
-	};
+	struct btrfsx_scrub_progress pub = { 0 };
 
-	public_counters(&p->total, &pub.total);
+	public_progress(p, &pub);
 	/* The callback is called whatever the flag says: it sees the last progress too. */
 	if (relay->opts->progress(relay->opts->progress_arg, &pub) ||
 	    (relay->opts->cancel && __atomic_load_n(relay->opts->cancel, __ATOMIC_RELAXED)))
@@ -45,16 +69,8 @@ static int fill_devices(const struct bx_scrub_result *res, struct btrfsx_scrub_r
 	out->devices = calloc(res->nr_devs + 1, sizeof(*out->devices));
 	if (!out->devices)
 		return bx_error(-ENOMEM, "out of memory");
-	for (size_t i = 0; i < res->nr_devs; i++) {
-		const struct bx_scrub_device *d = &res->devs[i];
-		struct btrfsx_scrub_device *pub = &out->devices[i];
-
-		pub->devid = d->devid;
-		snprintf(pub->path, sizeof(pub->path), "%s", d->path ? d->path : "");
-		pub->missing = d->missing;
-		pub->bytes_to_scrub = d->bytes_to_scrub;
-		public_counters(&d->c, &pub->counters);
-	}
+	for (size_t i = 0; i < res->nr_devs; i++)
+		public_device(&res->devs[i], &out->devices[i]);
 	out->nr_devices = res->nr_devs;
 	return 0;
 }
@@ -64,22 +80,9 @@ static int fill_errors(const struct bx_scrub_result *res, struct btrfsx_scrub_re
 	out->errors = calloc(res->nr_errors + 1, sizeof(*out->errors));
 	if (!out->errors)
 		return bx_error(-ENOMEM, "out of memory");
-	for (size_t i = 0; i < res->nr_errors; i++) {
-		const struct bx_scrub_error *e = &res->errors[i];
-		struct btrfsx_scrub_error *pub = &out->errors[i];
-
-		snprintf(pub->what, sizeof(pub->what), "%s", bx_scrub_what_str(e->what));
-		snprintf(pub->fault, sizeof(pub->fault), "%s", bx_scrub_fault_str(e->fault));
-		snprintf(pub->fix, sizeof(pub->fix), "%s", bx_scrub_fix_str(e->fix));
-		pub->logical = e->logical;
-		pub->len = e->len;
-		pub->devid = e->devid;
-		pub->physical = e->physical;
-		pub->mirror = e->mirror;
-		snprintf(pub->reason, sizeof(pub->reason), "%s", e->reason ? e->reason : "");
-	}
+	for (size_t i = 0; i < res->nr_errors; i++)
+		public_error(&res->errors[i], &out->errors[i]);
 	out->nr_errors = res->nr_errors;
-	out->errors_dropped = res->errors_dropped;
 	return 0;
 }
 
@@ -88,18 +91,17 @@ static int fill_files(const struct bx_scrub_result *res, struct btrfsx_scrub_res
 	out->files = calloc(res->nr_files + 1, sizeof(*out->files));
 	if (!out->files)
 		return bx_error(-ENOMEM, "out of memory");
-	for (size_t i = 0; i < res->nr_files; i++) {
-		const struct bx_scrub_file *f = &res->files[i];
-		struct btrfsx_scrub_file *pub = &out->files[i];
-
-		pub->logical = f->logical;
-		pub->root = f->root;
-		pub->inode = f->inode;
-		pub->offset = f->offset;
-		snprintf(pub->path, sizeof(pub->path), "%s", f->path ? f->path : "");
-	}
+	for (size_t i = 0; i < res->nr_files; i++)
+		public_file(&res->files[i], &out->files[i]);
 	out->nr_files = res->nr_files;
 	return 0;
+}
+
+static void public_totals(const struct bx_scrub_result *in, struct btrfsx_scrub_result *out)
+{
+	BX_SCRUB_RESULT_FIELDS(BX_FIELD_COPY)
+	public_counters(&in->total, &out->total);
+	out->uncorrectable = bx_scrub_has_uncorrectable(in);
 }
 
 static int public_result(const struct bx_scrub_result *res, struct btrfsx_scrub_result **out)
@@ -109,16 +111,7 @@ static int public_result(const struct bx_scrub_result *res, struct btrfsx_scrub_
 
 	if (!pub)
 		return bx_error(-ENOMEM, "out of memory");
-	memcpy(pub->fsid, res->fsid, sizeof(pub->fsid));
-	pub->readonly = res->readonly;
-	pub->metadata_only = res->metadata_only;
-	pub->cancelled = res->cancelled;
-	pub->degraded = res->degraded;
-	pub->started = res->started;
-	pub->duration = res->duration;
-	pub->bytes_to_scrub = res->bytes_to_scrub;
-	public_counters(&res->total, &pub->total);
-	pub->uncorrectable = bx_scrub_has_uncorrectable(res);
+	public_totals(res, pub);
 	ret = fill_devices(res, pub);
 	if (!ret)
 		ret = fill_errors(res, pub);

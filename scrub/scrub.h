@@ -117,54 +117,75 @@ enum bx_scrub_fix {
 	BX_SCRUB_UNCORRECTABLE,     /* no good copy, or the rewrite failed */
 };
 
-/* One bad copy: which block, where, what was wrong, what became of it. */
+/*
+ * One bad copy: which block, where, what was wrong, what became of it. The
+ * list is what struct btrfsx_scrub_error and Python's ScrubError take as it
+ * is (common/fields.h); the enums become names, the reason a copy.
+ */
+#define BX_SCRUB_ERROR_FIELDS(X)							\
+	X(uint64_t, logical, )	/* first byte of the bad range (super: its offset) */	\
+	X(uint32_t, len, )	/* bytes */						\
+	X(uint64_t, devid, )								\
+	X(uint64_t, physical, )								\
+	X(int, mirror, )	/* 1-based copy; 0 for superblocks and parity */
+
 struct bx_scrub_error {
 	enum bx_scrub_what what;
 	enum bx_scrub_fault fault;
 	enum bx_scrub_fix fix;
-	uint64_t logical;           /* first byte of the bad range (superblock: its offset) */
-	uint32_t len;               /* bytes */
-	uint64_t devid;
-	uint64_t physical;
-	int mirror;                 /* 1-based copy; 0 for superblocks and parity */
+	BX_SCRUB_ERROR_FIELDS(BX_FIELD_MEMBER)
 	const char *reason;         /* static text: "checksum mismatch", ... */
 	uint64_t extent_start;      /* data: the extent holding it (to find the files) */
 	uint64_t extent_len;
 	uint64_t owner;             /* tree blocks: header owner when readable */
 };
 
-/* A file that an uncorrectable data error lies in. */
+/*
+ * A file that an uncorrectable data error lies in. The list is what struct
+ * btrfsx_scrub_file and Python's ScrubFile take as it is; the path is copied.
+ */
+#define BX_SCRUB_FILE_FIELDS(X)	\
+	X(uint64_t, logical, )	\
+	X(uint64_t, root, )	\
+	X(uint64_t, inode, )	\
+	X(uint64_t, offset, )	/* of the bad byte in the file */
+
 struct bx_scrub_file {
-	uint64_t logical;
-	uint64_t root;
-	uint64_t inode;
-	uint64_t offset;            /* of the bad byte in the file */
+	BX_SCRUB_FILE_FIELDS(BX_FIELD_MEMBER)
 	char *path;                 /* from the top-level subvolume; NULL if not resolved */
 };
 
+/* What struct btrfsx_scrub_device and Python's ScrubDevice take as it is. */
+#define BX_SCRUB_DEVICE_FIELDS(X)	\
+	X(uint64_t, devid, )		\
+	X(bool, missing, )		\
+	X(uint64_t, bytes_to_scrub, )	/* planned (sum of used bytes of its stripes) */
+
 struct bx_scrub_device {
-	uint64_t devid;
+	BX_SCRUB_DEVICE_FIELDS(BX_FIELD_MEMBER)
 	char *path;                 /* NULL when missing */
-	bool missing;
-	uint64_t bytes_to_scrub;    /* planned (sum of used bytes of its stripes) */
 	struct bx_scrub_counters c;
 };
 
+/* What struct btrfsx_scrub_result and Python's ScrubResult take as it is. */
+#define BX_SCRUB_RESULT_FIELDS(X)								\
+	X(uint8_t, fsid, [16])									\
+	X(bool, readonly, )									\
+	X(bool, metadata_only, )	/* data was not read (bx_scrub_opts.metadata_only) */	\
+	X(bool, cancelled, )									\
+	X(bool, degraded, )		/* a member is missing: its copies were not scrubbed */	\
+	X(time_t, started, )									\
+	X(double, duration, )		/* seconds */						\
+	X(uint64_t, bytes_to_scrub, )								\
+	X(uint64_t, errors_dropped, )	/* error records beyond the cap */
+
 struct bx_scrub_result {
-	uint8_t fsid[16];
-	bool readonly;
-	bool metadata_only;         /* data was not read (bx_scrub_opts.metadata_only) */
-	bool cancelled;
-	bool degraded;              /* a member is missing: its copies were not scrubbed */
-	time_t started;
-	double duration;            /* seconds */
-	uint64_t bytes_to_scrub;
+	BX_SCRUB_RESULT_FIELDS(BX_FIELD_MEMBER)
 	struct bx_scrub_device *devs;
 	size_t nr_devs;
 	struct bx_scrub_counters total;
 	struct bx_scrub_error *errors;   /* the first BX_SCRUB_MAX_ERRORS */
 	size_t nr_errors;
-	uint64_t errors_dropped;         /* records beyond the cap */
 	struct bx_scrub_file *files;     /* where uncorrectable data lies */
 	size_t nr_files;
 };
@@ -172,10 +193,14 @@ struct bx_scrub_result {
 #define BX_SCRUB_MAX_ERRORS 4096
 #define BX_SCRUB_MAX_FILES 256
 
+/* What struct btrfsx_scrub_progress and Python's ScrubProgress take as it is. */
+#define BX_SCRUB_PROGRESS_FIELDS(X)								\
+	X(uint64_t, bytes_done, )	/* data and tree bytes verified so far, every copy */	\
+	X(uint64_t, bytes_total, )	/* the plan; a run may end a little off it */		\
+	X(double, elapsed, )		/* seconds */
+
 struct bx_scrub_progress {
-	uint64_t bytes_done;        /* data and tree bytes verified so far, every copy */
-	uint64_t bytes_total;       /* the plan; a run may end a little off it */
-	double elapsed;             /* seconds */
+	BX_SCRUB_PROGRESS_FIELDS(BX_FIELD_MEMBER)
 	struct bx_scrub_counters total; /* so far */
 };
 

@@ -294,54 +294,41 @@ static const struct field scrub_counter_fields[] = {
 	END_FIELDS
 };
 
+/* Each with what the library converts by hand: names of enums, strings, counters. */
+#define SCRUB_DEVICE(type, name, dims) FIELD(struct btrfsx_scrub_device, name),
 static const struct field scrub_device_fields[] = {
-	FIELD(struct btrfsx_scrub_device, devid),
+	BX_SCRUB_DEVICE_FIELDS(SCRUB_DEVICE)
 	FIELD(struct btrfsx_scrub_device, path),
-	FIELD(struct btrfsx_scrub_device, missing),
-	FIELD(struct btrfsx_scrub_device, bytes_to_scrub),
 	END_FIELDS
 };
 
+#define SCRUB_ERROR(type, name, dims) FIELD(struct btrfsx_scrub_error, name),
 static const struct field scrub_error_fields[] = {
+	BX_SCRUB_ERROR_FIELDS(SCRUB_ERROR)
 	FIELD(struct btrfsx_scrub_error, what),
 	FIELD(struct btrfsx_scrub_error, fault),
 	FIELD(struct btrfsx_scrub_error, fix),
-	FIELD(struct btrfsx_scrub_error, logical),
-	FIELD(struct btrfsx_scrub_error, len),
-	FIELD(struct btrfsx_scrub_error, devid),
-	FIELD(struct btrfsx_scrub_error, physical),
-	FIELD(struct btrfsx_scrub_error, mirror),
 	FIELD(struct btrfsx_scrub_error, reason),
 	END_FIELDS
 };
 
+#define SCRUB_FILE(type, name, dims) FIELD(struct btrfsx_scrub_file, name),
 static const struct field scrub_file_fields[] = {
-	FIELD(struct btrfsx_scrub_file, logical),
-	FIELD(struct btrfsx_scrub_file, root),
-	FIELD(struct btrfsx_scrub_file, inode),
-	FIELD(struct btrfsx_scrub_file, offset),
+	BX_SCRUB_FILE_FIELDS(SCRUB_FILE)
 	FIELD(struct btrfsx_scrub_file, path),
 	END_FIELDS
 };
 
+#define SCRUB_RESULT(type, name, dims) FIELD(struct btrfsx_scrub_result, name),
 static const struct field scrub_result_fields[] = {
-	FIELD(struct btrfsx_scrub_result, fsid),
-	FIELD(struct btrfsx_scrub_result, readonly),
-	FIELD(struct btrfsx_scrub_result, metadata_only),
-	FIELD(struct btrfsx_scrub_result, cancelled),
-	FIELD(struct btrfsx_scrub_result, degraded),
-	FIELD(struct btrfsx_scrub_result, started),
-	FIELD(struct btrfsx_scrub_result, duration),
-	FIELD(struct btrfsx_scrub_result, bytes_to_scrub),
-	FIELD(struct btrfsx_scrub_result, errors_dropped),
+	BX_SCRUB_RESULT_FIELDS(SCRUB_RESULT)
 	FIELD(struct btrfsx_scrub_result, uncorrectable),
 	END_FIELDS
 };
 
+#define SCRUB_PROGRESS(type, name, dims) FIELD(struct btrfsx_scrub_progress, name),
 static const struct field scrub_progress_fields[] = {
-	FIELD(struct btrfsx_scrub_progress, bytes_done),
-	FIELD(struct btrfsx_scrub_progress, bytes_total),
-	FIELD(struct btrfsx_scrub_progress, elapsed),
+	BX_SCRUB_PROGRESS_FIELDS(SCRUB_PROGRESS)
 	END_FIELDS
 };
 
