@@ -185,7 +185,7 @@ static void print_result(struct bx_out *out, const struct bx_relocate_result *re
 			 unsigned int units)
 {
 	char text[64];
-	double rate = res->busy > 0 ? (double)res->bytes_moved / res->busy : 0;
+	double rate = res->kernel_seconds > 0 ? (double)res->bytes_moved / res->kernel_seconds : 0;
 
 	bx_out_obj_begin(out, "balance", BX_OBJ_LINES, NULL);
 	bx_out_uuid(out, "fsid", res->start.fsid, 0);
@@ -204,7 +204,7 @@ static void print_result(struct bx_out *out, const struct bx_relocate_result *re
 	misplaced_duration_text(res->seconds, text, sizeof(text));
 	bx_out_str(out, "time", text, BX_F_TEXT_ONLY);
 	bx_out_double(out, "seconds", res->seconds, 1, BX_F_JSON_ONLY);
-	bx_out_double(out, "kernel_seconds", res->busy, 1, BX_F_JSON_ONLY);
+	bx_out_double(out, "kernel_seconds", res->kernel_seconds, 1, BX_F_JSON_ONLY);
 	bx_pretty_size((uint64_t)rate, units, text, sizeof(text));
 	strncat(text, "/s", sizeof(text) - strlen(text) - 1);
 	bx_out_str(out, "rate", text, BX_F_TEXT_ONLY);

@@ -145,10 +145,10 @@ static void print_totals(struct bx_out *out, const char *key, const char *headin
 	bx_out_u64(out, "chunks", t->chunks, 0);
 	bx_out_size(out, "allocated", t->allocated, units, 0);
 	bx_out_size(out, "used", t->used, units, 0);
-	if (t->seconds >= 0) {
-		misplaced_duration_text(t->seconds, eta, sizeof(eta));
+	if (t->estimate_seconds >= 0) {
+		misplaced_duration_text(t->estimate_seconds, eta, sizeof(eta));
 		bx_out_str(out, "estimate", eta, BX_F_TEXT_ONLY);
-		bx_out_double(out, "estimate_seconds", t->seconds, 1, BX_F_JSON_ONLY);
+		bx_out_double(out, "estimate_seconds", t->estimate_seconds, 1, BX_F_JSON_ONLY);
 	} else {
 		bx_out_str(out, "estimate", "unknown", BX_F_TEXT_ONLY);
 		bx_out_str(out, "estimate_seconds", NULL, BX_F_JSON_ONLY);

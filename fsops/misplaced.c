@@ -160,7 +160,7 @@ static void estimate(struct bx_misplaced_report *rep, const char *state_dir)
 	uint64_t bytes = 0;
 	double seconds = 0;
 
-	rep->forbidden.seconds = rep->off_preference.seconds = -1;
+	rep->forbidden.estimate_seconds = rep->off_preference.estimate_seconds = -1;
 	if (!state_dir)
 		return;
 	if (bx_relocate_rate_load(state_dir, rep->fsid, &bytes, &seconds)) {
@@ -173,8 +173,8 @@ static void estimate(struct bx_misplaced_report *rep, const char *state_dir)
 		return;
 	rep->have_rate = true;
 	rep->rate = (double)bytes / seconds;
-	rep->forbidden.seconds = (double)rep->forbidden.used / rep->rate;
-	rep->off_preference.seconds = (double)rep->off_preference.used / rep->rate;
+	rep->forbidden.estimate_seconds = (double)rep->forbidden.used / rep->rate;
+	rep->off_preference.estimate_seconds = (double)rep->off_preference.used / rep->rate;
 }
 
 static int classify_all(const struct bx_usage_input *in, const struct bx_place_model *pm,

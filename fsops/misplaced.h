@@ -16,13 +16,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fields.h"
 #include "fsops/usage.h"
 #include "model/placement.h"
 
+/*
+ * A chunk that breaks the hints. The list is what struct
+ * btrfsx_misplaced_chunk and Python's MisplacedChunk take as it is
+ * (common/fields.h); the rest the library converts.
+ */
+#define BX_MISPLACED_CHUNK_FIELDS(X)				\
+	X(uint64_t, logical, )					\
+	X(uint64_t, length, )	/* logical bytes allocated */	\
+	X(uint64_t, used, )	/* logical bytes in use: what a relocation copies */
+
 struct bx_misplaced_chunk {
-	uint64_t logical;
-	uint64_t length;		/* logical bytes allocated */
-	uint64_t used;			/* logical bytes in use: what a relocation copies */
+	BX_MISPLACED_CHUNK_FIELDS(BX_FIELD_MEMBER)
 	uint64_t type;			/* BTRFS_BLOCK_GROUP_* type and profile */
 	enum bx_place_class cls;
 	uint32_t tiers;			/* bit t: a stripe on tier t (0: excluded) */
@@ -38,19 +47,27 @@ struct bx_misplaced_chunk {
 	uint64_t *target_devids;	/* target_stripes devids, in stripe order */
 };
 
+/* One class of misplaced chunks, summed: btrfsx_misplaced_totals, MisplacedTotals. */
+#define BX_MISPLACED_TOTALS_FIELDS(X)						\
+	X(uint64_t, chunks, )							\
+	X(uint64_t, allocated, )	/* logical bytes of the chunks */	\
+	X(uint64_t, used, )		/* logical bytes in use */		\
+	X(double, estimate_seconds, )	/* of a relocation; < 0: no rate known */
+
 struct bx_misplaced_totals {
-	uint64_t chunks;
-	uint64_t allocated;		/* logical bytes of the chunks */
-	uint64_t used;			/* logical bytes in use */
-	double seconds;			/* estimated relocation time; < 0: no rate known */
+	BX_MISPLACED_TOTALS_FIELDS(BX_FIELD_MEMBER)
 };
 
+/* What struct btrfsx_misplaced and Python's Misplaced take as it is. */
+#define BX_MISPLACED_REPORT_FIELDS(X)						\
+	X(uint8_t, fsid, [16])							\
+	X(bool, mounted, )							\
+	X(char, path, [4096])							\
+	X(bool, hints_effective, )	/* new chunks follow the hints */	\
+	X(uint64_t, chunks_checked, )
+
 struct bx_misplaced_report {
-	uint8_t fsid[16];
-	bool mounted;
-	char path[4096];
-	bool hints_effective;		/* new chunks follow the hints (false: this kernel ignores them) */
-	uint64_t chunks_checked;
+	BX_MISPLACED_REPORT_FIELDS(BX_FIELD_MEMBER)
 	struct bx_misplaced_totals forbidden;
 	struct bx_misplaced_totals off_preference;
 	/* the measured copy rate of earlier relocations (bx_relocate_rate_*) */

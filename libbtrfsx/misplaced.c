@@ -37,28 +37,24 @@ static void chunk_free(struct btrfsx_misplaced_chunk *c)
 	free(c->model_devids);
 }
 
-static int fill_chunk(const struct bx_misplaced_chunk *c, struct btrfsx_misplaced_chunk *out)
+static int fill_chunk(const struct bx_misplaced_chunk *in, struct btrfsx_misplaced_chunk *out)
 {
-	*out = (struct btrfsx_misplaced_chunk){
-		.logical = c->logical,
-		.length = c->length,
-		.used = c->used,
-		.flags = c->type,
-		.cls = public_class(c->cls),
-		.nr_devids = c->num_stripes,
-		.nr_offending = c->nr_offending,
-		.have_model = c->have_target,
-		.model_flags = c->target_type,
-		.model_length = c->target_length,
-		.nr_model_devids = c->have_target ? c->target_stripes : 0,
-	};
-	out->devids = calloc(c->num_stripes + 1, sizeof(*out->devids));
-	out->offending = copy_u64(c->offending, c->nr_offending);
-	out->model_devids = copy_u64(c->target_devids, out->nr_model_devids);
+	BX_MISPLACED_CHUNK_FIELDS(BX_FIELD_COPY)
+	out->flags = in->type;
+	out->cls = public_class(in->cls);
+	out->nr_devids = in->num_stripes;
+	out->nr_offending = in->nr_offending;
+	out->have_model = in->have_target;
+	out->model_flags = in->target_type;
+	out->model_length = in->target_length;
+	out->nr_model_devids = in->have_target ? in->target_stripes : 0;
+	out->devids = calloc(in->num_stripes + 1, sizeof(*out->devids));
+	out->offending = copy_u64(in->offending, in->nr_offending);
+	out->model_devids = copy_u64(in->target_devids, out->nr_model_devids);
 	if (!out->devids || !out->offending || !out->model_devids)
 		return -ENOMEM;
-	for (uint32_t s = 0; s < c->num_stripes; s++)
-		out->devids[s] = c->stripes[s].devid;
+	for (uint32_t s = 0; s < in->num_stripes; s++)
+		out->devids[s] = in->stripes[s].devid;
 	return 0;
 }
 
@@ -76,9 +72,18 @@ static int fill_chunks(const struct bx_misplaced_chunk *src, size_t n,
 	return ret;
 }
 
-static void public_totals(const struct bx_misplaced_totals *t, struct btrfsx_misplaced_totals *out)
+static void public_totals(const struct bx_misplaced_totals *in, struct btrfsx_misplaced_totals *out)
 {
-	*out = (struct btrfsx_misplaced_totals){ t->chunks, t->allocated, t->used, t->seconds };
+	BX_MISPLACED_TOTALS_FIELDS(BX_FIELD_COPY)
+}
+
+static void public_report(const struct bx_misplaced_report *in, struct btrfsx_misplaced *out)
+{
+	BX_MISPLACED_REPORT_FIELDS(BX_FIELD_COPY)
+	public_totals(&in->forbidden, &out->forbidden);
+	public_totals(&in->off_preference, &out->off_preference);
+	out->copy_rate = in->have_rate ? in->rate : 0;
+	out->nr_chunks = in->nr_chunks;
 }
 
 PUBLIC void btrfsx_misplaced_free(struct btrfsx_misplaced *m)
@@ -97,15 +102,7 @@ struct btrfsx_misplaced *bx_api_misplaced_from(const struct bx_misplaced_report 
 
 	if (!m)
 		return NULL;
-	memcpy(m->fsid, rep->fsid, sizeof(m->fsid));
-	m->mounted = rep->mounted;
-	snprintf(m->path, sizeof(m->path), "%s", rep->path);
-	m->hints_effective = rep->hints_effective;
-	m->chunks_checked = rep->chunks_checked;
-	public_totals(&rep->forbidden, &m->forbidden);
-	public_totals(&rep->off_preference, &m->off_preference);
-	m->copy_rate = rep->have_rate ? rep->rate : 0;
-	m->nr_chunks = rep->nr_chunks;
+	public_report(rep, m);
 	if (fill_chunks(rep->chunks, rep->nr_chunks, &m->chunks)) {
 		btrfsx_misplaced_free(m);
 		return NULL;
@@ -148,21 +145,18 @@ struct relay {
 	const struct btrfsx_relocate_options *opts;
 };
 
+static void public_progress(const struct bx_relocate_progress *in,
+			    struct btrfsx_relocate_progress *out)
+{
+	BX_RELOCATE_PROGRESS_FIELDS(BX_FIELD_COPY)
+}
+
 static int relay_progress(void *arg, const struct bx_relocate_progress *p)
 {
 	const struct relay *relay = arg;
-	struct btrfsx_relocate_progress pub = {
-		.chunks_done = p->chunks_done,
-		.chunks_total = p->chunks_total,
-		.bytes_done = p->bytes_done,
-		.bytes_total = p->bytes_total,
-		.elapsed = p->elapsed,
-		.kernel_seconds = p->busy,
-		.current = p->current,
-		.current_used = p->current_used,
-		.pausing = p->pausing,
-	};
+	struct btrfsx_relocate_progress pub = { 0 };
 
+	public_progress(p, &pub);
 	return relay->opts->progress(relay->opts->progress_arg, &pub);
 }
 
@@ -187,39 +181,31 @@ PUBLIC void btrfsx_relocate_result_free(struct btrfsx_relocate_result *res)
 	free(res);
 }
 
-static int fill_relocated(const struct bx_relocated *r, struct btrfsx_relocated *out)
+static int fill_new_chunk(const struct bx_relocate_new_chunk *in, struct btrfsx_relocated_new *out)
 {
-	*out = (struct btrfsx_relocated){
-		.logical = r->logical,
-		.flags = r->type,
-		.length = r->length,
-		.used = r->used,
-		.cls = public_class(r->cls),
-		.nr_devids = r->num_stripes,
-		.seconds = r->seconds,
-		.nr_new = r->nr_new,
-		.as_modelled = r->as_modelled,
-	};
-	out->devids = copy_u64(r->devids, r->num_stripes);
-	out->new_chunks = calloc(r->nr_new + 1, sizeof(*out->new_chunks));
+	BX_RELOCATE_NEW_CHUNK_FIELDS(BX_FIELD_COPY)
+	out->flags = in->type;
+	out->nr_devids = in->num_stripes;
+	out->devids = copy_u64(in->devids, in->num_stripes);
+	return out->devids ? 0 : -ENOMEM;
+}
+
+static int fill_relocated(const struct bx_relocated *in, struct btrfsx_relocated *out)
+{
+	int ret = 0;
+
+	BX_RELOCATED_FIELDS(BX_FIELD_COPY)
+	out->flags = in->type;
+	out->cls = public_class(in->cls);
+	out->nr_devids = in->num_stripes;
+	out->nr_new = in->nr_new;
+	out->devids = copy_u64(in->devids, in->num_stripes);
+	out->new_chunks = calloc(in->nr_new + 1, sizeof(*out->new_chunks));
 	if (!out->devids || !out->new_chunks)
 		return -ENOMEM;
-	for (size_t i = 0; i < r->nr_new; i++) {
-		const struct bx_relocate_new_chunk *n = &r->new_chunks[i];
-
-		out->new_chunks[i] = (struct btrfsx_relocated_new){
-			.logical = n->logical,
-			.flags = n->type,
-			.length = n->length,
-			.nr_devids = n->num_stripes,
-			.as_modelled = n->as_modelled,
-			.improves = n->improves,
-		};
-		out->new_chunks[i].devids = copy_u64(n->devids, n->num_stripes);
-		if (!out->new_chunks[i].devids)
-			return -ENOMEM;
-	}
-	return 0;
+	for (size_t i = 0; i < in->nr_new && !ret; i++)
+		ret = fill_new_chunk(&in->new_chunks[i], &out->new_chunks[i]);
+	return ret;
 }
 
 static const enum btrfsx_relocate_status public_status[] = {
@@ -233,6 +219,14 @@ static const enum btrfsx_relocate_status public_status[] = {
 	[BX_RELOCATE_FAILED] = BTRFSX_RELOCATE_FAILED,
 };
 
+static void public_run(const struct bx_relocate_result *in, struct btrfsx_relocate_result *out)
+{
+	BX_RELOCATE_RESULT_FIELDS(BX_FIELD_COPY)
+	out->status = public_status[in->stop];
+	memcpy(out->fsid, in->start.fsid, sizeof(out->fsid));
+	out->nr_planned = in->nr_planned;
+}
+
 static struct btrfsx_relocate_result *result_from(const struct bx_relocate_result *res)
 {
 	struct btrfsx_relocate_result *out = calloc(1, sizeof(*out));
@@ -240,19 +234,7 @@ static struct btrfsx_relocate_result *result_from(const struct bx_relocate_resul
 
 	if (!out)
 		return NULL;
-	out->status = public_status[res->stop];
-	snprintf(out->reason, sizeof(out->reason), "%s", res->reason);
-	snprintf(out->refused, sizeof(out->refused), "%s", res->refused);
-	out->hints_effective = res->hints_effective;
-	out->forced = res->forced;
-	memcpy(out->fsid, res->start.fsid, sizeof(out->fsid));
-	out->nr_planned = res->nr_planned;
-	out->planned_bytes = res->planned_bytes;
-	out->bytes_moved = res->bytes_moved;
-	out->seconds = res->seconds;
-	out->kernel_seconds = res->busy;
-	out->remaining_chunks = res->remaining_chunks;
-	out->remaining_bytes = res->remaining_bytes;
+	public_run(res, out);
 	ret = fill_chunks(res->start.chunks, res->nr_planned, &out->planned);
 	out->relocated = calloc(res->nr_relocated + 1, sizeof(*out->relocated));
 	if (!ret && !out->relocated)

@@ -469,7 +469,7 @@ static int balance_one(struct run *r, const struct bx_misplaced_chunk *c, double
 		pthread_mutex_unlock(&b.lock);
 		if (done)
 			break;
-		r->prog.busy = r->res->busy + (now() - t0);
+		r->prog.kernel_seconds = r->res->kernel_seconds + (now() - t0);
 		/*
 		 * The cancel returns once the kernel has stopped; the balance call
 		 * then ends too. ENOTCONN: the call has not reached the kernel's
@@ -826,8 +826,8 @@ static int move_one(struct run *r, const struct bx_usage_input *before,
 	}
 	r->kernel_called = true;
 	ret = balance_one(r, c, &seconds);
-	r->res->busy += seconds;
-	r->prog.busy = r->res->busy;
+	r->res->kernel_seconds += seconds;
+	r->prog.kernel_seconds = r->res->kernel_seconds;
 	r->prog.current = 0;
 	if (ret == -EINTR) {
 		r->res->stop = BX_RELOCATE_CANCELLED;
@@ -1017,7 +1017,7 @@ int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 
 		snprintf(reason, sizeof(reason), "%s", ret ? bx_error_message(ret) : "");
 		ret2 = r.res->nr_relocated ? bx_relocate_rate_add(r.state_dir, r.mfs.fsid,
-								  r.res->bytes_moved, r.res->busy) : 0;
+								  r.res->bytes_moved, r.res->kernel_seconds) : 0;
 		if (ret2)
 			bx_warn("the copy rate was not recorded: %s", bx_error_message(ret2));
 		ret2 = remaining(&r);

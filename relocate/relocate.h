@@ -39,16 +39,20 @@
 
 #include "fsops/misplaced.h"
 
+/* A run's progress: btrfsx_relocate_progress and RelocateProgress (common/fields.h). */
+#define BX_RELOCATE_PROGRESS_FIELDS(X)								\
+	X(uint64_t, chunks_done, )								\
+	X(uint64_t, chunks_total, )	/* planned at the start (grows if more turn up) */	\
+	X(uint64_t, bytes_done, )	/* used bytes of the chunks moved */			\
+	X(uint64_t, bytes_total, )								\
+	X(double, elapsed, )		/* seconds since the start */				\
+	X(double, kernel_seconds, )	/* spent in the kernel's balance calls */		\
+	X(uint64_t, current, )		/* logical address of the chunk being moved; 0: none */	\
+	X(uint64_t, current_used, )								\
+	X(bool, pausing, )		/* between chunks (--pause) */
+
 struct bx_relocate_progress {
-	uint64_t chunks_done;
-	uint64_t chunks_total;		/* planned at the start (grows if more turn up) */
-	uint64_t bytes_done;		/* used bytes of the chunks moved */
-	uint64_t bytes_total;
-	double elapsed;			/* seconds since the start */
-	double busy;			/* seconds spent in the kernel's balance calls */
-	uint64_t current;		/* logical address of the chunk being moved; 0: none */
-	uint64_t current_used;
-	bool pausing;			/* between chunks (--pause) */
+	BX_RELOCATE_PROGRESS_FIELDS(BX_FIELD_MEMBER)
 };
 
 /* Called from the calling thread; non-zero cancels the run. */
@@ -69,34 +73,42 @@ struct bx_relocate_opts {
 	const volatile int *cancel;	/* may be NULL; non-zero cancels */
 };
 
-/* A chunk the kernel created while one was moved. */
+/*
+ * A chunk the kernel created while one was moved. The list is what struct
+ * btrfsx_relocated_new and Python's RelocatedNewChunk take as it is.
+ * as_modelled: the model with the stored hints (the prediction the plan
+ * shows) allocates the same devices and offsets; a kernel that ignores
+ * hints rarely does.
+ */
+#define BX_RELOCATE_NEW_CHUNK_FIELDS(X)	\
+	X(uint64_t, logical, )		\
+	X(uint64_t, length, )		\
+	X(bool, as_modelled, )		\
+	X(bool, improves, )	/* better placed than the chunk moved (same kind only) */
+
 struct bx_relocate_new_chunk {
-	uint64_t logical;
+	BX_RELOCATE_NEW_CHUNK_FIELDS(BX_FIELD_MEMBER)
 	uint64_t type;
-	uint64_t length;
 	uint32_t num_stripes;
 	uint64_t *devids;		/* in stripe order */
-	/*
-	 * The model with the stored hints (the prediction the plan shows)
-	 * allocates the same devices and offsets; a kernel that ignores
-	 * hints rarely does.
-	 */
-	bool as_modelled;
-	bool improves;			/* better placed than the chunk moved (same kind only) */
 };
 
+/* A chunk moved: the list is what btrfsx_relocated and Relocated take as it is. */
+#define BX_RELOCATED_FIELDS(X)							\
+	X(uint64_t, logical, )							\
+	X(uint64_t, length, )							\
+	X(uint64_t, used, )							\
+	X(double, seconds, )		/* in the kernel's balance call */	\
+	X(bool, as_modelled, )		/* every new chunk as_modelled */
+
 struct bx_relocated {
-	uint64_t logical;
+	BX_RELOCATED_FIELDS(BX_FIELD_MEMBER)
 	uint64_t type;
-	uint64_t length;
-	uint64_t used;
 	enum bx_place_class cls;
 	uint32_t num_stripes;
 	uint64_t *devids;		/* where it was */
-	double seconds;			/* in the kernel's balance call */
 	size_t nr_new;
 	struct bx_relocate_new_chunk *new_chunks;	/* none: packed into existing chunks */
-	bool as_modelled;		/* every new chunk as_modelled */
 };
 
 enum bx_relocate_stop {
@@ -110,24 +122,31 @@ enum bx_relocate_stop {
 	BX_RELOCATE_FAILED,		/* another error: see the return value */
 };
 
+/*
+ * What struct btrfsx_relocate_result and Python's RelocateResult take as it
+ * is. refused: for a dry run, what a real run would be refused for (for
+ * people; "" nothing). remaining_*: misplaced when the run ended (all of
+ * them, whatever the options selected).
+ */
+#define BX_RELOCATE_RESULT_FIELDS(X)							\
+	X(char, reason, [2048])		/* why it stopped, for people; "" when done */	\
+	X(char, refused, [2048])							\
+	X(bool, hints_effective, )							\
+	X(bool, forced, )		/* moved although the kernel ignores hints */	\
+	X(uint64_t, planned_bytes, )							\
+	X(uint64_t, bytes_moved, )	/* used bytes of the chunks moved */		\
+	X(double, seconds, )		/* wall time */					\
+	X(double, kernel_seconds, )	/* in the kernel's balance calls */		\
+	X(uint64_t, remaining_chunks, )							\
+	X(uint64_t, remaining_bytes, )
+
 struct bx_relocate_result {
+	BX_RELOCATE_RESULT_FIELDS(BX_FIELD_MEMBER)
 	enum bx_relocate_stop stop;
-	char reason[2048];		/* why it stopped, for people; "" when done */
-	/* a dry run: what a real run would be refused for, for people; "" nothing */
-	char refused[2048];
-	bool hints_effective;
-	bool forced;			/* moved although the kernel ignores hints */
 	struct bx_misplaced_report start;	/* the report before the first chunk */
 	size_t nr_planned;		/* the first nr_planned chunks of start */
-	uint64_t planned_bytes;
 	size_t nr_relocated;
 	struct bx_relocated *relocated;
-	uint64_t bytes_moved;		/* used bytes of the chunks moved */
-	double seconds;			/* wall time */
-	double busy;			/* in the kernel's balance calls */
-	/* misplaced when the run ended (all of them, whatever the options selected) */
-	uint64_t remaining_chunks;
-	uint64_t remaining_bytes;
 };
 
 /*

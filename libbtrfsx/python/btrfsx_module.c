@@ -16,6 +16,7 @@
 
 /* The engines' field lists (common/fields.h): the tables of the results they describe. */
 #include "monitor/sample.h"
+#include "relocate/relocate.h"
 #include "scrub/scrub.h"
 
 struct module_state {
@@ -1010,32 +1011,26 @@ static PyObject *u64_list(const uint64_t *values, size_t n)
 	return list;
 }
 
+#define MISPLACED_CHUNK(type, name, dims) FIELD(struct btrfsx_misplaced_chunk, name),
 static const struct field misplaced_chunk_fields[] = {
-	FIELD(struct btrfsx_misplaced_chunk, logical),
-	FIELD(struct btrfsx_misplaced_chunk, length),
-	FIELD(struct btrfsx_misplaced_chunk, used),
+	BX_MISPLACED_CHUNK_FIELDS(MISPLACED_CHUNK)
 	FIELD(struct btrfsx_misplaced_chunk, flags),
-	FIELD_AS(struct btrfsx_misplaced_chunk, cls, "cls"),
+	FIELD(struct btrfsx_misplaced_chunk, cls),
 	FIELD(struct btrfsx_misplaced_chunk, have_model),
 	FIELD(struct btrfsx_misplaced_chunk, model_flags),
 	FIELD(struct btrfsx_misplaced_chunk, model_length),
 	END_FIELDS
 };
 
+#define MISPLACED_TOTALS(type, name, dims) FIELD(struct btrfsx_misplaced_totals, name),
 static const struct field misplaced_totals_fields[] = {
-	FIELD(struct btrfsx_misplaced_totals, chunks),
-	FIELD(struct btrfsx_misplaced_totals, allocated),
-	FIELD(struct btrfsx_misplaced_totals, used),
-	FIELD(struct btrfsx_misplaced_totals, estimate_seconds),
+	BX_MISPLACED_TOTALS_FIELDS(MISPLACED_TOTALS)
 	END_FIELDS
 };
 
+#define MISPLACED(type, name, dims) FIELD(struct btrfsx_misplaced, name),
 static const struct field misplaced_fields[] = {
-	FIELD(struct btrfsx_misplaced, fsid),
-	FIELD(struct btrfsx_misplaced, mounted),
-	FIELD(struct btrfsx_misplaced, path),
-	FIELD(struct btrfsx_misplaced, hints_effective),
-	FIELD(struct btrfsx_misplaced, chunks_checked),
+	BX_MISPLACED_REPORT_FIELDS(MISPLACED)
 	FIELD(struct btrfsx_misplaced, copy_rate),
 	END_FIELDS
 };
@@ -1100,52 +1095,32 @@ static PyObject *py_misplaced_get(PyObject *module, PyObject *args)
 	return ret;
 }
 
+#define RELOCATE_PROGRESS(type, name, dims) FIELD(struct btrfsx_relocate_progress, name),
 static const struct field relocate_progress_fields[] = {
-	FIELD(struct btrfsx_relocate_progress, chunks_done),
-	FIELD(struct btrfsx_relocate_progress, chunks_total),
-	FIELD(struct btrfsx_relocate_progress, bytes_done),
-	FIELD(struct btrfsx_relocate_progress, bytes_total),
-	FIELD(struct btrfsx_relocate_progress, elapsed),
-	FIELD(struct btrfsx_relocate_progress, kernel_seconds),
-	FIELD(struct btrfsx_relocate_progress, current),
-	FIELD(struct btrfsx_relocate_progress, current_used),
-	FIELD(struct btrfsx_relocate_progress, pausing),
+	BX_RELOCATE_PROGRESS_FIELDS(RELOCATE_PROGRESS)
 	END_FIELDS
 };
 
+#define RELOCATED_NEW(type, name, dims) FIELD(struct btrfsx_relocated_new, name),
 static const struct field relocated_new_fields[] = {
-	FIELD(struct btrfsx_relocated_new, logical),
+	BX_RELOCATE_NEW_CHUNK_FIELDS(RELOCATED_NEW)
 	FIELD(struct btrfsx_relocated_new, flags),
-	FIELD(struct btrfsx_relocated_new, length),
-	FIELD(struct btrfsx_relocated_new, as_modelled),
-	FIELD(struct btrfsx_relocated_new, improves),
 	END_FIELDS
 };
 
+#define RELOCATED(type, name, dims) FIELD(struct btrfsx_relocated, name),
 static const struct field relocated_fields[] = {
-	FIELD(struct btrfsx_relocated, logical),
+	BX_RELOCATED_FIELDS(RELOCATED)
 	FIELD(struct btrfsx_relocated, flags),
-	FIELD(struct btrfsx_relocated, length),
-	FIELD(struct btrfsx_relocated, used),
-	FIELD_AS(struct btrfsx_relocated, cls, "cls"),
-	FIELD(struct btrfsx_relocated, seconds),
-	FIELD(struct btrfsx_relocated, as_modelled),
+	FIELD(struct btrfsx_relocated, cls),
 	END_FIELDS
 };
 
+#define RELOCATE_RESULT(type, name, dims) FIELD(struct btrfsx_relocate_result, name),
 static const struct field relocate_result_fields[] = {
+	BX_RELOCATE_RESULT_FIELDS(RELOCATE_RESULT)
 	FIELD(struct btrfsx_relocate_result, status),
-	FIELD(struct btrfsx_relocate_result, reason),
-	FIELD(struct btrfsx_relocate_result, hints_effective),
-	FIELD(struct btrfsx_relocate_result, forced),
 	FIELD(struct btrfsx_relocate_result, fsid),
-	FIELD(struct btrfsx_relocate_result, planned_bytes),
-	FIELD(struct btrfsx_relocate_result, bytes_moved),
-	FIELD(struct btrfsx_relocate_result, seconds),
-	FIELD(struct btrfsx_relocate_result, kernel_seconds),
-	FIELD(struct btrfsx_relocate_result, remaining_chunks),
-	FIELD(struct btrfsx_relocate_result, remaining_bytes),
-	FIELD(struct btrfsx_relocate_result, refused),
 	END_FIELDS
 };
 
