@@ -81,34 +81,69 @@ static const struct bx_cmd *find_cmd(const struct bx_cmd_group *group, const cha
 	return NULL;
 }
 
-/* The JSON document of a failure before a command could start (usage errors). */
+/*
+ * The JSON document of a failure before a command could start (usage
+ * errors), and a monitoring plugin's status line.
+ */
 static void open_output(struct bx_ctx *ctx)
 {
-	if (!ctx->out && ctx->format == BX_FORMAT_JSON)
+	if (!ctx->out && (ctx->format == BX_FORMAT_JSON || ctx->plugin))
 		ctx->out = bx_out_new(ctx->format, stdout);
+}
+
+/* Whether a failure is the command's (or a usage error), not a result. */
+static bool failed(int ret)
+{
+	return ret < 0 || ret == BX_EXIT_USAGE;
+}
+
+/*
+ * A monitoring plugin that failed says UNKNOWN on its one status line (the
+ * "check" object in JSON), before the error object.
+ */
+static void plugin_status_line(struct bx_ctx *ctx, int ret)
+{
+	char line[1200];
+
+	snprintf(line, sizeof(line), "BTRFSX UNKNOWN - %s",
+		 bx_error_message(ret < 0 ? ret : -EINVAL));
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < ' ')
+			*c = ' ';	/* one line, whatever a path holds */
+	bx_out_obj_begin(ctx->out, "check", BX_OBJ_INLINE, NULL);
+	bx_out_str(ctx->out, "line", line, BX_F_NO_NAME);
+	bx_out_str(ctx->out, "status", "UNKNOWN", BX_F_JSON_ONLY);
+	bx_out_obj_end(ctx->out);
 }
 
 /*
  * The one place that ends a command: warnings, the error (stderr, and the
- * "error" object in JSON, usage errors included), the exit code.
+ * "error" object in JSON, usage errors included), the exit code. A
+ * monitoring plugin (BX_CMD_PLUGIN with --check) says its failures on its
+ * status line, exits 3, and keeps standard error quiet: its warnings
+ * follow its output on standard output.
  */
 static int report(struct bx_ctx *ctx, int ret)
 {
 	size_t nr_warnings = bx_warnings_count();
 	int exit_code = ret == BX_DONE ? BX_EXIT_OK : ret < 0 ? BX_EXIT_FAILURE :
 			ret >= BX_EXIT_WITH(0) ? ret - BX_EXIT_WITH(0) : ret;
+	bool plugin_text = ctx->plugin && ctx->format == BX_FORMAT_TEXT;
 
+	if (ctx->plugin && failed(ret))
+		exit_code = BX_PLUGIN_UNKNOWN;
 	open_output(ctx);
+	if (ctx->plugin && failed(ret) && ctx->out)
+		plugin_status_line(ctx, ret);
 	if (ctx->out && nr_warnings) {
 		bx_out_list_begin(ctx->out, "warnings");
 		for (size_t i = 0; i < nr_warnings; i++)
 			bx_out_str(ctx->out, NULL, bx_warning(i), BX_F_JSON_ONLY);
 		bx_out_list_end(ctx->out);
 	}
-	for (size_t i = 0; i < nr_warnings; i++)
+	for (size_t i = 0; i < nr_warnings && !ctx->plugin; i++)
 		fprintf(stderr, "btrfsx: warning: %s\n", bx_warning(i));
-	bx_warnings_clear();
-	if ((ret < 0 || ret == BX_EXIT_USAGE) && ctx->out) {
+	if (failed(ret) && ctx->out) {
 		int code = ret < 0 ? -ret : EINVAL;
 
 		bx_out_obj_begin(ctx->out, "error", BX_OBJ_LINES, NULL);
@@ -123,7 +158,13 @@ static int report(struct bx_ctx *ctx, int ret)
 			exit_code = BX_EXIT_FAILURE;
 	}
 	ctx->out = NULL;
-	if (ret < 0 || ret == BX_EXIT_USAGE)
+	/* A plugin's warnings follow its status line and report, as long output. */
+	for (size_t i = 0; i < nr_warnings && plugin_text; i++)
+		printf("warning: %s\n", bx_warning(i));
+	bx_warnings_clear();
+	if (ctx->plugin)
+		return exit_code;
+	if (failed(ret))
 		fprintf(stderr, "btrfsx: %s\n", bx_error_message(ret < 0 ? ret : -EINVAL));
 	if (ret == BX_EXIT_USAGE && ctx->cmd_path)
 		fprintf(stderr, "Try 'btrfsx %s --help'.\n", ctx->cmd_path);
@@ -175,10 +216,31 @@ static int take_format_options(struct bx_ctx *ctx, int *argc, char **argv)
 	return 0;
 }
 
+/* The usage error take_format_options() found, said now that the command is known. */
+static int report_pending(struct bx_ctx *ctx)
+{
+	return report(ctx, bx_usage_error("%s", ctx->pending));
+}
+
+/* --check (or a prefix getopt would take for it, --ch...) before "--". */
+static bool asks_check(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		size_t len = strlen(argv[i]);
+
+		if (len >= 4 && !strncmp(argv[i], "--check", len))
+			return true;
+	}
+	return false;
+}
+
 static int run_cmd(struct bx_ctx *ctx, const struct bx_cmd *cmd, char *path, int argc,
 		   char **argv)
 {
 	ctx->cmd_path = path;
+	ctx->plugin = (cmd->flags & BX_CMD_PLUGIN) && asks_check(argc, argv);
+	if (ctx->pending[0])
+		return report_pending(ctx);
 	if (!(cmd->flags & BX_CMD_JSON) && ctx->format == BX_FORMAT_JSON)
 		return report(ctx, bx_usage_error("%s does not support --format json", path));
 	ctx->usage = cmd->usage;
@@ -201,10 +263,17 @@ static int dispatch(struct bx_ctx *ctx, int argc, char **argv)
 
 		if (i == argc) {
 			ctx->cmd_path = *path ? path : NULL;
+			if (ctx->pending[0])
+				return report_pending(ctx);
 			if (ctx->format == BX_FORMAT_JSON)
 				return report(ctx, bx_usage_error("no command given"));
 			print_group_help(group, path);
 			return BX_EXIT_USAGE;
+		}
+		if (ctx->pending[0] && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ||
+				     !strcmp(argv[i], "help"))) {
+			ctx->cmd_path = *path ? path : NULL;
+			return report_pending(ctx);
 		}
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ||
 		    !strcmp(argv[i], "help")) {
@@ -214,7 +283,7 @@ static int dispatch(struct bx_ctx *ctx, int argc, char **argv)
 		cmd = find_cmd(group, argv[i], path);
 		if (!cmd) {
 			ctx->cmd_path = *path ? path : NULL;
-			return report(ctx, BX_EXIT_USAGE);
+			return ctx->pending[0] ? report_pending(ctx) : report(ctx, BX_EXIT_USAGE);
 		}
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s%s", *path ? " " : "",
 			 cmd->name);
@@ -306,9 +375,9 @@ static int run(int argc, char **argv)
 		return report(&ctx, ret);
 	argc -= optind;
 	argv += optind;
-	ret = take_format_options(&ctx, &argc, argv);
-	if (ret)
-		return report(&ctx, ret);
+	/* Reported once the command is known: a monitoring plugin says it its own way. */
+	if (take_format_options(&ctx, &argc, argv))
+		snprintf(ctx.pending, sizeof(ctx.pending), "%s", bx_error_message(-EINVAL));
 	return dispatch(&ctx, argc, argv);
 }
 

@@ -34,6 +34,15 @@
 #define BX_CMD_JSON (1u << 0)      /* accepts --format json */
 #define BX_CMD_WRITES (1u << 1)    /* may change devices: others get ctx->writes.refused */
 #define BX_CMD_HIDDEN (1u << 2)    /* not listed in the group help */
+/*
+ * A monitoring plugin (Nagios, Icinga, Sensu) when --check is among its
+ * arguments: the command prints one status line first and exits with the
+ * state (BX_EXIT_WITH), and every failure, a usage error included, is
+ * UNKNOWN: exit 3 with the line "BTRFSX UNKNOWN - <message>" on standard
+ * output (the "check" object in JSON), nothing on standard error.
+ */
+#define BX_CMD_PLUGIN (1u << 3)
+#define BX_PLUGIN_UNKNOWN 3
 
 /* Everything a command gets from the command line besides its arguments. */
 struct bx_ctx {
@@ -46,6 +55,8 @@ struct bx_ctx {
 	bool force;                /* --force of the running command */
 	struct bx_write_plan writes; /* refused unless BX_CMD_WRITES; BTRFSX_FAULT_* in tests */
 	const char *state_dir;     /* BTRFSX_STATE_DIR or /var/lib/btrfsx (scrub status) */
+	bool plugin;               /* a BX_CMD_PLUGIN command run with --check */
+	char pending[256];         /* a usage error found before the command was known */
 };
 
 struct bx_cmd_group;

@@ -126,3 +126,26 @@ int bx_parse_duration(const char *str, int64_t *seconds)
 	*seconds = (int64_t)v * scale;
 	return 0;
 }
+
+void bx_format_duration(int64_t seconds, char *buf, size_t len)
+{
+	static const struct { char unit; uint64_t seconds; } units[] = {
+		{ 'd', 86400 }, { 'h', 3600 }, { 'm', 60 }, { 's', 1 },
+	};
+	const size_t nr = sizeof(units) / sizeof(units[0]);
+	uint64_t left = seconds < 0 ? -(uint64_t)seconds : (uint64_t)seconds;
+	const char *sign = seconds < 0 ? "-" : "";
+	size_t i = 0;
+	uint64_t rest;
+
+	while (i < nr - 1 && left < units[i].seconds)
+		i++;
+	rest = (left % units[i].seconds) / (i < nr - 1 ? units[i + 1].seconds : 1);
+	if (i < nr - 1 && rest)
+		snprintf(buf, len, "%s%llu%c %llu%c", sign,
+			 (unsigned long long)(left / units[i].seconds), units[i].unit,
+			 (unsigned long long)rest, units[i + 1].unit);
+	else
+		snprintf(buf, len, "%s%llu%c", sign, (unsigned long long)(left / units[i].seconds),
+			 units[i].unit);
+}

@@ -33,4 +33,12 @@ int bx_parse_u64(const char *str, uint64_t *value);
  */
 int bx_parse_duration(const char *str, int64_t *seconds);
 
+/*
+ * Formats @seconds in the units bx_parse_duration() takes, days the largest
+ * (as people write a window: "30d"): the largest that fits and the next
+ * one when it is not zero, rounded down ("15s", "3m 20s", "5h", "2d 4h",
+ * "400d"); negative durations with a minus sign.
+ */
+void bx_format_duration(int64_t seconds, char *buf, size_t len);
+
 #endif

@@ -71,7 +71,7 @@ PUBLIC enum btrfsx_error btrfsx_monitor_history(const char *db, const char *file
 		return bx_api_missing("a filesystem");
 	if (!samples || !nr_samples)
 		return bx_api_missing("samples");
-	ret = bx_mon_db_open(db_path(db), false, &h);
+	ret = bx_mon_db_open(db_path(db), BX_MON_READ, &h);
 	if (ret)
 		return bx_api_result(ret);
 	ret = bx_mon_db_filesystems(h, &all, &nr_all);
@@ -136,7 +136,7 @@ PUBLIC enum btrfsx_error btrfsx_monitor_projections(const char *db,
 	if (window <= 0)
 		return bx_api_result(bx_error(-EINVAL, "window %lld: must be positive",
 					      (long long)window));
-	ret = bx_mon_db_open(db_path(db), false, &h);
+	ret = bx_mon_db_open(db_path(db), BX_MON_READ, &h);
 	if (ret)
 		return bx_api_result(ret);
 	ret = bx_mon_db_filesystems(h, &all, &nr_all);
@@ -145,9 +145,11 @@ PUBLIC enum btrfsx_error btrfsx_monitor_projections(const char *db,
 	if (!ret && !(out = calloc(nr + 1, sizeof(*out))))
 		ret = bx_error(-ENOMEM, "out of memory");
 	for (size_t i = 0; !ret && i < nr; i++) {
+		struct bx_mon_project_opts opts = bx_mon_project_defaults(now);
 		struct bx_mon_projection p;
 
-		ret = bx_mon_project(h, chosen[i]->id, now, window, &p);
+		opts.window = window;
+		ret = bx_mon_project(h, chosen[i]->id, &opts, &p);
 		if (!ret)
 			to_projection(chosen[i], &p, &out[i]);
 	}

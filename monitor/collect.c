@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "fsops/misplaced.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/read-policy.h"
 #include "fsops/usage.h"
@@ -76,6 +77,34 @@ static int take_devices(const struct bx_usage_report *rep, const struct bx_mount
 	return 0;
 }
 
+/*
+ * Whether the kernel honours the hints, and the chunks that break them. A
+ * sample without the count is worth more than none: only running out of
+ * memory fails it.
+ */
+static int take_misplaced(const struct bx_usage_input *in, struct bx_mon_sample *s)
+{
+	struct bx_misplaced_report rep;
+	int ret;
+
+	s->have_hints_effective = true;
+	s->hints_effective = in->hints_effective;
+	ret = bx_misplaced_compute_quiet(in, &rep);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret) {
+		/* mixed block groups, a layout the model does not take: not counted */
+		bx_error_clear();
+		return 0;
+	}
+	s->misplaced = (struct bx_mon_misplaced){
+		true, rep.forbidden.chunks, rep.forbidden.used, rep.off_preference.chunks,
+		rep.off_preference.used,
+	};
+	bx_misplaced_report_release(&rep);
+	return 0;
+}
+
 /* The active read policy; "" when sysfs does not say. */
 static void take_read_policy(const char *sysfs_root, const struct bx_mounted_fs *fs,
 			     struct bx_mon_sample *s)
@@ -104,6 +133,11 @@ int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
 	ret = bx_usage_read_mounted(mountpoint, sysfs_root, &in);
 	if (ret)
 		return ret;
+	ret = bx_usage_read_chunk_used(&in);
+	if (ret) {
+		bx_usage_input_release(&in);
+		return ret;
+	}
 	/* What usage warns about is for the report to say, not for every sample. */
 	ret = bx_usage_compute(&in, BX_USAGE_QUIET, &rep);
 	if (ret) {
@@ -118,6 +152,8 @@ int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
 			ret = take_spaces(&in, s);
 		if (!ret)
 			ret = take_devices(&rep, &fs, s);
+		if (!ret)
+			ret = take_misplaced(&in, s);
 		take_read_policy(sysfs_root, &fs, s);
 		bx_mounted_close(&fs);
 	}

@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sqlite3.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
 
-#include "common/atomic-file.h"
 #include "common/error.h"
+#include "common/units.h"
 #include "fsops/mounted-fs.h"
 #include "monitor/history.h"
 
@@ -61,6 +62,12 @@ static const char *const migrations[] = {
 	" write_io_errs INTEGER, read_io_errs INTEGER, flush_io_errs INTEGER,"
 	" corruption_errs INTEGER, generation_errs INTEGER,"
 	" PRIMARY KEY (sample, devid)) WITHOUT ROWID;",
+	/* 1 -> 2: what the alert rules need besides space; NULL in older samples */
+	"ALTER TABLE samples ADD COLUMN hints_effective INTEGER;"
+	"ALTER TABLE samples ADD COLUMN misplaced_forbidden_chunks INTEGER;"
+	"ALTER TABLE samples ADD COLUMN misplaced_forbidden_used INTEGER;"
+	"ALTER TABLE samples ADD COLUMN misplaced_off_preference_chunks INTEGER;"
+	"ALTER TABLE samples ADD COLUMN misplaced_off_preference_used INTEGER;",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == BX_MON_SCHEMA_VERSION,
@@ -277,49 +284,62 @@ static void parent_of(const char *path, char *dir, size_t len)
 }
 
 /*
- * The directory of a history to write, made when missing. SQLite writes
- * its journal files beside the history: a directory it cannot write in is
- * said as such, not as the journal file SQLite then fails to open.
+ * The directory of a history to write: it must exist (a typo in --db must
+ * not grow a directory tree as root); @make makes it, not its parents (the
+ * state directory btrfsx owns). SQLite writes its journal files beside the
+ * history: a directory it cannot write in is said as such, not as the
+ * journal file SQLite then fails to open.
  */
-static int writable_parent(const char *path)
+static int writable_dir(const char *path, bool make)
 {
 	char dir[PATH_MAX];
-	int ret;
+	struct stat st;
 
 	parent_of(path, dir, sizeof(dir));
-	ret = bx_mkdir_parents(dir);
-	if (ret)
-		return bx_error_wrap(ret, "%s", path);
+	if (make && mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return bx_error(-errno, "%s: cannot make the directory %s: %m", path, dir);
+	if (stat(dir, &st) < 0)
+		return bx_error(-errno, "%s: %s: %m (the history's directory must exist)", path,
+				dir);
+	if (!S_ISDIR(st.st_mode))
+		return bx_error(-ENOTDIR, "%s: %s is not a directory", path, dir);
 	if (access(dir, W_OK) < 0)
 		return bx_error(-errno, "%s: cannot write in %s: %m", path, dir);
 	return 0;
 }
 
 /*
- * Opens the history read-only. In a directory nobody can write in (a
- * read-only mount) SQLite cannot make the shared-memory file WAL needs
- * beside it; no writer can be there either, so it is opened as immutable.
+ * Opens the history for reading. Where the directory can be written, the
+ * file is opened read-write and the connection answers only queries: a
+ * read-only connection to a WAL database makes the -wal and -shm files
+ * and, unable to checkpoint, leaves them behind; the last read-write
+ * connection removes them on closing. In a directory nobody can write in
+ * (a read-only mount) SQLite cannot make the shared-memory file WAL needs;
+ * no writer can be there either, so the file is opened as immutable.
  */
-static int open_read_only(struct bx_mon_db *db, const char *path)
+static int open_for_reading(struct bx_mon_db *db, const char *path)
 {
-	int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+	int flags = SQLITE_OPEN_NOMUTEX;
 	char dir[PATH_MAX], *uri;
 	int rc;
 
 	parent_of(path, dir, sizeof(dir));
-	if (access(dir, W_OK) == 0 || (errno != EROFS && errno != EACCES))
-		return sqlite3_open_v2(path, &db->sql, flags, NULL);
+	if (access(dir, W_OK) == 0)
+		return sqlite3_open_v2(path, &db->sql, flags | SQLITE_OPEN_READWRITE, NULL);
+	if (errno != EROFS && errno != EACCES)
+		return sqlite3_open_v2(path, &db->sql, flags | SQLITE_OPEN_READONLY, NULL);
 	uri = sqlite3_mprintf("file:%s?immutable=1", path);
 	if (!uri)
 		return SQLITE_NOMEM;
-	rc = sqlite3_open_v2(uri, &db->sql, flags | SQLITE_OPEN_URI, NULL);
+	rc = sqlite3_open_v2(uri, &db->sql, flags | SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
 	sqlite3_free(uri);
 	return rc;
 }
 
-int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **out)
+int bx_mon_db_open(const char *path, enum bx_mon_open how, struct bx_mon_db **out)
 {
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	bool write = how != BX_MON_READ;
 	struct bx_mon_db *db;
 	struct stat st;
 	int rc, ret;
@@ -334,7 +354,7 @@ int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **out)
 		/* SQLite would block on a FIFO and read a device as a database. */
 		return bx_error(-EINVAL, "%s: cannot open the history: not a regular file", path);
 	}
-	if (write && (ret = writable_parent(path)))
+	if (write && (ret = writable_dir(path, how == BX_MON_WRITE_MAKE_DIR)))
 		return ret;
 	db = calloc(1, sizeof(*db));
 	if (!db)
@@ -343,15 +363,15 @@ int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **out)
 	if (write)
 		rc = sqlite3_open_v2(path, &db->sql, flags | SQLITE_OPEN_NOMUTEX, NULL);
 	else
-		rc = open_read_only(db, path);
+		rc = open_for_reading(db, path);
 	if (rc != SQLITE_OK) {
 		ret = db_error(db, rc, "cannot open the history");
 		goto fail;
 	}
 	sqlite3_extended_result_codes(db->sql, 1);
 	sqlite3_busy_timeout(db->sql, BX_MON_BUSY_TIMEOUT_MS);
-	ret = exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL",
-		   "cannot open the history");
+	ret = exec(db, write ? "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL" :
+		   "PRAGMA query_only = ON", "cannot open the history");
 	if (!ret)
 		ret = check_schema(db, write);
 	if (ret)
@@ -458,20 +478,40 @@ static void bind_scrub(sqlite3_stmt *st, int first, const struct bx_mon_scrub *s
 
 #define SCRUB_COLUMNS "scrub_status, scrub_started, scrub_duration, scrub_bytes, scrub_errors, " \
 		      "scrub_corrected, scrub_uncorrectable"
+#define PLACEMENT_COLUMNS "hints_effective, misplaced_forbidden_chunks, misplaced_forbidden_used, " \
+			  "misplaced_off_preference_chunks, misplaced_off_preference_used"
+
+/* Whether the kernel honours the hints and the misplaced chunks, from @first on (NULLs unknown). */
+static void bind_placement(sqlite3_stmt *st, int first, const struct bx_mon_sample *s)
+{
+	const struct bx_mon_misplaced *m = &s->misplaced;
+
+	if (s->have_hints_effective)
+		sqlite3_bind_int(st, first, s->hints_effective);
+	if (!m->known)
+		return;
+	sqlite3_bind_int64(st, first + 1, s64(m->forbidden_chunks));
+	sqlite3_bind_int64(st, first + 2, s64(m->forbidden_used));
+	sqlite3_bind_int64(st, first + 3, s64(m->off_preference_chunks));
+	sqlite3_bind_int64(st, first + 4, s64(m->off_preference_used));
+}
 
 static int insert_sample(struct bx_mon_db *db, int64_t fs, const struct bx_mon_sample *s,
 			 int64_t *id)
 {
 	char names[1024], params[512], sql[2048];
-	int first_scrub = 4 + (int)NR_FIGURES;
+	int first_scrub = 4 + (int)NR_FIGURES, first_placement = first_scrub + 7;
 	sqlite3_stmt *st;
 	int rc, ret;
 
 	figure_lists(names, sizeof(names), params, sizeof(params), 4);
 	snprintf(sql, sizeof(sql), "INSERT INTO samples (fs, time, read_policy, %s, "
-		 SCRUB_COLUMNS ") VALUES (?1, ?2, ?3, %s, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)",
+		 SCRUB_COLUMNS ", " PLACEMENT_COLUMNS ") VALUES (?1, ?2, ?3, %s, ?%d, ?%d, ?%d,"
+		 " ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)",
 		 names, params, first_scrub, first_scrub + 1, first_scrub + 2, first_scrub + 3,
-		 first_scrub + 4, first_scrub + 5, first_scrub + 6);
+		 first_scrub + 4, first_scrub + 5, first_scrub + 6, first_placement,
+		 first_placement + 1, first_placement + 2, first_placement + 3,
+		 first_placement + 4);
 	ret = prepare(db, sql, &st, "cannot store the sample");
 	if (ret)
 		return ret;
@@ -480,6 +520,7 @@ static int insert_sample(struct bx_mon_db *db, int64_t fs, const struct bx_mon_s
 	sqlite3_bind_text(st, 3, s->read_policy, -1, SQLITE_STATIC);
 	bind_figures(st, 4, &s->fig);
 	bind_scrub(st, first_scrub, &s->scrub);
+	bind_placement(st, first_placement, s);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -577,6 +618,49 @@ static int retain(struct bx_mon_db *db, int64_t fs, int64_t now, int64_t keep)
 	return ret;
 }
 
+/*
+ * A sample must not come before the newest one of its filesystem. Two
+ * records at the same second (two timers at once) store one: -EEXIST. One
+ * that lost the race for the lock to a record that read the clock a moment
+ * later is stored (the fit takes samples in time order). A clock set back
+ * further would interleave two timelines, and the fit would read the step
+ * back as growth or shrinking: -ERANGE, nothing stored until the clock is
+ * right again.
+ */
+static int in_time_order(struct bx_mon_db *db, int64_t fs, int64_t time)
+{
+	char behind[32], when[48];
+	sqlite3_stmt *st;
+	int64_t newest;
+	time_t tt;
+	struct tm tm;
+	int rc, ret;
+
+	ret = prepare(db, "SELECT max(time) FROM samples WHERE fs = ?1", &st,
+		      "cannot store the sample");
+	if (ret)
+		return ret;
+	sqlite3_bind_int64(st, 1, fs);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL) {
+		sqlite3_finalize(st);
+		return rc == SQLITE_ROW ? 0 : db_error(db, rc, "cannot store the sample");
+	}
+	newest = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (time == newest)
+		return bx_error(-EEXIST, "%s: a sample of this second is already stored (another "
+				"record at the same moment?)", db->path);
+	if (time > newest - BX_MON_RACE_SECONDS)
+		return 0;
+	tt = (time_t)newest;
+	gmtime_r(&tt, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	bx_format_duration(newest - time, behind, sizeof(behind));
+	return bx_error(-ERANGE, "%s: the clock is %s behind the newest sample (%s): not "
+			"stored; check the system clock", db->path, behind, when);
+}
+
 int bx_mon_db_add(struct bx_mon_db *db, const struct bx_mon_sample *s, int64_t keep)
 {
 	int64_t fs = 0, sample = 0;
@@ -586,6 +670,8 @@ int bx_mon_db_add(struct bx_mon_db *db, const struct bx_mon_sample *s, int64_t k
 	if (ret)
 		return ret;
 	ret = fs_row(db, s, &fs);
+	if (!ret)
+		ret = in_time_order(db, fs, s->fig.time);
 	if (!ret)
 		ret = insert_sample(db, fs, s, &sample);
 	if (!ret)
@@ -827,6 +913,20 @@ static int read_details(struct bx_mon_db *db, const char *sql, int64_t id,
 	return 0;
 }
 
+/* The columns of PLACEMENT_COLUMNS from @col on. */
+static void read_placement(sqlite3_stmt *st, int col, struct bx_mon_sample *s)
+{
+	struct bx_mon_misplaced *m = &s->misplaced;
+
+	s->have_hints_effective = sqlite3_column_type(st, col) != SQLITE_NULL;
+	s->hints_effective = sqlite3_column_int(st, col);
+	m->known = sqlite3_column_type(st, col + 1) != SQLITE_NULL;
+	m->forbidden_chunks = u64(st, col + 1);
+	m->forbidden_used = u64(st, col + 2);
+	m->off_preference_chunks = u64(st, col + 3);
+	m->off_preference_used = u64(st, col + 4);
+}
+
 /* Everything of the sample row but its details; returns its id. */
 static void read_sample_row(sqlite3_stmt *st, struct bx_mon_sample *s, int64_t *id)
 {
@@ -850,6 +950,7 @@ static void read_sample_row(sqlite3_stmt *st, struct bx_mon_sample *s, int64_t *
 		memset(s->fsid, 0, sizeof(s->fsid));
 	column_text(st, col + 10, s->label, sizeof(s->label));
 	column_text(st, col + 11, s->mountpoint, sizeof(s->mountpoint));
+	read_placement(st, col + 12, s);
 }
 
 int bx_mon_db_latest(struct bx_mon_db *db, int64_t fs_id, int64_t until,
@@ -861,7 +962,8 @@ int bx_mon_db_latest(struct bx_mon_db *db, int64_t fs_id, int64_t until,
 
 	memset(s, 0, sizeof(*s));
 	ret = prepare_figures(db, ", samples.id, read_policy, " SCRUB_COLUMNS ", f.fsid, f.label,"
-			      " f.mountpoint", "samples JOIN filesystems f ON f.id = samples.fs"
+			      " f.mountpoint, " PLACEMENT_COLUMNS,
+			      "samples JOIN filesystems f ON f.id = samples.fs"
 			      " WHERE samples.fs = ?1 AND time <= ?2"
 			      " ORDER BY time DESC, samples.id DESC LIMIT 1", &st);
 	if (ret)

@@ -28,20 +28,31 @@
 #include "monitor/sample.h"
 
 #define BX_MON_APPLICATION_ID 0x62747278	/* "btrx" */
-#define BX_MON_SCHEMA_VERSION 1
+#define BX_MON_SCHEMA_VERSION 2
 #define BX_MON_BUSY_TIMEOUT_MS 3000
 #define BX_MON_THIN_AFTER (35 * 86400)		/* past the default report window */
 #define BX_MON_THIN_STEP 3600			/* keep one sample per hour there */
 #define BX_MON_DB_FILE "monitor.db"
+/* A record that read the clock this much before the newest sample lost a race, not time. */
+#define BX_MON_RACE_SECONDS 60
 
 struct bx_mon_db;
 
+/* How bx_mon_db_open() opens the history. */
+enum bx_mon_open {
+	BX_MON_READ,		/* read-only: a missing file is -ENOENT */
+	BX_MON_WRITE,		/* for recording: the file is made in its directory, which must exist */
+	BX_MON_WRITE_MAKE_DIR,	/* the same, and the directory itself is made (not its parents) */
+};
+
 /*
- * Opens the history at @path. @write: for recording (the file and its
- * directory are created, the schema made or upgraded); otherwise read-only,
- * and a missing file is -ENOENT. Close with bx_mon_db_close().
+ * Opens the history at @path. Writing, the schema is made or upgraded.
+ * Reading leaves no file behind: where the directory can be written, the
+ * connection is opened read-write at the file level (and answers only
+ * queries), so that closing it removes SQLite's -wal and -shm files as a
+ * writer's close does. Close with bx_mon_db_close().
  */
-int bx_mon_db_open(const char *path, bool write, struct bx_mon_db **db);
+int bx_mon_db_open(const char *path, enum bx_mon_open how, struct bx_mon_db **db);
 void bx_mon_db_close(struct bx_mon_db *db);
 
 /* The schema version of an open history. */
@@ -51,7 +62,9 @@ int bx_mon_db_schema_version(struct bx_mon_db *db);
  * Stores @sample (its filesystem is added or its label and mount point
  * updated) and applies the retention: samples older than @keep seconds
  * before the sample's time go, those older than BX_MON_THIN_AFTER are
- * thinned. One transaction.
+ * thinned. One transaction. Nothing is stored when the filesystem already
+ * has a sample of that second (-EEXIST: two records at once) or one more
+ * than BX_MON_RACE_SECONDS later (-ERANGE: the clock went back).
  */
 int bx_mon_db_add(struct bx_mon_db *db, const struct bx_mon_sample *sample, int64_t keep);
 

@@ -35,10 +35,15 @@ enum family_id {
 	F_DEVICE_ALLOCATED,
 	F_DEVICE_ERRORS,
 	F_READ_POLICY,
+	F_HINTS_EFFECTIVE,
+	F_MISPLACED_CHUNKS,
+	F_MISPLACED_USED,
 	F_SCRUB_START,
 	F_SCRUB_DURATION,
 	F_SCRUB_ERRORS,
 	F_TREND_SAMPLES,
+	F_TREND_SPAN,
+	F_TREND_LEARNING,
 	F_METADATA_GROWTH,
 	F_DATA_GROWTH,
 	F_METADATA_DAYS,
@@ -94,6 +99,16 @@ static const struct {
 			      "Errors the kernel counted on a member device (btrfs device stats)." },
 	[F_READ_POLICY] = { "btrfsx_read_policy_info", "gauge",
 			    "The active RAID1-family read policy (value 1)." },
+	[F_HINTS_EFFECTIVE] = { "btrfsx_hints_effective", "gauge",
+				"1 when the running kernel honours allocation hints (it has their "
+				"sysfs file), 0 when it ignores the stored hints." },
+	[F_MISPLACED_CHUNKS] = { "btrfsx_misplaced_chunks", "gauge",
+				 "Chunks that break the allocation hints: forbidden (on a device "
+				 "the hint excludes) or off_preference (a worse tier while a "
+				 "better one has room)." },
+	[F_MISPLACED_USED] = { "btrfsx_misplaced_used_bytes", "gauge",
+			       "Logical bytes in use in the misplaced chunks: what "
+			       "'btrfsx balance misplaced' would copy." },
 	[F_SCRUB_START] = { "btrfsx_scrub_last_start_timestamp_seconds", "gauge",
 			    "When the last offline scrub started, seconds since the epoch." },
 	[F_SCRUB_DURATION] = { "btrfsx_scrub_last_duration_seconds", "gauge",
@@ -102,6 +117,11 @@ static const struct {
 			     "Errors the last offline scrub found, corrected and could not correct." },
 	[F_TREND_SAMPLES] = { "btrfsx_trend_samples", "gauge",
 			      "Samples in the window the trends are fitted over." },
+	[F_TREND_SPAN] = { "btrfsx_trend_span_seconds", "gauge",
+			   "Time between the oldest and the newest sample in the window." },
+	[F_TREND_LEARNING] = { "btrfsx_trend_learning", "gauge",
+			       "1 while the samples span less than the learning span (--min-history, "
+			       "default 1 day): growth and days series are left out then." },
 	[F_METADATA_GROWTH] = { "btrfsx_metadata_growth_bytes_per_second", "gauge",
 				"Pace at which metadata use grows (robust fit over the window)." },
 	[F_DATA_GROWTH] = { "btrfsx_data_growth_bytes_per_second", "gauge",
@@ -210,6 +230,28 @@ static int add_figures(struct bx_metrics *m, const struct labels *l, const struc
 	return ret;
 }
 
+static int add_placement(struct bx_metrics *m, const struct labels *l,
+			 const struct bx_mon_sample *s)
+{
+	const struct bx_mon_misplaced *mp = &s->misplaced;
+	const struct { const char *cls; uint64_t chunks, used; } classes[] = {
+		{ "forbidden", mp->forbidden_chunks, mp->forbidden_used },
+		{ "off_preference", mp->off_preference_chunks, mp->off_preference_used },
+	};
+	int ret = 0;
+
+	if (s->have_hints_effective)
+		ret = add(m, F_HINTS_EFFECTIVE, l, s->hints_effective);
+	for (size_t i = 0; !ret && mp->known && i < sizeof(classes) / sizeof(classes[0]); i++) {
+		struct labels cl = with(*l, "class", classes[i].cls);
+
+		ret = add(m, F_MISPLACED_CHUNKS, &cl, (double)classes[i].chunks);
+		if (!ret)
+			ret = add(m, F_MISPLACED_USED, &cl, (double)classes[i].used);
+	}
+	return ret;
+}
+
 static int add_device(struct bx_metrics *m, const struct labels *l, const struct bx_mon_device *d)
 {
 	const struct { const char *type; uint64_t bytes; } types[] = {
@@ -280,6 +322,10 @@ static int add_projection(struct bx_metrics *m, const struct labels *l,
 {
 	int ret = add(m, F_TREND_SAMPLES, l, (double)p->nr_samples);
 
+	if (!ret)
+		ret = add(m, F_TREND_SPAN, l, (double)p->span);
+	if (!ret)
+		ret = add(m, F_TREND_LEARNING, l, p->learning);
 	if (!ret && p->metadata.status == BX_TREND_OK) {
 		ret = add(m, F_METADATA_GROWTH, l, p->metadata.slope);
 		if (!ret)
@@ -305,6 +351,8 @@ static int add_filesystem(struct bx_metrics *m, const struct bx_metrics_input *i
 	ret = add_figures(m, &l, s);
 	for (size_t i = 0; !ret && i < s->nr_devices; i++)
 		ret = add_device(m, &l, &s->devices[i]);
+	if (!ret)
+		ret = add_placement(m, &l, s);
 	if (!ret)
 		ret = add_scrub(m, &l, &s->scrub);
 	if (!ret)

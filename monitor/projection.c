@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/units.h"
 #include "monitor/projection.h"
 
 #define SECONDS_PER_DAY 86400.0
@@ -91,18 +92,47 @@ static void metadata_days(const struct bx_mon_projection *p, struct bx_trend_day
 	days->exhausts = !isinf(days->days);
 }
 
-int bx_mon_project_figures(const struct bx_mon_figures *figs, size_t n, int64_t now,
-			   int64_t window, struct bx_mon_projection *p)
+struct bx_mon_project_opts bx_mon_project_defaults(int64_t now)
 {
-	struct bx_trend_sample *scratch;
-	const struct bx_mon_figures *last;
+	return (struct bx_mon_project_opts){ now, BX_MON_DEFAULT_WINDOW,
+					     BX_MON_DEFAULT_MIN_HISTORY, BX_MON_DEFAULT_BURST_DAYS };
+}
+
+/*
+ * The growth of a use from the oldest to the newest sample; a burst when at
+ * that pace @room would last less than @burst_days.
+ */
+static struct bx_mon_seen seen(double oldest, double newest, int64_t span, double room,
+			       double burst_days)
+{
+	double growth = newest - oldest;
+
+	return (struct bx_mon_seen){
+		growth,
+		growth > 0 && span > 0 && room < growth / (double)span * burst_days * SECONDS_PER_DAY,
+	};
+}
+
+/* Learning: what the samples show, told and not fitted. */
+static void learn(struct bx_mon_projection *p, double burst_days)
+{
+	const struct bx_mon_figures *f = &p->first, *l = &p->latest;
+
+	p->metadata.status = p->data.status = BX_TREND_NOT_FITTED;
+	p->metadata.nr_samples = p->data.nr_samples = p->nr_samples;
+	p->metadata_seen = seen((double)f->metadata_used, (double)l->metadata_used, p->span,
+				(double)p->metadata_left, burst_days);
+	p->data_seen = seen((double)f->data_used, (double)l->data_used, p->span,
+			    (double)l->free_strict, burst_days);
+}
+
+/* Fits both uses and projects their days; -ENOMEM. */
+static int project(const struct bx_mon_figures *figs, size_t n, struct bx_mon_projection *p)
+{
+	const struct bx_mon_figures *last = &figs[n - 1];
+	struct bx_trend_sample *scratch = calloc(n, sizeof(*scratch));
 	int ret;
 
-	memset(p, 0, sizeof(*p));
-	p->now = now;
-	p->window = window;
-	p->nr_samples = n;
-	scratch = calloc(n ? n : 1, sizeof(*scratch));
 	if (!scratch)
 		return bx_error(-ENOMEM, "out of memory");
 	ret = fit_figure(figs, n, offsetof(struct bx_mon_figures, metadata_used), scratch,
@@ -113,53 +143,109 @@ int bx_mon_project_figures(const struct bx_mon_figures *figs, size_t n, int64_t 
 	free(scratch);
 	if (ret)
 		return bx_error(ret, "out of memory");
+	if (p->metadata.status == BX_TREND_OK) {
+		metadata_days(p, &p->metadata_days);
+		from_now(&p->metadata_days, p->now - last->time);
+	}
+	if (p->data.status == BX_TREND_OK) {
+		bx_trend_days_left(&p->data, (double)last->free_strict, &p->data_days);
+		from_now(&p->data_days, p->now - last->time);
+	}
+	return 0;
+}
+
+int bx_mon_project_figures(const struct bx_mon_figures *figs, size_t n,
+			   const struct bx_mon_project_opts *opts, struct bx_mon_projection *p)
+{
+	const struct bx_mon_figures *last;
+
+	memset(p, 0, sizeof(*p));
+	p->now = opts->now;
+	p->window = opts->window;
+	p->min_history = opts->min_history;
+	p->nr_samples = n;
+	p->learning = true;
+	p->metadata.status = p->data.status = BX_TREND_TOO_FEW_SAMPLES;
 	if (!n)
 		return 0;
 	last = &figs[n - 1];
 	p->have_latest = true;
 	p->first = figs[0];
 	p->latest = *last;
+	p->span = last->time - figs[0].time;
 	p->metadata_left = last->metadata_room > last->global_reserve ?
 			   last->metadata_room - last->global_reserve : 0;
-	if (p->metadata.status == BX_TREND_OK) {
-		metadata_days(p, &p->metadata_days);
-		from_now(&p->metadata_days, now - last->time);
+	p->learning = n < BX_TREND_MIN_SAMPLES || p->span < opts->min_history;
+	if (p->learning) {
+		learn(p, opts->burst_days);
+		return 0;
 	}
-	if (p->data.status == BX_TREND_OK) {
-		bx_trend_days_left(&p->data, (double)last->free_strict, &p->data_days);
-		from_now(&p->data_days, now - last->time);
-	}
-	return 0;
+	return project(figs, n, p);
 }
 
-int bx_mon_project(struct bx_mon_db *db, int64_t fs_id, int64_t now, int64_t window,
+int bx_mon_project(struct bx_mon_db *db, int64_t fs_id, const struct bx_mon_project_opts *opts,
 		   struct bx_mon_projection *p)
 {
 	struct bx_mon_figures *figs = NULL;
 	size_t n = 0;
 	int ret;
 
-	ret = bx_mon_db_figures(db, fs_id, now - window, now, &figs, &n);
+	ret = bx_mon_db_figures(db, fs_id, opts->now - opts->window, opts->now, &figs, &n);
 	if (!ret)
-		ret = bx_mon_project_figures(figs, n, now, window, p);
+		ret = bx_mon_project_figures(figs, n, opts, p);
 	free(figs);
 	return ret;
 }
 
 bool bx_mon_projection_ok(const struct bx_mon_projection *p)
 {
-	return p->metadata.status == BX_TREND_OK && p->data.status == BX_TREND_OK;
+	return !p->learning && p->metadata.status == BX_TREND_OK && p->data.status == BX_TREND_OK;
+}
+
+/* Appends "metadata +400MiB" (what a learning window shows) to @buf, if it grew. */
+static void seen_text(const char *what, const struct bx_mon_seen *s, char *buf, size_t len)
+{
+	size_t used = strlen(buf);
+	char size[40];
+
+	if (!(s->growth > 0) || used >= len)
+		return;
+	bx_pretty_size((uint64_t)s->growth, 0, size, sizeof(size));
+	snprintf(buf + used, len - used, "%s%s +%s", used ? ", " : "", what, size);
+}
+
+static void learning_reason(const struct bx_mon_projection *p, char *buf, size_t len)
+{
+	char span[32], need[32], grew[160] = "";
+	size_t used;
+
+	bx_format_duration(p->span, span, sizeof(span));
+	bx_format_duration(p->min_history, need, sizeof(need));
+	used = (size_t)snprintf(buf, len, "learning: %zu sample%s over %s of the %s needed",
+				p->nr_samples, p->nr_samples == 1 ? "" : "s", span, need);
+	if (p->nr_samples < BX_TREND_MIN_SAMPLES && used < len)
+		used += (size_t)snprintf(buf + used, len - used, " (and at least %d samples)",
+					 BX_TREND_MIN_SAMPLES);
+	seen_text("metadata", &p->metadata_seen, grew, sizeof(grew));
+	seen_text("data", &p->data_seen, grew, sizeof(grew));
+	if (grew[0] && used < len)
+		snprintf(buf + used, len - used, "; %s in %s%s", grew, span,
+			 p->metadata_seen.burst || p->data_seen.burst ?
+			 ", a burst, not projected" : ", not projected");
 }
 
 void bx_mon_projection_reason(const struct bx_mon_projection *p, char *buf, size_t len)
 {
-	if (p->metadata.status == BX_TREND_TOO_FEW_SAMPLES)
-		snprintf(buf, len, "%zu sample%s in the last %.0fd; at least %d are needed",
-			 p->nr_samples, p->nr_samples == 1 ? "" : "s",
-			 (double)p->window / SECONDS_PER_DAY, BX_TREND_MIN_SAMPLES);
-	else if (!bx_mon_projection_ok(p))
+	char window[32];
+
+	buf[0] = '\0';
+	if (!p->nr_samples) {
+		bx_format_duration(p->window, window, sizeof(window));
+		snprintf(buf, len, "no sample in the last %s", window);
+	} else if (p->learning) {
+		learning_reason(p, buf, len);
+	} else if (!bx_mon_projection_ok(p)) {
 		snprintf(buf, len, "%s", bx_trend_status_str(p->metadata.status != BX_TREND_OK ?
 							      p->metadata.status : p->data.status));
-	else
-		buf[0] = '\0';
+	}
 }

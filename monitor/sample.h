@@ -3,11 +3,12 @@
  * stores it: the figures of `filesystem usage` (the allocator model's free
  * space and metadata room), per block group type and profile, per device
  * (size, unallocated, allocated per type, hint, the kernel's error
- * counters), the read policy and the last offline scrub's result.
+ * counters), the read policy, whether the kernel honours the allocation
+ * hints and how many chunks break them, and the last offline scrub's result.
  *
  * Cheap: everything comes from ioctls (FS_INFO, DEV_INFO, SPACE_INFO,
- * TREE_SEARCH on the chunk and device trees only, GET_DEV_STATS,
- * GET_FSLABEL) and sysfs; no tree with files in it is walked.
+ * TREE_SEARCH on the chunk and device trees and of each block group item,
+ * GET_DEV_STATS, GET_FSLABEL) and sysfs; no tree with files in it is walked.
  *
  * Library style: functions return 0 or a negative errno with a message
  * recorded by bx_error(); nothing prints.
@@ -55,6 +56,15 @@ struct bx_mon_scrub {
 	uint64_t uncorrectable;
 };
 
+/* Chunks that break the allocation hints, as `btrfsx filesystem misplaced` counts them. */
+struct bx_mon_misplaced {
+	bool known;			/* counted (not for mixed block groups, older samples) */
+	uint64_t forbidden_chunks;	/* a stripe where the hint excludes the type */
+	uint64_t forbidden_used;	/* logical bytes in use in them */
+	uint64_t off_preference_chunks;	/* a worse tier while a better one has room */
+	uint64_t off_preference_used;
+};
+
 /*
  * The filesystem-wide figures of a sample: what trends and projections use,
  * and what the library's struct btrfsx_monitor_sample and Python's
@@ -88,6 +98,9 @@ struct bx_mon_sample {
 	char label[256];
 	char mountpoint[4096];
 	char read_policy[64];		/* the active one; "" when unknown */
+	bool have_hints_effective;	/* false in samples of older histories */
+	bool hints_effective;		/* the running kernel honours allocation hints */
+	struct bx_mon_misplaced misplaced;
 	struct bx_mon_scrub scrub;
 	size_t nr_spaces;
 	struct bx_mon_space *spaces;

@@ -24,26 +24,40 @@ static double median_sorting(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Which of the BX_TREND_MAX_POINTS equal slices of [@t0, @t0 + @span] holds @t. */
+static size_t slice_of(double t, double t0, double span)
+{
+	double slice = (t - t0) / span * BX_TREND_MAX_POINTS;
+
+	return slice < BX_TREND_MAX_POINTS - 1 ? (size_t)slice : BX_TREND_MAX_POINTS - 1;
+}
+
 /*
- * Step 1: @n samples into at most BX_TREND_MAX_POINTS points of consecutive
- * samples each (median time, median value). @pts has room for
- * min(n, BX_TREND_MAX_POINTS); returns how many were filled.
+ * Step 1: @n samples (spanning some time) into at most BX_TREND_MAX_POINTS
+ * points, one per equal slice of the time span that holds samples (median
+ * time, median value). Slices of time, not runs of samples: a burst of
+ * samples taken seconds apart (someone trying `record` by hand) weighs as
+ * the moment it is, not as many points outvoting the days around it.
+ * @scratch holds @n doubles; returns how many points were filled.
  */
 static size_t reduce(const struct bx_trend_sample *s, size_t n, struct bx_trend_sample *pts,
 		     double *scratch)
 {
-	size_t nr_points = n < BX_TREND_MAX_POINTS ? n : BX_TREND_MAX_POINTS;
+	double t0 = s[0].t, span = s[n - 1].t - s[0].t;
+	size_t nr_points = 0;
 
-	for (size_t p = 0; p < nr_points; p++) {
-		size_t first = p * n / nr_points, end = (p + 1) * n / nr_points;
-		size_t k = end - first;
+	for (size_t first = 0, end; first < n; first = end) {
+		size_t slice = slice_of(s[first].t, t0, span), k;
 
+		for (end = first + 1; end < n && slice_of(s[end].t, t0, span) == slice; end++)
+			;
+		k = end - first;
 		for (size_t i = 0; i < k; i++)
 			scratch[i] = s[first + i].t;
-		pts[p].t = median_sorting(scratch, k);
+		pts[nr_points].t = median_sorting(scratch, k);
 		for (size_t i = 0; i < k; i++)
 			scratch[i] = s[first + i].y;
-		pts[p].y = median_sorting(scratch, k);
+		pts[nr_points++].y = median_sorting(scratch, k);
 	}
 	return nr_points;
 }
@@ -136,7 +150,6 @@ static bool has_time_span(const struct bx_trend_sample *s, size_t n)
 int bx_trend_fit(const struct bx_trend_sample *samples, size_t n, struct bx_trend *tr)
 {
 	size_t cap = n < BX_TREND_MAX_POINTS ? n : BX_TREND_MAX_POINTS;
-	size_t chunk = cap ? (n + cap - 1) / cap : 0;
 	struct bx_trend_sample *pts = NULL;
 	double *scratch = NULL, *slopes = NULL, var_s;
 	bool *jump = NULL;
@@ -155,13 +168,17 @@ int bx_trend_fit(const struct bx_trend_sample *samples, size_t n, struct bx_tren
 	}
 	pts = malloc(cap * sizeof(*pts));
 	jump = malloc(cap * sizeof(*jump));
-	scratch = malloc((chunk > 2 * cap ? chunk : 2 * cap) * sizeof(*scratch));
+	scratch = malloc((n > 2 * cap ? n : 2 * cap) * sizeof(*scratch));
 	slopes = malloc((cap * (cap - 1) / 2 + 1) * sizeof(*slopes));
 	if (!pts || !jump || !scratch || !slopes) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	tr->nr_points = reduce(samples, n, pts, scratch);
+	if (tr->nr_points < BX_TREND_MIN_SAMPLES) {	/* two moments draw a line, not a range */
+		tr->status = BX_TREND_TOO_FEW_MOMENTS;
+		goto out;
+	}
 	tr->nr_jumps = find_jumps(pts, tr->nr_points, jump, scratch);
 	nr_slopes = pair_slopes(pts, tr->nr_points, jump, slopes, &var_s);
 	if (!nr_slopes) {	/* no stretch has two points at different times */
@@ -188,6 +205,10 @@ const char *bx_trend_status_str(enum bx_trend_status status)
 		return "fewer than 3 samples";
 	case BX_TREND_NO_TIME_SPAN:
 		return "all samples were taken at the same time";
+	case BX_TREND_TOO_FEW_MOMENTS:
+		return "the samples fall in fewer than 3 moments of their time span";
+	case BX_TREND_NOT_FITTED:
+		return "not fitted";
 	}
 	return "unknown";
 }

@@ -4,9 +4,11 @@
  * numbers out, no I/O.
  *
  * The fit (bx_trend_fit):
- *  1. more than BX_TREND_MAX_POINTS samples are reduced to that many points,
- *     each the median time and the median value of consecutive samples, so a
- *     year of 5-minute samples costs as little as a month of daily ones;
+ *  1. the samples are reduced to at most BX_TREND_MAX_POINTS points, one per
+ *     equal slice of their time span (the median time and the median value
+ *     of the samples in it), so a year of 5-minute samples costs as little
+ *     as a month of daily ones, and a burst of samples taken seconds apart
+ *     counts as one moment, not as many votes;
  *  2. one-off jumps are found: steps between neighbouring points that the
  *     typical pace does not explain (more than BX_TREND_JUMP_SCALE robust
  *     standard deviations, from the median absolute deviation, away from
@@ -38,6 +40,8 @@ enum bx_trend_status {
 	BX_TREND_OK,
 	BX_TREND_TOO_FEW_SAMPLES,	/* fewer than BX_TREND_MIN_SAMPLES */
 	BX_TREND_NO_TIME_SPAN,		/* all samples at one time */
+	BX_TREND_TOO_FEW_MOMENTS,	/* step 1 left fewer than BX_TREND_MIN_SAMPLES points */
+	BX_TREND_NOT_FITTED,		/* the caller did not fit (too little history) */
 };
 
 struct bx_trend {

@@ -193,23 +193,27 @@ def test_projection_meets_enospc_within_10_percent(fs, state, run_btrfsx, btrfsx
 
 
 def test_too_little_history_says_so(fs, state, run_btrfsx, btrfsx_json):
+    """Two samples a day apart: learning (at least 3 are needed), told and
+    not projected, and the plugin is OK about it: no page without evidence."""
     record(run_btrfsx, state, fs, 0)
     record(run_btrfsx, state, fs, 1)
     doc = report(btrfsx_json, state, 1)
     proj = doc["filesystems"][0]
-    assert proj["status"] == "UNKNOWN" and proj["samples"] == 2
-    assert proj["reason"] == "2 samples in the last 30d; at least 3 are needed"
+    assert proj["status"] == "OK" and proj["samples"] == 2 and proj["learning"]
+    assert proj["reason"].startswith("learning: 2 samples over 1d of the 1d needed (and at "
+                                      "least 3 samples)"), proj["reason"]
+    assert proj["history_span"] == DAY and proj["min_history"] == DAY
     assert "metadata_days_left" not in proj
-    rc, out, err = run_btrfsx("monitor", "report", "--check", env=env_at(state, 1), check=3)
-    assert out.startswith("BTRFSX UNKNOWN - tank: 2 samples in the last 30d; at least 3 are "
-                          "needed\n")
+    rc, out, err = run_btrfsx("monitor", "report", "--check", env=env_at(state, 1), check=0)
+    assert out.startswith("BTRFSX OK - tank: learning: 2 samples over 1d"), out
     rc, out, err = run_btrfsx("monitor", "report", env=env_at(state, 1))
-    assert "reason" in out and "at least 3 are needed" in out
+    assert "reason" in out and "learning: 2 samples" in out
     # the window decides: a year later nothing is in the last 30 days
     doc = report(btrfsx_json, state, 400)
-    assert doc["filesystems"][0]["reason"].startswith("0 samples in the last 30d")
+    assert doc["filesystems"][0]["reason"] == "no sample in the last 30d"
     rc, out, err = run_btrfsx("monitor", "metrics", env=env_at(state, 1))
     assert "btrfsx_metadata_room_bytes" in out and "btrfsx_metadata_days_left" not in out
+    assert re.search(r"^btrfsx_trend_learning\{.*\} 1$", out, re.M)
 
 
 def test_check_states_and_exit_codes(fs, state, run_btrfsx, btrfsx_json):
@@ -228,7 +232,11 @@ def test_check_states_and_exit_codes(fs, state, run_btrfsx, btrfsx_json):
                                   check=code)
         line = out.splitlines()[0]
         assert line.startswith(f"BTRFSX {name} - tank: metadata "), line
-        assert re.search(r"\| .*'tank data_days_left'=[0-9.]+;[0-9.]+;[0-9.]+;0", line), line
+        # perfdata in the standard form; the thresholds on the latest end of
+        # the range, which the check pages on ("30:" alerts below 30)
+        w, c = (args[1], args[3]) if args else ("30", "14")
+        assert re.search(r"\| .*'tank data_days_left'=[0-9.]+;;;0 ", line), line
+        assert re.search(rf"'tank data_days_left_upper'=[0-9.]+;{w}:;{c}:;0( |$)", line), line
         assert err == ""
         doc = btrfsx_json("monitor", "report", "--check", *args, env=env_at(state, 4),
                           check=code)
@@ -268,7 +276,7 @@ def test_sample_matches_usage_and_device_stats(fs, state, run_btrfsx, btrfsx_jso
     (udev,) = usage["devices"]
     assert dev[:3] == (udev["devid"], udev["size"], udev["unallocated"])
     assert db_rows(state, "PRAGMA journal_mode") == [("wal",)]
-    assert db_rows(state, "PRAGMA user_version") == [(1,)]
+    assert db_rows(state, "PRAGMA user_version") == [(2,)]
     assert db_rows(state, "PRAGMA application_id") == [(0x62747278,)]
 
 
@@ -299,7 +307,8 @@ def test_retention_and_thinning(fs, state, run_btrfsx):
 
 NAME = re.compile(r"^btrfsx_[a-z][a-z0-9_]*$")
 UNITS = ("_bytes", "_seconds", "_bytes_per_second", "_total", "_info", "_days_left",
-         "_days_left_lower", "_days_left_upper", "_samples", "_errors")
+         "_days_left_lower", "_days_left_upper", "_samples", "_errors", "_chunks")
+BOOLEANS = {"btrfsx_hints_effective", "btrfsx_trend_learning"}   # 1 or 0, like up
 
 
 def history(fs, state, run_btrfsx, days=4):
@@ -319,7 +328,9 @@ def test_metrics_parse_and_follow_the_conventions(fs, state, run_btrfsx, btrfsx_
         assert NAME.match(f["name"]) and f["help"], f["name"]
         assert f["type"] in ("gauge", "counter")
         exposed = f["name"] + ("_total" if f["type"] == "counter" else "")
-        assert exposed.endswith(UNITS), exposed
+        assert exposed.endswith(UNITS) or exposed in BOOLEANS, exposed
+        if exposed in BOOLEANS:
+            assert {s["value"] for s in f["samples"]} <= {0, 1}
         assert not re.search(r"_(k|m|g)i?b(_|$)|_ms(_|$)|_minutes|_hours", exposed)
         for s in f["samples"]:
             assert s["name"] == exposed
@@ -425,10 +436,12 @@ def test_systemd_service_commands(fs, state, btrfsx, tmp_path):
 # --------------------------------------------------------------------------- failures
 
 def test_records_at_once_on_a_new_history(fs, state, btrfsx):
-    """Six at once, the first ones making the history: every sample is stored."""
+    """Six at once, the first ones making the history, each with a clock a
+    second apart (the order they get the lock in is not the order of their
+    clocks): every sample is stored."""
     fsutil.run(["btrfs", "filesystem", "sync", str(fs)])
     procs = [subprocess.Popen([btrfsx, "monitor", "record", str(fs)],
-                              env=dict(os.environ, **env_at(state, i)),
+                              env=dict(os.environ, **env_at(state, i / DAY)),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(6)]
     for p in procs:
@@ -562,9 +575,9 @@ def test_bad_input(fs, state, tmp_path, run_btrfsx):
         ("report", "--window", "30x"),
         ("report", "--window", ""),
         ("report", "-w", "5"),
-        ("report", "--check", "-w", "5", "-c", "10"),
-        ("report", "--check", "-c", "many"),
+        ("report", "--min-history", "30d"),
         ("metrics", "--window", "1y"),
+        ("metrics", "--min-history", "soon"),
         ("metrics", "--textfile"),
         ("metrics", "--textfile", "-x"),
         ("record", "--db", "--help"),
@@ -638,7 +651,9 @@ def test_python_history_and_projections(fs, state, run_btrfsx, btrfsx_json):
     assert doc["p"]["fsid"] == rep["fsid"] and doc["p"]["nr_samples"] == rep["samples"] == 4
     assert math.isclose(doc["data"]["days_left"], rep["data_days_left"], abs_tol=0.01)
     assert math.isclose(doc["data"]["growth"] * DAY, rep["data_growth_per_day"], rel_tol=1e-6)
-    assert doc["q"] == [2, "2 samples in the last 1d; at least 3 are needed", None]
+    assert doc["q"][0] == 2 and doc["q"][2] is None
+    assert doc["q"][1].startswith("learning: 2 samples over 1d of the 1d needed (and at least 3 "
+                                  "samples)")
     assert doc["err"]["class"] == "NotFoundError" and "no such filesystem" in doc["err"]["message"]
     assert doc["missing"]["class"] == "NotFoundError" and "no history yet" in \
         doc["missing"]["message"]

@@ -236,6 +236,15 @@ static void daily(struct bx_mon_figures *f, size_t n, double meta, double data)
 		};
 }
 
+/* The projection of @n figures at @now with the defaults (30-day window, 1 day to learn). */
+static int project(const struct bx_mon_figures *f, size_t n, int64_t now,
+		   struct bx_mon_projection *p)
+{
+	struct bx_mon_project_opts opts = bx_mon_project_defaults(now);
+
+	return bx_mon_project_figures(f, n, &opts, p);
+}
+
 /* Metadata alone: (room - reserve) / pace; data: free_strict / pace; days count from now. */
 static void test_projection_alone(void)
 {
@@ -243,12 +252,12 @@ static void test_projection_alone(void)
 	struct bx_mon_projection p;
 
 	daily(f, 10, 1 * MiB, 10 * MiB);
-	CHECK(bx_mon_project_figures(f, 10, f[9].time, 30 * DAY, &p) == 0);
+	CHECK(project(f, 10, f[9].time, &p) == 0);
 	CHECK(bx_mon_projection_ok(&p) && p.nr_samples == 10 && p.have_latest);
 	CHECK(p.metadata_left == (uint64_t)(90 * MiB));
 	CHECK(near(p.metadata_days.days, 90, 1e-9) && p.metadata_days.exhausts);
 	CHECK(near(p.data_days.days, 40, 1e-9));
-	CHECK(bx_mon_project_figures(f, 10, f[9].time + (int64_t)(10 * DAY), 30 * DAY, &p) == 0);
+	CHECK(project(f, 10, f[9].time + (int64_t)(10 * DAY), &p) == 0);
 	CHECK(near(p.metadata_days.days, 80, 1e-9) && near(p.data_days.days, 30, 1e-9));
 }
 
@@ -269,19 +278,19 @@ static void test_projection_data_takes_room(void)
 		f[i].data_size += (uint64_t)(20 * MiB);
 	f[9].metadata_room = (uint64_t)(194 * MiB);
 	f[9].metadata_room_after_data = (uint64_t)(50 * MiB);
-	CHECK(bx_mon_project_figures(f, 10, f[9].time, 30 * DAY, &p) == 0);
+	CHECK(project(f, 10, f[9].time, &p) == 0);
 	CHECK(near(p.metadata_days.days, 47.5, 1e-9));
 	/* data does not grow: only metadata consumes the room */
 	daily(f, 10, 1 * MiB, 0);
 	f[9].metadata_room = (uint64_t)(200 * MiB);
 	f[9].metadata_room_after_data = (uint64_t)(50 * MiB);
-	CHECK(bx_mon_project_figures(f, 10, f[9].time, 30 * DAY, &p) == 0);
+	CHECK(project(f, 10, f[9].time, &p) == 0);
 	CHECK(near(p.metadata_days.days, 190, 1e-9) && !p.data_days.exhausts);
 	/* the room outlasts data (150 at 3.1 MiB a day for 50 days): the rest at 0.1 a day */
 	daily(f, 10, 0.1 * MiB, 10 * MiB);
 	f[9].metadata_room = (uint64_t)(200 * MiB);
 	f[9].metadata_room_after_data = (uint64_t)(50 * MiB);
-	CHECK(bx_mon_project_figures(f, 10, f[9].time, 30 * DAY, &p) == 0);
+	CHECK(project(f, 10, f[9].time, &p) == 0);
 	CHECK(near(p.metadata_days.days, 400, 1e-4));
 }
 
@@ -291,10 +300,10 @@ static void test_projection_too_little(void)
 	struct bx_mon_projection p;
 
 	daily(f, 2, 1 * MiB, 1 * MiB);
-	CHECK(bx_mon_project_figures(f, 2, f[1].time, 30 * DAY, &p) == 0);
+	CHECK(project(f, 2, f[1].time, &p) == 0);
 	CHECK(!bx_mon_projection_ok(&p) && p.have_latest && p.nr_samples == 2);
-	CHECK(p.metadata.status == BX_TREND_TOO_FEW_SAMPLES);
-	CHECK(bx_mon_project_figures(f, 0, 0, 30 * DAY, &p) == 0);
+	CHECK(p.learning && p.metadata.status == BX_TREND_NOT_FITTED);
+	CHECK(project(f, 0, 0, &p) == 0);
 	CHECK(!p.have_latest && !bx_mon_projection_ok(&p));
 }
 
