@@ -22,11 +22,10 @@ import os
 import re
 import sqlite3
 import subprocess
-from pathlib import Path
 
 import pytest
 
-import fsutil
+from helpers import fsutil
 from test_monitor import (DAY, MiB, T0, db_rows, env_at, history_is_whole, record, write_day,
                           fs, state)  # noqa: F401 (fixtures)
 
