@@ -12,7 +12,12 @@ PACKAGES=(
 	btrfs-progs util-linux e2fsprogs xfsprogs attr fio
 	python3 python3-pytest python3-dev python3-setuptools python3-pip python3-wheel
 	python3-prometheus-client python3-jsonschema
+	prometheus prometheus-node-exporter
+	debhelper dh-python lintian
 )
+# Services whose packages start them on installation (Debian's postinst does
+# where an init system runs): the tests start their own, on their own ports.
+DAEMONS=(prometheus prometheus-node-exporter)
 # --vm: also what the VM tests (tests/vm/) need: qemu, a busybox initramfs,
 # and what building btrfs.ko for Debian's 6.1 cloud kernel needs. The source
 # is pinned to the kernel image's version (tests/vm/vmharness.py fetches the
@@ -44,5 +49,31 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Pinned packages already installed keep their version: apt would upgrade
+# linux-source to satisfy debhelper's recommendations, and the VM harness
+# builds its modules from the pinned one.
+keep=()
+for name in linux-source-6.1; do
+	version=$(dpkg-query -W -f='${Version}' "$name" 2>/dev/null || true)
+	if [ -n "$version" ] && [[ " ${missing[*]} " != *" $name="* ]]; then
+		keep+=("$name=$version")
+	fi
+done
+# No service may start while installing: invoke-rc.d and deb-systemd-invoke
+# ask policy-rc.d, and 101 means "not now".
+policy=/usr/sbin/policy-rc.d
+made_policy=
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' > "$policy"
+	chmod 755 "$policy"
+	made_policy=1
+fi
+trap '[ -z "$made_policy" ] || rm -f "$policy"' EXIT
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" "${keep[@]}" >/dev/null
+# Under systemd the units were enabled for the next boot: not ours to run.
+if [ -d /run/systemd/system ]; then
+	for daemon in "${DAEMONS[@]}"; do
+		systemctl disable --now "$daemon" >/dev/null 2>&1 || true
+	done
+fi
