@@ -163,20 +163,24 @@ static void model_size(struct bx_out *out, const char *label, uint64_t bytes, un
 	bx_out_size(out, label, bytes, units, BX_F_TEXT_ONLY);
 }
 
-static void print_model(struct bx_out *out, const struct bx_usage_report *rep,
-			unsigned int units)
+static void print_model(struct bx_out *out, const struct bx_usage_input *in,
+			const struct bx_usage_report *rep, unsigned int units)
 {
-	char heading[128], profile[16], meta_profile[16];
+	const char *balance = bx_usage_balance_name(in->balance);
+	char heading[192], profile[16], meta_profile[16], during[64] = "";
 
 	bx_usage_profile_label(rep->data_type, profile, sizeof(profile));
 	bx_usage_profile_label(rep->metadata_type, meta_profile, sizeof(meta_profile));
-	snprintf(heading, sizeof(heading), "Allocator model (new data %s, metadata %s; hints %s):",
-		 profile, meta_profile,
+	if (rep->warnings & BX_USAGE_W_BALANCE_TARGET)
+		snprintf(during, sizeof(during), " while the %s balance converts", balance);
+	snprintf(heading, sizeof(heading), "Allocator model (new data %s, metadata %s%s; hints %s):",
+		 profile, meta_profile, during,
 		 !rep->hints_honoured ? "ignored" :
 		 (rep->model_flags & BX_ALLOC_STRICT) ? "strict" : "honoured");
 	bx_out_textf(out, "%s", "");
 	bx_out_obj_begin(out, "model", BX_OBJ_LINES, heading);
 	bx_out_bool(out, "hints_honoured", rep->hints_honoured, BX_F_JSON_ONLY);
+	bx_out_str(out, "balance", balance, BX_F_JSON_ONLY);
 	bx_out_bool(out, "strict", (rep->model_flags & BX_ALLOC_STRICT) != 0, BX_F_JSON_ONLY);
 	bx_out_str(out, "data_profile", bx_usage_profile_key(rep->data_type), BX_F_JSON_ONLY);
 	bx_out_str(out, "metadata_profile", bx_usage_profile_key(rep->metadata_type),
@@ -235,7 +239,7 @@ static int filesystem_usage_print(struct bx_out *out, const struct bx_usage_inpu
 	print_spaces(out, in, units, table);
 	if (!ret)
 		ret = print_classes(out, rep, units);
-	print_model(out, rep, units);
+	print_model(out, in, rep, units);
 	return ret;
 }
 

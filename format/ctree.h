@@ -539,7 +539,41 @@ struct btrfs_free_space_header {
 	uint64_t num_bitmaps;
 } __attribute__((packed));
 
+/*
+ * The balance item (key BALANCE_OBJECTID, TEMPORARY_ITEM_KEY, 0 in the root
+ * tree): a balance that runs, is paused or was interrupted. While it exists
+ * the kernel gives every new chunk of a kind it converts the target profile.
+ * target holds profile bits, or BTRFS_AVAIL_ALLOC_BIT_SINGLE for single.
+ */
+#define BTRFS_DISK_BALANCE_ARGS_CONVERT (1ULL << 8)
+#define BTRFS_AVAIL_ALLOC_BIT_SINGLE (1ULL << 48)
+
+struct btrfs_disk_balance_args {
+	uint64_t profiles;
+	uint64_t usage;
+	uint64_t devid;
+	uint64_t pstart;
+	uint64_t pend;
+	uint64_t vstart;
+	uint64_t vend;
+	uint64_t target;
+	uint64_t flags;
+	uint64_t limit;
+	uint32_t stripes_min;
+	uint32_t stripes_max;
+	uint64_t unused[6];
+} __attribute__((packed));
+
+struct btrfs_balance_item {
+	uint64_t flags;
+	struct btrfs_disk_balance_args data;
+	struct btrfs_disk_balance_args meta;
+	struct btrfs_disk_balance_args sys;
+	uint64_t unused[4];
+} __attribute__((packed));
+
 _Static_assert(sizeof(struct btrfs_extent_inline_ref) == 9, "inline ref size");
+_Static_assert(sizeof(struct btrfs_balance_item) == 448, "balance item size");
 _Static_assert(sizeof(struct btrfs_dev_replace_item) == 72, "dev replace item size");
 
 #endif

@@ -57,14 +57,14 @@ int bx_misplaced_model(const struct bx_usage_input *in, struct bx_usage_model *u
 	pm->devs = um->devs;
 	pm->nr_devs = um->nr;
 	pm->params = um->params;
-	pm->new_type[BX_PLACE_KIND_DATA] = data_kind |
-		bx_usage_alloc_profile(in->spaces, in->nr_spaces, data_kind, nr_writable);
-	pm->new_type[BX_PLACE_KIND_METADATA] = BTRFS_BLOCK_GROUP_METADATA |
-		bx_usage_alloc_profile(in->spaces, in->nr_spaces, BTRFS_BLOCK_GROUP_METADATA,
-				       nr_writable);
-	pm->new_type[BX_PLACE_KIND_SYSTEM] = BTRFS_BLOCK_GROUP_SYSTEM |
-		bx_usage_alloc_profile(in->spaces, in->nr_spaces, BTRFS_BLOCK_GROUP_SYSTEM,
-				       nr_writable);
+	pm->new_type[BX_PLACE_KIND_DATA] =
+		bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces, data_kind, nr_writable);
+	pm->new_type[BX_PLACE_KIND_METADATA] =
+		bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces, BTRFS_BLOCK_GROUP_METADATA,
+					nr_writable);
+	pm->new_type[BX_PLACE_KIND_SYSTEM] =
+		bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces, BTRFS_BLOCK_GROUP_SYSTEM,
+					nr_writable);
 	return 0;
 }
 

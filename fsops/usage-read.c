@@ -234,6 +234,36 @@ static int dev_extent_cb(void *arg, const struct btrfs_ioctl_search_header *sh, 
 			  le64toh(e->chunk_offset));
 }
 
+/* The convert targets of one balance's arguments, per kind, into @in. */
+static void set_balance_targets(struct bx_usage_input *in, uint64_t data_flags, uint64_t data,
+				uint64_t meta_flags, uint64_t meta, uint64_t sys_flags, uint64_t sys)
+{
+	in->balance_target[BX_USAGE_KIND_DATA] =
+		bx_usage_balance_target(BTRFS_BLOCK_GROUP_DATA, data_flags, data);
+	in->balance_target[BX_USAGE_KIND_METADATA] =
+		bx_usage_balance_target(BTRFS_BLOCK_GROUP_METADATA, meta_flags, meta);
+	in->balance_target[BX_USAGE_KIND_SYSTEM] =
+		bx_usage_balance_target(BTRFS_BLOCK_GROUP_SYSTEM, sys_flags, sys);
+}
+
+/*
+ * A balance the kernel runs or holds paused, and what it converts to. The
+ * ioctl needs CAP_SYS_ADMIN, as the tree searches before it; a kernel that
+ * cannot say leaves the input without a balance.
+ */
+static void read_balance_mounted(int fd, struct bx_usage_input *in)
+{
+	struct btrfs_ioctl_balance_args args;
+
+	memset(&args, 0, sizeof(args));
+	if (ioctl(fd, BTRFS_IOC_BALANCE_PROGRESS, &args) < 0)
+		return;		/* ENOTCONN: none */
+	in->balance = (args.state & BTRFS_BALANCE_STATE_RUNNING) ? BX_USAGE_BALANCE_RUNNING :
+		      BX_USAGE_BALANCE_PAUSED;
+	set_balance_targets(in, args.data.flags, args.data.target, args.meta.flags,
+			    args.meta.target, args.sys.flags, args.sys.target);
+}
+
 /* Hints of every present device; whether the running kernel honours them. */
 static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
 {
@@ -314,6 +344,7 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 	if (ret)
 		goto out;
 	sort_spaces(in);
+	read_balance_mounted(mfs.fd, in);
 	if (fstatvfs(mfs.fd, &sv) == 0) {
 		in->have_statfs = true;
 		in->statfs_free = (uint64_t)sv.f_bavail * sv.f_bsize;
@@ -467,6 +498,36 @@ static int offline_chunks(struct offline_read *o)
 	return 0;
 }
 
+/* The balance item in the root tree: a balance that was running or paused at unmount. */
+static int offline_balance(struct offline_read *o)
+{
+	struct btrfs_key key = { BTRFS_BALANCE_OBJECTID, BTRFS_TEMPORARY_ITEM_KEY, 0 };
+	struct bx_usage_input *in = o->b.in;
+	const struct btrfs_balance_item *item;
+	struct bx_root root;
+	struct bx_path path;
+	int ret;
+
+	ret = bx_find_root(o->fs, BTRFS_ROOT_TREE_OBJECTID, &root);
+	if (ret)
+		return bx_error_wrap(ret, "the root tree");
+	bx_path_init(&path, false);
+	ret = bx_search(o->fs, &root, &key, &path);
+	if (ret == 0 && bx_item_size(bx_path_leaf(&path), path.slots[0]) < sizeof(*item))
+		ret = bx_error(-EUCLEAN, "the balance item is too small");
+	if (ret == 0) {
+		item = bx_item_ptr(bx_path_leaf(&path), path.slots[0]);
+		in->balance = BX_USAGE_BALANCE_INTERRUPTED;
+		set_balance_targets(in, le64toh(item->data.flags), le64toh(item->data.target),
+				    le64toh(item->meta.flags), le64toh(item->meta.target),
+				    le64toh(item->sys.flags), le64toh(item->sys.target));
+	}
+	bx_path_release(&path);
+	if (ret < 0)
+		return bx_error_wrap(ret, "the balance item");
+	return 0;
+}
+
 int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
 			  struct bx_usage_input *in, char *mnt, size_t mnt_len)
 {
@@ -500,6 +561,8 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 		ret = offline_chunks(&o);
 	if (!ret)
 		ret = offline_dev_extents(&o);
+	if (!ret)
+		ret = offline_balance(&o);
 	if (!ret)
 		sort_spaces(in);
 	/* What the devices hold is wrong: say which filesystem, by the first path named. */

@@ -360,6 +360,42 @@ uint64_t bx_usage_alloc_profile(const struct bx_usage_space *spaces, size_t nr_s
 	return 0;
 }
 
+uint64_t bx_usage_balance_target(uint64_t kind, uint64_t args_flags, uint64_t target)
+{
+	if (!(args_flags & BTRFS_DISK_BALANCE_ARGS_CONVERT))
+		return 0;
+	/* "single" is a bit of its own in the arguments, no profile bit on a chunk. */
+	return kind | (target & BTRFS_BLOCK_GROUP_PROFILE_MASK);
+}
+
+const char *bx_usage_balance_name(enum bx_usage_balance balance)
+{
+	switch (balance) {
+	case BX_USAGE_BALANCE_RUNNING:
+		return "running";
+	case BX_USAGE_BALANCE_PAUSED:
+		return "paused";
+	case BX_USAGE_BALANCE_INTERRUPTED:
+		return "interrupted";
+	default:
+		return NULL;
+	}
+}
+
+uint64_t bx_usage_new_chunk_type(const struct bx_usage_input *in,
+				 const struct bx_usage_space *spaces, size_t nr_spaces,
+				 uint64_t kind, size_t nr_writable)
+{
+	int k = (kind & BTRFS_BLOCK_GROUP_DATA) ? BX_USAGE_KIND_DATA :
+		(kind & BTRFS_BLOCK_GROUP_SYSTEM) ? BX_USAGE_KIND_SYSTEM : BX_USAGE_KIND_METADATA;
+	uint64_t target = in->balance ? in->balance_target[k] : 0;
+
+	/* The kernel takes the target as it is, even where too few devices can hold it. */
+	if (target)
+		return kind | (target & BTRFS_BLOCK_GROUP_PROFILE_MASK);
+	return kind | bx_usage_alloc_profile(spaces, nr_spaces, kind, nr_writable);
+}
+
 /* ---- the model ---- */
 
 /* The free ranges of a device: [1 MiB, total_bytes) minus its device extents. */
@@ -598,7 +634,21 @@ static void space_sums(const struct bx_usage_input *in, struct bx_usage_report *
 	}
 }
 
-static void warn_about(struct bx_usage_report *rep)
+/* "data to single, metadata to dup" into @buf: what the balance of @in converts. */
+static void describe_targets(const struct bx_usage_input *in, char *buf, size_t len)
+{
+	static const char *const kinds[BX_USAGE_NR_KINDS] = { "data", "metadata", "system" };
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int k = 0; k < BX_USAGE_NR_KINDS && used < len; k++)
+		if (in->balance_target[k])
+			used += (size_t)snprintf(buf + used, len - used, "%s%s to %s",
+						 used ? ", " : "", kinds[k],
+						 bx_profile_name(in->balance_target[k]));
+}
+
+static void warn_about(const struct bx_usage_input *in, struct bx_usage_report *rep)
 {
 	char room[32], need[32], used[32], taken[32];
 
@@ -611,6 +661,15 @@ static void warn_about(struct bx_usage_report *rep)
 			(rep->model_flags & BX_ALLOC_STRICT) ?
 			", so --strict changes nothing; Free (strict) is what strict hints would give" :
 			"");
+	if (rep->warnings & BX_USAGE_W_BALANCE_TARGET) {
+		char targets[128];
+
+		describe_targets(in, targets, sizeof(targets));
+		bx_warn("a%s balance converts %s: the kernel gives new chunks those profiles until "
+			"it finishes or is cancelled, and the model does too",
+			in->balance == BX_USAGE_BALANCE_INTERRUPTED ? "n interrupted" :
+			in->balance == BX_USAGE_BALANCE_PAUSED ? " paused" : " running", targets);
+	}
 	if (rep->warnings & BX_USAGE_W_METADATA_LOW)
 		bx_warn("metadata room %s is less than the %s that 50%% growth of the metadata "
 			"(%s used) needs", room, need, used);
@@ -664,17 +723,19 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	if (rep->mixed) {
 		uint64_t kind = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
 
-		rep->data_type = kind | bx_usage_alloc_profile(in->spaces, in->nr_spaces, kind,
-							       nr_writable);
+		rep->data_type = bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces, kind,
+							 nr_writable);
 		rep->metadata_type = rep->data_type;
 	} else {
-		rep->data_type = BTRFS_BLOCK_GROUP_DATA |
-			bx_usage_alloc_profile(in->spaces, in->nr_spaces, BTRFS_BLOCK_GROUP_DATA,
-					       nr_writable);
-		rep->metadata_type = BTRFS_BLOCK_GROUP_METADATA |
-			bx_usage_alloc_profile(in->spaces, in->nr_spaces,
-					       BTRFS_BLOCK_GROUP_METADATA, nr_writable);
+		rep->data_type = bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces,
+							 BTRFS_BLOCK_GROUP_DATA, nr_writable);
+		rep->metadata_type = bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces,
+							     BTRFS_BLOCK_GROUP_METADATA,
+							     nr_writable);
 	}
+	for (int k = 0; k < BX_USAGE_NR_KINDS; k++)
+		if (in->balance && in->balance_target[k])
+			rep->warnings |= BX_USAGE_W_BALANCE_TARGET;
 	rep->data_free_in_chunks = rep->data_size > rep->data_used ?
 				   rep->data_size - rep->data_used : 0;
 	rep->metadata_free_in_chunks = rep->metadata_size > rep->metadata_used ?
@@ -761,7 +822,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	}
 	qsort(rep->classes, rep->nr_classes, sizeof(*rep->classes), class_cmp);
 	if (!(flags & BX_USAGE_QUIET))
-		warn_about(rep);
+		warn_about(in, rep);
 	goto out;
 
 model_error:

@@ -84,6 +84,21 @@ struct bx_usage_chunk {
 	uint64_t used;			/* logical bytes in use (block group item) */
 };
 
+/* A balance that changes what profile new chunks get (bx_usage_input.balance). */
+enum bx_usage_balance {
+	BX_USAGE_BALANCE_NONE,
+	BX_USAGE_BALANCE_RUNNING,
+	BX_USAGE_BALANCE_PAUSED,
+	/* unmounted: its item is on disk; the next mount resumes it (paused with skip_balance) */
+	BX_USAGE_BALANCE_INTERRUPTED,
+};
+
+/* Indexes of bx_usage_input.balance_target. */
+#define BX_USAGE_KIND_DATA 0
+#define BX_USAGE_KIND_METADATA 1
+#define BX_USAGE_KIND_SYSTEM 2
+#define BX_USAGE_NR_KINDS 3
+
 struct bx_usage_input {
 	uint8_t fsid[16];
 	bool mounted;
@@ -106,6 +121,16 @@ struct bx_usage_input {
 	uint64_t global_reserve_used;
 	bool have_statfs;		/* mounted only */
 	uint64_t statfs_free;		/* f_bavail * f_bsize */
+	/*
+	 * A balance running, paused or interrupted: while it exists the kernel
+	 * gives every new chunk of a kind it converts the target profile
+	 * (get_restripe_target), whatever the profiles in use. Per kind: the
+	 * type and profile bits of a new chunk (single: the type bit alone),
+	 * 0 when that kind is not converted. Mounted from
+	 * BTRFS_IOC_BALANCE_PROGRESS, unmounted from the balance item.
+	 */
+	enum bx_usage_balance balance;
+	uint64_t balance_target[BX_USAGE_NR_KINDS];
 };
 
 /*
@@ -226,6 +251,7 @@ uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in);
 #define BX_USAGE_W_METADATA_LOW (1U << 0)	/* room < 50% of metadata used */
 #define BX_USAGE_W_DATA_ON_META_DEVS (1U << 1)	/* data can use metadata_preferred devices */
 #define BX_USAGE_W_HINTS_IGNORED (1U << 2)	/* mounted kernel ignores the hints */
+#define BX_USAGE_W_BALANCE_TARGET (1U << 3)	/* a balance converts: new chunks get its target */
 
 struct bx_usage_report {
 	struct bx_usage_overall overall;
@@ -281,5 +307,25 @@ void bx_usage_report_release(struct bx_usage_report *rep);
  * the profiles in @spaces and @nr_writable devices: the most redundant one. */
 uint64_t bx_usage_alloc_profile(const struct bx_usage_space *spaces, size_t nr_spaces,
 				uint64_t kind, size_t nr_writable);
+
+/*
+ * The type and profile of a new chunk of @kind (DATA, METADATA, SYSTEM, or
+ * DATA | METADATA for mixed block groups) on @in whose space info is
+ * @spaces: the target of a balance that converts that kind (data's for
+ * mixed, as the kernel checks data first), else bx_usage_alloc_profile().
+ */
+uint64_t bx_usage_new_chunk_type(const struct bx_usage_input *in,
+				 const struct bx_usage_space *spaces, size_t nr_spaces,
+				 uint64_t kind, size_t nr_writable);
+
+/*
+ * The type and profile bits a balance's convert arguments give new chunks
+ * of @kind (a BTRFS_BLOCK_GROUP_* type bit): 0 when @args_flags lacks
+ * BTRFS_DISK_BALANCE_ARGS_CONVERT (the same bit in the ioctl's arguments).
+ */
+uint64_t bx_usage_balance_target(uint64_t kind, uint64_t args_flags, uint64_t target);
+
+/* "running", "paused", "interrupted" or NULL (none). */
+const char *bx_usage_balance_name(enum bx_usage_balance balance);
 
 #endif

@@ -61,7 +61,8 @@ uint64_t ps_alloc_type(const struct ps *s, uint64_t kind)
 {
 	if (kind != BTRFS_BLOCK_GROUP_SYSTEM && state_is_mixed(s))
 		kind = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
-	return kind | bx_usage_alloc_profile(s->spaces, s->nr_spaces, kind, ps_nr_writable(s));
+	/* A paused or interrupted balance's convert target wins, as in the kernel. */
+	return bx_usage_new_chunk_type(s->in, s->spaces, s->nr_spaces, kind, ps_nr_writable(s));
 }
 
 uint64_t ps_used_of_kind(const struct ps *s, uint64_t kind)
@@ -744,6 +745,9 @@ int ps_materialize(const struct ps *s, struct bx_usage_input *out)
 	out->have_global_reserve = in->have_global_reserve;
 	out->global_reserve = in->global_reserve;
 	out->global_reserve_used = in->global_reserve_used;
+	/* A paused or interrupted balance stays through the changes: its targets still win. */
+	out->balance = in->balance;
+	memcpy(out->balance_target, in->balance_target, sizeof(out->balance_target));
 	out->spaces = calloc(s->nr_spaces + 1, sizeof(*out->spaces));
 	if (!out->spaces)
 		return OOM();

@@ -1117,8 +1117,51 @@ static int apply_relocate(struct planner *p)
 	return ret;
 }
 
+/*
+ * A balance running, paused or interrupted (the next mount resumes it, or
+ * holds it paused with skip_balance) holds the kernel's exclusive
+ * operation: it refuses every device remove, resize, replace and balance
+ * (a convert, a relocation) meanwhile, and a device add too while it runs.
+ * Hints are sysfs writes (or offline), no exclusive operation. True when
+ * the change is refused, with the reason in the step.
+ */
+static const char *exclusive_op(enum bx_plan_op op)
+{
+	switch (op) {
+	case BX_PLAN_ADD:
+		return "device add";
+	case BX_PLAN_REMOVE:
+		return "device remove";
+	case BX_PLAN_REPLACE:
+		return "device replace";
+	case BX_PLAN_RESIZE:
+		return "resize";
+	default:
+		return "new balance";
+	}
+}
+
+static bool refused_by_balance(struct planner *p, const struct bx_plan_change *c)
+{
+	enum bx_usage_balance balance = p->s.in->balance;
+	const char *state = bx_usage_balance_name(balance);
+
+	if (balance == BX_USAGE_BALANCE_NONE || c->op == BX_PLAN_HINT ||
+	    (c->op == BX_PLAN_ADD && balance != BX_USAGE_BALANCE_RUNNING))
+		return false;
+	p->step->status = BX_PLAN_STEP_IMPOSSIBLE;
+	snprintf(p->step->reason, sizeof(p->step->reason), "a%s %s balance holds the kernel's "
+		 "exclusive operation, which refuses a %s until the balance %s ('btrfs balance "
+		 "resume') or is cancelled ('btrfs balance cancel')",
+		 balance == BX_USAGE_BALANCE_INTERRUPTED ? "n" : "", state, exclusive_op(c->op),
+		 balance == BX_USAGE_BALANCE_RUNNING ? "ends" : "is resumed to its end");
+	return true;
+}
+
 static int apply(struct planner *p, const struct bx_plan_change *c)
 {
+	if (refused_by_balance(p, c))
+		return 0;
 	switch (c->op) {
 	case BX_PLAN_ADD:
 		return apply_add(p, c);

@@ -390,6 +390,36 @@ static void test_profiles(void)
 	CHECK_EQ_U64(bx_usage_alloc_profile(s, 5, SYS, 4), 0);
 }
 
+/* A balance that converts: new chunks of that kind get its target, single included. */
+static void test_balance_targets(void)
+{
+	struct bx_usage_space s[] = { { DATA | RAID1, 1, 0 }, { DATA, 1, 0 }, { META | RAID1, 1, 0 },
+				      { META | DUP, 1, 0 }, { SYS | RAID1, 1, 0 } };
+	struct bx_usage_input in = { 0 };
+
+	/* none, or a balance that converts nothing: the most redundant profile */
+	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
+	in.balance = BX_USAGE_BALANCE_PAUSED;
+	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
+	/* raid1 -> single / dup, as `balance start -dconvert=single -mconvert=dup` stores it */
+	in.balance_target[BX_USAGE_KIND_DATA] =
+		bx_usage_balance_target(DATA, BTRFS_DISK_BALANCE_ARGS_CONVERT,
+					BTRFS_AVAIL_ALLOC_BIT_SINGLE);
+	in.balance_target[BX_USAGE_KIND_METADATA] =
+		bx_usage_balance_target(META, BTRFS_DISK_BALANCE_ARGS_CONVERT, DUP);
+	CHECK_EQ_U64(in.balance_target[BX_USAGE_KIND_DATA], DATA);
+	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA, 3), DATA);
+	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, META, 3), META | DUP);
+	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, SYS, 3), SYS | RAID1);
+	/* mixed block groups follow the data target, as the kernel checks data first */
+	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA | META, 3), DATA | META);
+	/* without CONVERT in the arguments the target means nothing */
+	CHECK_EQ_U64(bx_usage_balance_target(SYS, 0, RAID1), 0);
+	/* the arguments stay, but without a balance nothing converts */
+	in.balance = BX_USAGE_BALANCE_NONE;
+	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
+}
+
 static void test_multiple_profiles_and_missing(void)
 {
 	struct fixture fx;
@@ -446,6 +476,7 @@ int main(void)
 	test_hints();
 	test_overall_raid5();
 	test_profiles();
+	test_balance_targets();
 	test_multiple_profiles_and_missing();
 	test_data_on_metadata_devices();
 	bx_warnings_clear();
