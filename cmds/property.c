@@ -278,17 +278,17 @@ static const char *const list_usage[] = {
 	NULL
 };
 
-static int cmd_get(struct bx_ctx *ctx, int argc, char **argv)
+static int cmd_property_get(struct bx_ctx *ctx, int argc, char **argv)
 {
 	return bx_property_get(ctx, argc, argv, 0);
 }
 
-static int cmd_set(struct bx_ctx *ctx, int argc, char **argv)
+static int cmd_property_set(struct bx_ctx *ctx, int argc, char **argv)
 {
 	return bx_property_set(ctx, argc, argv, 0);
 }
 
-static int cmd_list(struct bx_ctx *ctx, int argc, char **argv)
+static int cmd_property_list(struct bx_ctx *ctx, int argc, char **argv)
 {
 	return bx_property_list(ctx, argc, argv, 0);
 }
@@ -300,9 +300,9 @@ static const char *const property_usage[] = {
 };
 
 static const struct bx_cmd property_cmds[] = {
-	{ "get", cmd_get, get_usage, NULL, BX_CMD_JSON },
-	{ "set", cmd_set, set_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
-	{ "list", cmd_list, list_usage, NULL, BX_CMD_JSON },
+	{ "get", cmd_property_get, get_usage, NULL, BX_CMD_JSON },
+	{ "set", cmd_property_set, set_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
+	{ "list", cmd_property_list, list_usage, NULL, BX_CMD_JSON },
 	{ NULL },
 };
 

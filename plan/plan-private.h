@@ -11,7 +11,7 @@
 #include "model/placement.h"
 #include "plan/plan.h"
 
-/* A chunk; ps.chunks keeps them in address order except where gone ones were reused. */
+/* A chunk; plan_state.chunks keeps them in address order except where gone ones were reused. */
 struct ps_chunk {
 	uint64_t logical;
 	uint64_t length;
@@ -54,11 +54,12 @@ struct ps_freed {
 struct ps_pool {
 	uint64_t type;
 	uint64_t free;			/* free bytes of the chunks listed */
-	size_t *chunks;			/* indexes into ps.chunks */
+	size_t *chunks;			/* indexes into plan_state.chunks */
 	size_t nr, cap, next;
 };
 
-struct ps {
+/* The state itself; the ps_ functions below work on it. */
+struct plan_state {
 	const struct bx_usage_input *in;
 	size_t nr_devs;
 	struct ps_dev *devs;
@@ -78,67 +79,67 @@ struct ps {
 	long moving;			/* the chunk being moved, or -1 */
 };
 
-int ps_init(struct ps *s, const struct bx_usage_input *in);
-void ps_release(struct ps *s);
+int ps_init(struct plan_state *s, const struct bx_usage_input *in);
+void ps_release(struct plan_state *s);
 
 /* The index of devid @devid (a removed one when no other has it), or -1. */
-long ps_dev_index(const struct ps *s, uint64_t devid);
-size_t ps_nr_writable(const struct ps *s);
+long ps_dev_index(const struct plan_state *s, uint64_t devid);
+size_t ps_nr_writable(const struct plan_state *s);
 /* The type and profile the kernel gives a new chunk of @kind (a BTRFS_BLOCK_GROUP_* type bit). */
-uint64_t ps_alloc_type(const struct ps *s, uint64_t kind);
+uint64_t ps_alloc_type(const struct plan_state *s, uint64_t kind);
 /* Logical bytes used in chunks of @kind (type bits). */
-uint64_t ps_used_of_kind(const struct ps *s, uint64_t kind);
+uint64_t ps_used_of_kind(const struct plan_state *s, uint64_t kind);
 
 /* A new device at the end; returns its index or a negative errno. */
-long ps_add_device(struct ps *s, uint64_t size, uint64_t hint);
+long ps_add_device(struct plan_state *s, uint64_t size, uint64_t hint);
 /* Sets @idx's size and rebuilds its holes from the chunks' extents. */
-int ps_resize_device(struct ps *s, size_t idx, uint64_t size);
-void ps_set_hint(struct ps *s, size_t idx, uint64_t hint);
+int ps_resize_device(struct plan_state *s, size_t idx, uint64_t size);
+void ps_set_hint(struct plan_state *s, size_t idx, uint64_t hint);
 
 /*
  * Allocates an empty chunk of @type where the model puts it. With @improve,
  * only where the model places it better than that chunk (bx_place_improves),
  * else -ENOSPC. Returns its index, -ENOSPC, or another negative errno.
  */
-long ps_alloc_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *improve);
+long ps_alloc_chunk(struct plan_state *s, uint64_t type, const struct bx_place_chunk *improve);
 /*
  * Frees chunk @idx: it leaves the space info, its devices' used bytes go
  * down at once, but its extents become holes only at ps_commit(): the
  * kernel's free_dev_extent search reads the commit root of the device tree.
  */
-int ps_free_chunk(struct ps *s, size_t idx);
+int ps_free_chunk(struct plan_state *s, size_t idx);
 /* The transaction commits: the extents freed since become holes. */
-int ps_commit(struct ps *s);
+int ps_commit(struct plan_state *s);
 
 /*
  * Puts up to @bytes into the free space of the pool of @type, in order;
  * *@taken the bytes that fit. Every take is journalled. Returns 0 or -ENOMEM.
  */
-int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken);
+int ps_pool_take(struct plan_state *s, uint64_t type, uint64_t bytes, uint64_t *taken);
 /* Chunk @idx is moved (read-only: no pool takes from it), and is done. */
-void ps_begin_move(struct ps *s, size_t idx);
-void ps_end_move(struct ps *s, size_t idx);
+void ps_begin_move(struct plan_state *s, size_t idx);
+void ps_end_move(struct plan_state *s, size_t idx);
 /* Free bytes left in the pool of @type, but for the chunk being moved. */
-uint64_t ps_pool_free(const struct ps *s, uint64_t type);
+uint64_t ps_pool_free(const struct plan_state *s, uint64_t type);
 /* Journal: forget the takes after @mark (they stay), or undo them. */
-void ps_journal_keep(struct ps *s, size_t mark);
-void ps_journal_undo(struct ps *s, size_t mark);
+void ps_journal_keep(struct plan_state *s, size_t mark);
+void ps_journal_undo(struct plan_state *s, size_t mark);
 /*
  * Lists chunk @idx in its type's pool when it has free space and is not
  * being moved. Chunks that move later in the same change take bytes too:
  * the kernel makes only the block group it relocates read-only.
  */
-int ps_pool_add(struct ps *s, size_t idx);
+int ps_pool_add(struct plan_state *s, size_t idx);
 /* Forgets every pool (chunks become pending or gone between changes). */
-void ps_pools_reset(struct ps *s);
+void ps_pools_reset(struct plan_state *s);
 
 /* Unallocated bytes of device @idx for the model (0 when not writable). */
-uint64_t ps_unallocated(const struct ps *s, size_t idx);
+uint64_t ps_unallocated(const struct plan_state *s, size_t idx);
 
 /* The filesystem the state describes, as the usage reader fills it. */
-int ps_materialize(const struct ps *s, struct bx_usage_input *out);
+int ps_materialize(const struct plan_state *s, struct bx_usage_input *out);
 
 /* The allocator model of the state for placement (points into @s). */
-void ps_place_model(const struct ps *s, struct bx_place_model *pm);
+void ps_place_model(const struct plan_state *s, struct bx_place_model *pm);
 
 #endif

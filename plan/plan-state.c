@@ -13,7 +13,7 @@
 
 #define OOM() bx_error(-ENOMEM, "out of memory")
 
-long ps_dev_index(const struct ps *s, uint64_t devid)
+long ps_dev_index(const struct plan_state *s, uint64_t devid)
 {
 	long removed = -1;
 
@@ -29,7 +29,7 @@ long ps_dev_index(const struct ps *s, uint64_t devid)
 }
 
 /* The kernel's find_next_devid(): one above the highest devid in the filesystem. */
-static uint64_t next_devid(const struct ps *s)
+static uint64_t next_devid(const struct plan_state *s)
 {
 	uint64_t next = 1;
 
@@ -39,7 +39,7 @@ static uint64_t next_devid(const struct ps *s)
 	return next;
 }
 
-size_t ps_nr_writable(const struct ps *s)
+size_t ps_nr_writable(const struct plan_state *s)
 {
 	size_t n = 0;
 
@@ -48,7 +48,7 @@ size_t ps_nr_writable(const struct ps *s)
 	return n;
 }
 
-static bool state_is_mixed(const struct ps *s)
+static bool state_is_mixed(const struct plan_state *s)
 {
 	for (size_t i = 0; i < s->nr_spaces; i++)
 		if (!(s->spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV) &&
@@ -57,7 +57,7 @@ static bool state_is_mixed(const struct ps *s)
 	return false;
 }
 
-uint64_t ps_alloc_type(const struct ps *s, uint64_t kind)
+uint64_t ps_alloc_type(const struct plan_state *s, uint64_t kind)
 {
 	if (kind != BTRFS_BLOCK_GROUP_SYSTEM && state_is_mixed(s))
 		kind = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
@@ -65,7 +65,7 @@ uint64_t ps_alloc_type(const struct ps *s, uint64_t kind)
 	return bx_usage_new_chunk_type(s->in, s->spaces, s->nr_spaces, kind, ps_nr_writable(s));
 }
 
-uint64_t ps_used_of_kind(const struct ps *s, uint64_t kind)
+uint64_t ps_used_of_kind(const struct plan_state *s, uint64_t kind)
 {
 	uint64_t used = 0;
 
@@ -75,14 +75,14 @@ uint64_t ps_used_of_kind(const struct ps *s, uint64_t kind)
 	return used;
 }
 
-uint64_t ps_unallocated(const struct ps *s, size_t idx)
+uint64_t ps_unallocated(const struct plan_state *s, size_t idx)
 {
 	return s->adevs[idx].writable ? bx_alloc_device_unallocated(&s->adevs[idx]) : 0;
 }
 
 /* ---- the space info ---- */
 
-static struct bx_usage_space *space_of(struct ps *s, uint64_t flags)
+static struct bx_usage_space *space_of(struct plan_state *s, uint64_t flags)
 {
 	struct bx_usage_space *grown;
 
@@ -98,7 +98,7 @@ static struct bx_usage_space *space_of(struct ps *s, uint64_t flags)
 }
 
 /* Adds (or with @sign -1 takes away) a chunk in the space info; empty slots go. */
-static int account(struct ps *s, uint64_t flags, uint64_t length, uint64_t used, int sign)
+static int account(struct plan_state *s, uint64_t flags, uint64_t length, uint64_t used, int sign)
 {
 	struct bx_usage_space *sp = space_of(s, flags);
 
@@ -121,7 +121,7 @@ static int account(struct ps *s, uint64_t flags, uint64_t length, uint64_t used,
 
 /* ---- set up and release ---- */
 
-static int copy_devices(struct ps *s, const struct bx_usage_input *in)
+static int copy_devices(struct plan_state *s, const struct bx_usage_input *in)
 {
 	struct bx_usage_model um;
 	int ret;
@@ -143,7 +143,7 @@ static int copy_devices(struct ps *s, const struct bx_usage_input *in)
 	return 0;
 }
 
-static int copy_chunks(struct ps *s, const struct bx_usage_input *in)
+static int copy_chunks(struct plan_state *s, const struct bx_usage_input *in)
 {
 	s->chunks = calloc(in->nr_chunks + 1, sizeof(*s->chunks));
 	if (!s->chunks)
@@ -177,7 +177,7 @@ static int copy_chunks(struct ps *s, const struct bx_usage_input *in)
 	return 0;
 }
 
-int ps_init(struct ps *s, const struct bx_usage_input *in)
+int ps_init(struct plan_state *s, const struct bx_usage_input *in)
 {
 	int ret;
 
@@ -199,7 +199,7 @@ int ps_init(struct ps *s, const struct bx_usage_input *in)
 	return ret;
 }
 
-void ps_release(struct ps *s)
+void ps_release(struct plan_state *s)
 {
 	for (size_t i = 0; s->adevs && i < s->nr_devs; i++)
 		bx_alloc_device_release(&s->adevs[i]);
@@ -219,7 +219,7 @@ void ps_release(struct ps *s)
 
 /* ---- devices ---- */
 
-long ps_add_device(struct ps *s, uint64_t size, uint64_t hint)
+long ps_add_device(struct plan_state *s, uint64_t size, uint64_t hint)
 {
 	struct bx_alloc_device *adevs;
 	struct ps_dev *devs;
@@ -253,13 +253,13 @@ long ps_add_device(struct ps *s, uint64_t size, uint64_t hint)
 	return (long)idx;
 }
 
-void ps_set_hint(struct ps *s, size_t idx, uint64_t hint)
+void ps_set_hint(struct plan_state *s, size_t idx, uint64_t hint)
 {
 	s->devs[idx].info.hint = hint;
 	s->adevs[idx].hint = hint;
 }
 
-int ps_resize_device(struct ps *s, size_t idx, uint64_t size)
+int ps_resize_device(struct plan_state *s, size_t idx, uint64_t size)
 {
 	struct bx_alloc_device *d = &s->adevs[idx];
 	struct bx_alloc_hole *ext = NULL;
@@ -303,14 +303,14 @@ out:
 
 /* ---- chunks ---- */
 
-static void pool_drop(struct ps *s, size_t idx);
+static void pool_drop(struct plan_state *s, size_t idx);
 
 /*
  * The kernel's find_next_chunk(): the end of the highest chunk there is, so
  * the range of a last chunk that went away is used again. Chunks are
  * appended in address order, so the last one not gone is the highest.
  */
-static uint64_t next_logical(const struct ps *s)
+static uint64_t next_logical(const struct plan_state *s)
 {
 	for (size_t i = s->nr_chunks; i-- > 0;)
 		if (!s->chunks[i].gone)
@@ -318,7 +318,7 @@ static uint64_t next_logical(const struct ps *s)
 	return s->first_logical;
 }
 
-static int grow_chunks(struct ps *s)
+static int grow_chunks(struct plan_state *s)
 {
 	struct ps_chunk *grown;
 
@@ -333,7 +333,7 @@ static int grow_chunks(struct ps *s)
 }
 
 /* Whether the model's chunk @c places the data of @old better. */
-static int improves(const struct ps *s, const struct bx_alloc_chunk *c,
+static int improves(const struct plan_state *s, const struct bx_alloc_chunk *c,
 		    const struct bx_place_chunk *old)
 {
 	uint64_t *devids = calloc(c->num_stripes + 1, sizeof(*devids));
@@ -350,7 +350,7 @@ static int improves(const struct ps *s, const struct bx_alloc_chunk *c,
 	return better;
 }
 
-long ps_alloc_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *improve)
+long ps_alloc_chunk(struct plan_state *s, uint64_t type, const struct bx_place_chunk *improve)
 {
 	struct bx_alloc_chunk c;
 	struct ps_chunk *pc;
@@ -400,7 +400,7 @@ long ps_alloc_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *im
 	return (long)s->nr_chunks++;
 }
 
-static int defer_free(struct ps *s, size_t dev, uint64_t start, uint64_t len)
+static int defer_free(struct plan_state *s, size_t dev, uint64_t start, uint64_t len)
 {
 	if (s->nr_freed == s->cap_freed) {
 		size_t cap = s->cap_freed ? 2 * s->cap_freed : 64;
@@ -415,7 +415,7 @@ static int defer_free(struct ps *s, size_t dev, uint64_t start, uint64_t len)
 	return 0;
 }
 
-int ps_free_chunk(struct ps *s, size_t idx)
+int ps_free_chunk(struct plan_state *s, size_t idx)
 {
 	struct ps_chunk *pc = &s->chunks[idx];
 
@@ -441,7 +441,7 @@ int ps_free_chunk(struct ps *s, size_t idx)
 	return account(s, pc->type, pc->length, pc->used, -1);
 }
 
-int ps_commit(struct ps *s)
+int ps_commit(struct plan_state *s)
 {
 	for (size_t i = 0; i < s->nr_freed; i++) {
 		const struct ps_freed *f = &s->freed[i];
@@ -465,7 +465,7 @@ int ps_commit(struct ps *s)
 
 /* ---- pools ---- */
 
-static struct ps_pool *pool_of(struct ps *s, uint64_t type, bool create)
+static struct ps_pool *pool_of(struct plan_state *s, uint64_t type, bool create)
 {
 	struct ps_pool *grown;
 
@@ -482,7 +482,7 @@ static struct ps_pool *pool_of(struct ps *s, uint64_t type, bool create)
 	return &s->pools[s->nr_pools++];
 }
 
-int ps_pool_add(struct ps *s, size_t idx)
+int ps_pool_add(struct plan_state *s, size_t idx)
 {
 	struct ps_chunk *pc = &s->chunks[idx];
 	struct ps_pool *p;
@@ -508,7 +508,7 @@ int ps_pool_add(struct ps *s, size_t idx)
 }
 
 /* Chunk @idx leaves its pool: its free space is no longer offered. */
-static void pool_drop(struct ps *s, size_t idx)
+static void pool_drop(struct plan_state *s, size_t idx)
 {
 	struct ps_chunk *pc = &s->chunks[idx];
 	struct ps_pool *p;
@@ -521,19 +521,19 @@ static void pool_drop(struct ps *s, size_t idx)
 		p->free -= pc->length > pc->used ? pc->length - pc->used : 0;
 }
 
-void ps_begin_move(struct ps *s, size_t idx)
+void ps_begin_move(struct plan_state *s, size_t idx)
 {
 	s->chunks[idx].moving = true;
 	s->moving = (long)idx;
 }
 
-void ps_end_move(struct ps *s, size_t idx)
+void ps_end_move(struct plan_state *s, size_t idx)
 {
 	s->chunks[idx].moving = false;
 	s->moving = -1;
 }
 
-static int journal(struct ps *s, size_t idx, uint64_t bytes)
+static int journal(struct plan_state *s, size_t idx, uint64_t bytes)
 {
 	if (s->nr_journal == s->cap_journal) {
 		size_t cap = s->cap_journal ? 2 * s->cap_journal : 64;
@@ -549,7 +549,7 @@ static int journal(struct ps *s, size_t idx, uint64_t bytes)
 }
 
 /* Adds @bytes (or takes them back, @sign -1) to chunk @idx and its space info. */
-static void add_used(struct ps *s, size_t idx, uint64_t bytes, int sign)
+static void add_used(struct plan_state *s, size_t idx, uint64_t bytes, int sign)
 {
 	struct ps_chunk *pc = &s->chunks[idx];
 	struct ps_pool *p = pc->in_pool ? pool_of(s, pc->type, false) : NULL;
@@ -566,7 +566,7 @@ static void add_used(struct ps *s, size_t idx, uint64_t bytes, int sign)
 	pc->used = sign > 0 ? pc->used + bytes : pc->used - bytes;
 }
 
-int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken)
+int ps_pool_take(struct plan_state *s, uint64_t type, uint64_t bytes, uint64_t *taken)
 {
 	struct ps_pool *p = pool_of(s, type, false);
 
@@ -591,7 +591,7 @@ int ps_pool_take(struct ps *s, uint64_t type, uint64_t bytes, uint64_t *taken)
 	return 0;
 }
 
-uint64_t ps_pool_free(const struct ps *s, uint64_t type)
+uint64_t ps_pool_free(const struct plan_state *s, uint64_t type)
 {
 	for (size_t i = 0; i < s->nr_pools; i++) {
 		const struct ps_pool *p = &s->pools[i];
@@ -607,12 +607,12 @@ uint64_t ps_pool_free(const struct ps *s, uint64_t type)
 	return 0;
 }
 
-void ps_journal_keep(struct ps *s, size_t mark)
+void ps_journal_keep(struct plan_state *s, size_t mark)
 {
 	s->nr_journal = mark;
 }
 
-void ps_journal_undo(struct ps *s, size_t mark)
+void ps_journal_undo(struct plan_state *s, size_t mark)
 {
 	while (s->nr_journal > mark) {
 		const struct ps_take *t = &s->journal[--s->nr_journal];
@@ -625,7 +625,7 @@ void ps_journal_undo(struct ps *s, size_t mark)
 	}
 }
 
-void ps_pools_reset(struct ps *s)
+void ps_pools_reset(struct plan_state *s)
 {
 	for (size_t i = 0; i < s->nr_pools; i++) {
 		for (size_t k = 0; k < s->pools[i].nr; k++)
@@ -639,7 +639,7 @@ void ps_pools_reset(struct ps *s)
 
 /* ---- the state as an input ---- */
 
-static int materialize_devices(const struct ps *s, struct bx_usage_input *out)
+static int materialize_devices(const struct plan_state *s, struct bx_usage_input *out)
 {
 	size_t *count = calloc(s->nr_devs + 1, sizeof(*count));
 	long *slot = calloc(s->nr_devs + 1, sizeof(*slot));
@@ -694,7 +694,7 @@ out:
 	return ret;
 }
 
-static int materialize_chunks(const struct ps *s, struct bx_usage_input *out)
+static int materialize_chunks(const struct plan_state *s, struct bx_usage_input *out)
 {
 	size_t nr = 0, nr_stripes = 0;
 
@@ -729,7 +729,7 @@ static int materialize_chunks(const struct ps *s, struct bx_usage_input *out)
 	return 0;
 }
 
-int ps_materialize(const struct ps *s, struct bx_usage_input *out)
+int ps_materialize(const struct plan_state *s, struct bx_usage_input *out)
 {
 	const struct bx_usage_input *in = s->in;
 	int ret;
@@ -761,7 +761,7 @@ int ps_materialize(const struct ps *s, struct bx_usage_input *out)
 	return ret;
 }
 
-void ps_place_model(const struct ps *s, struct bx_place_model *pm)
+void ps_place_model(const struct plan_state *s, struct bx_place_model *pm)
 {
 	memset(pm, 0, sizeof(*pm));
 	pm->devs = s->adevs;

@@ -22,7 +22,7 @@
 #define TYPE_BITS (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)
 
 struct planner {
-	struct ps s;
+	struct plan_state s;
 	struct bx_plan_result *res;
 	struct bx_plan_step *step;
 	size_t cap_moved, cap_created;
@@ -158,7 +158,7 @@ static struct shortage *shortage_of(struct move_list *ml, uint64_t type)
 }
 
 /* The chunk @idx as placement sees it (stripes point into the state). */
-static struct bx_place_chunk place_chunk(const struct ps *s, size_t idx)
+static struct bx_place_chunk place_chunk(const struct plan_state *s, size_t idx)
 {
 	const struct ps_chunk *c = &s->chunks[idx];
 
@@ -167,7 +167,7 @@ static struct bx_place_chunk place_chunk(const struct ps *s, size_t idx)
 }
 
 /* A new empty chunk of @type into its pool; -ENOSPC when none fits. */
-static long pool_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk *improve)
+static long pool_chunk(struct plan_state *s, uint64_t type, const struct bx_place_chunk *improve)
 {
 	long n = ps_alloc_chunk(s, type, improve);
 	int ret;
@@ -182,7 +182,7 @@ static long pool_chunk(struct ps *s, uint64_t type, const struct bx_place_chunk 
  * Whether new chunk @idx is smaller than a chunk of its type gets when the
  * devices have room: its stripes took what was left.
  */
-static bool undersized(const struct ps *s, size_t idx)
+static bool undersized(const struct plan_state *s, size_t idx)
 {
 	const struct ps_chunk *c = &s->chunks[idx];
 	struct bx_alloc_limits lim;
@@ -211,7 +211,7 @@ static bool undersized(const struct ps *s, size_t idx)
  */
 #define TIGHT_HEADROOM (64ULL << 20)
 
-static bool little_headroom(const struct ps *s, uint64_t type)
+static bool little_headroom(const struct plan_state *s, uint64_t type)
 {
 	struct bx_raid_attr r;
 	uint64_t unallocated = 0;
@@ -231,7 +231,7 @@ static bool little_headroom(const struct ps *s, uint64_t type)
 static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uint64_t *missing,
 		      uint64_t *target_out, bool *fatal)
 {
-	struct ps *s = &p->s;
+	struct plan_state *s = &p->s;
 	int kind = bx_place_kind(s->chunks[idx].type);
 	uint64_t target = rel->target[kind] ? rel->target[kind] : ps_alloc_type(s, kind_bit(kind));
 	struct bx_place_chunk old = place_chunk(s, idx);
@@ -314,7 +314,7 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 }
 
 /* Whether chunk @idx still breaks the hints (earlier moves may have changed that). */
-static int still_misplaced(const struct ps *s, size_t idx)
+static int still_misplaced(const struct plan_state *s, size_t idx)
 {
 	struct bx_place_chunk c = place_chunk(s, idx);
 	struct bx_place_verdict v;
@@ -343,7 +343,7 @@ static int moved(struct planner *p, size_t idx)
  */
 static int relocate_pass(struct planner *p, struct relocation *rel, struct move_list *ml)
 {
-	struct ps *s = &p->s;
+	struct plan_state *s = &p->s;
 	size_t kept = 0;
 
 	ml->nr_shorts = 0;
@@ -401,7 +401,7 @@ static int relocate_pass(struct planner *p, struct relocation *rel, struct move_
 
 static int relocate(struct planner *p, struct relocation *rel, struct move_list *ml)
 {
-	struct ps *s = &p->s;
+	struct plan_state *s = &p->s;
 	int ret;
 
 	for (size_t i = 0; i < ml->nr; i++) {
@@ -437,7 +437,8 @@ static int tier_cmp(const void *a, const void *b)
 }
 
 /* The devices that may take chunks of @sh->type, with their room now. */
-static int fill_short(const struct ps *s, const struct shortage *sh, struct bx_plan_short *out)
+static int fill_short(const struct plan_state *s, const struct shortage *sh,
+		      struct bx_plan_short *out)
 {
 	*out = (struct bx_plan_short){ sh->type, sh->missing, sh->chunks, 0, NULL };
 	out->devs = calloc(s->nr_devs + 1, sizeof(*out->devs));
@@ -534,7 +535,7 @@ static int key_desc(const void *a, const void *b)
  * The chunks with an extent on @devid ending beyond @end, from the highest
  * extent down (btrfs_shrink_device's order); @end 0: every chunk there.
  */
-static int chunks_on_device(const struct ps *s, uint64_t devid, uint64_t end,
+static int chunks_on_device(const struct plan_state *s, uint64_t devid, uint64_t end,
 			    struct move_list *ml)
 {
 	struct chunk_key *keys = calloc(s->nr_chunks + 1, sizeof(*keys));
@@ -572,7 +573,7 @@ static int chunks_on_device(const struct ps *s, uint64_t devid, uint64_t end,
 }
 
 /* The chunks with any of @types bits, the last one first (balance's order). */
-static int chunks_of_type(const struct ps *s, uint64_t types, struct move_list *ml)
+static int chunks_of_type(const struct plan_state *s, uint64_t types, struct move_list *ml)
 {
 	ml->idx = calloc(s->nr_chunks + 1, sizeof(*ml->idx));
 	if (!ml->idx)
@@ -659,7 +660,7 @@ static int check_remove(const struct planner *p, size_t d)
 	return 0;
 }
 
-static void set_writable(struct ps *s, size_t d, bool writable)
+static void set_writable(struct plan_state *s, size_t d, bool writable)
 {
 	s->adevs[d].writable = writable;
 	s->devs[d].info.writable = writable;
@@ -868,7 +869,7 @@ static int apply_convert(struct planner *p, const struct bx_plan_change *c)
 static int replace_read_only_pass(struct planner *p, uint64_t devid)
 {
 	struct move_list ml = { 0 };
-	struct ps *s = &p->s;
+	struct plan_state *s = &p->s;
 	int ret = chunks_on_device(s, devid, 0, &ml);
 
 	ps_pools_reset(s);
@@ -902,7 +903,7 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 }
 
 /* Bytes a replace copies from @devid: each stripe there holds its share of the used bytes. */
-static uint64_t replace_copies(const struct ps *s, uint64_t devid)
+static uint64_t replace_copies(const struct plan_state *s, uint64_t devid)
 {
 	uint64_t bytes = 0;
 
@@ -971,7 +972,8 @@ static int apply_replace(struct planner *p, const struct bx_plan_change *c)
  * The index of the chunk at @logical in @alive (indexes of the chunks not
  * gone, by address), or SIZE_MAX.
  */
-static size_t find_chunk(const struct ps *s, const size_t *alive, size_t nr, uint64_t logical)
+static size_t find_chunk(const struct plan_state *s, const size_t *alive, size_t nr,
+			 uint64_t logical)
 {
 	size_t lo = 0, hi = nr;
 
@@ -1242,7 +1244,7 @@ static int misplaced_reports(struct planner *p, const struct bx_usage_input *in)
  */
 static void warn_metadata_devices(struct planner *p)
 {
-	const struct ps *s = &p->s;
+	const struct plan_state *s = &p->s;
 	uint64_t type = ps_alloc_type(s, BTRFS_BLOCK_GROUP_METADATA);
 	struct bx_raid_attr attr;
 	size_t preferring = 0;

@@ -38,7 +38,8 @@
 #define DEFAULT_STATE_DIR "/var/lib/btrfsx"
 #define POLL_SECONDS 0.1
 
-struct run {
+/* One relocation run: what it was asked, what it holds, how far it got. */
+struct relocation {
 	const char *path;
 	const struct bx_relocate_opts *o;
 	struct bx_relocate_result *res;
@@ -63,13 +64,13 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static bool cancel_requested(const struct run *r)
+static bool cancel_requested(const struct relocation *r)
 {
 	return r->cancelled || (r->o->cancel && *r->o->cancel);
 }
 
 /* Calls the progress callback when it is due (or @force); true when it asks to cancel. */
-static bool report_progress(struct run *r, bool force)
+static bool report_progress(struct relocation *r, bool force)
 {
 	double t = now(), interval = r->o->progress_interval > 0 ? r->o->progress_interval : 0.5;
 
@@ -93,7 +94,7 @@ static bool report_progress(struct run *r, bool force)
  * is, except in a dry run, which only reads and goes on, noting what a real
  * run would be refused for.
  */
-static int refuse(struct run *r, int err)
+static int refuse(struct relocation *r, int err)
 {
 	char *refused = r->res->refused;
 	size_t used = strlen(refused);
@@ -126,7 +127,7 @@ static int refuse_unmounted(const char *path, const char *sysfs_root)
 }
 
 /* The mounted filesystem at @r->path (a member device stands for its mount point). */
-static int open_filesystem(struct run *r)
+static int open_filesystem(struct relocation *r)
 {
 	struct statvfs sv;
 	struct stat st;
@@ -151,7 +152,7 @@ static int open_filesystem(struct run *r)
 }
 
 /* One relocation per filesystem at a time: a lock file beside the rate record. */
-static int take_lock(struct run *r)
+static int take_lock(struct relocation *r)
 {
 	char path[PATH_MAX], uuid[37];
 	int ret;
@@ -186,7 +187,7 @@ static int take_lock(struct run *r)
 }
 
 /* Anyone's balance, running or paused, keeps us out. */
-static int check_no_balance(struct run *r)
+static int check_no_balance(struct relocation *r)
 {
 	struct btrfs_ioctl_balance_args args;
 
@@ -210,7 +211,7 @@ static int check_no_balance(struct run *r)
 /* ---- reading the filesystem ---- */
 
 /* Commits the running transaction: afterwards the trees read are what the kernel allocates from. */
-static int commit(struct run *r)
+static int commit(struct relocation *r)
 {
 	/* Read-only (a dry run): nothing changes, and there is nothing to commit. */
 	if (r->read_only)
@@ -224,7 +225,8 @@ static int commit(struct run *r)
  * Reads the filesystem and its report (the report's warnings, said at every
  * read, are recorded once).
  */
-static int read_state(struct run *r, struct bx_usage_input *in, struct bx_misplaced_report *rep)
+static int read_state(struct relocation *r, struct bx_usage_input *in,
+		      struct bx_misplaced_report *rep)
 {
 	char *paths[1] = { (char *)r->path };
 	int ret = commit(r);
@@ -241,12 +243,12 @@ static int read_state(struct run *r, struct bx_usage_input *in, struct bx_mispla
 
 /* ---- planning ---- */
 
-static bool selected(const struct run *r, const struct bx_misplaced_chunk *c)
+static bool selected(const struct relocation *r, const struct bx_misplaced_chunk *c)
 {
 	return c->cls == BX_PLACE_FORBIDDEN || !r->o->forbidden_only;
 }
 
-static bool created_here(const struct run *r, uint64_t logical)
+static bool created_here(const struct relocation *r, uint64_t logical)
 {
 	for (size_t i = 0; i < r->nr_created; i++)
 		if (r->created[i] == logical)
@@ -319,7 +321,7 @@ static void describe_shortfall(const struct bx_place_model *m, const struct bx_p
  * The room check of moving @n chunks of @rep, starting at @chunks: 0 when
  * all fit, else -ENOSPC with the reason recorded and copied into the result.
  */
-static int check_room(struct run *r, const struct bx_usage_input *in,
+static int check_room(struct relocation *r, const struct bx_usage_input *in,
 		      const struct bx_misplaced_report *rep,
 		      const struct bx_misplaced_chunk *chunks, size_t n)
 {
@@ -351,7 +353,7 @@ static int check_room(struct run *r, const struct bx_usage_input *in,
 }
 
 /* How many of the start report's chunks the options select, in order. */
-static size_t plan(struct run *r, const struct bx_misplaced_report *rep, uint64_t *bytes)
+static size_t plan(struct relocation *r, const struct bx_misplaced_report *rep, uint64_t *bytes)
 {
 	uint64_t sum = 0;
 	size_t n = 0;
@@ -436,7 +438,7 @@ static void wait_a_little(struct balance_call *b, double seconds)
  * Balances the chunk; returns 0, -EINTR when cancelled (through the
  * kernel's balance control), or the ioctl's negative errno.
  */
-static int balance_one(struct run *r, const struct bx_misplaced_chunk *c, double *seconds)
+static int balance_one(struct relocation *r, const struct bx_misplaced_chunk *c, double *seconds)
 {
 	struct balance_call b = { .fd = r->mfs.fd };
 	sigset_t block, old;
@@ -501,7 +503,7 @@ static const struct bx_usage_chunk *find_chunk(const struct bx_usage_input *in, 
 	return NULL;
 }
 
-static int remember_created(struct run *r, uint64_t logical)
+static int remember_created(struct relocation *r, uint64_t logical)
 {
 	uint64_t *grown = realloc(r->created, (r->nr_created + 1) * sizeof(*grown));
 
@@ -517,7 +519,7 @@ static int remember_created(struct run *r, uint64_t logical)
  * address order (the order the kernel created them), each compared with
  * the model's next chunk of its type, run forward from @before.
  */
-static int compare_new_chunks(struct run *r, const struct bx_usage_input *before,
+static int compare_new_chunks(struct relocation *r, const struct bx_usage_input *before,
 			      const struct bx_usage_input *after, const struct bx_place_chunk *old,
 			      struct bx_relocated *rel)
 {
@@ -631,7 +633,7 @@ static int describe_verdict(const struct bx_place_model *pm, const struct bx_rel
  * A forced run on a kernel that ignores hints: the kernel put the chunk
  * back where the hints forbid, or no better. Why, into the result.
  */
-static int explain_ignored(struct run *r, const struct bx_place_model *pm,
+static int explain_ignored(struct relocation *r, const struct bx_place_model *pm,
 			   const struct bx_relocated *rel, const struct bx_relocate_new_chunk *n)
 {
 	char devs[128], old_devs[128], verdict[512];
@@ -651,7 +653,7 @@ static int explain_ignored(struct run *r, const struct bx_place_model *pm,
 }
 
 /* A new chunk of the moved kind that is no better placed: why, into the result. */
-static int explain_misplaced_again(struct run *r, const struct bx_usage_input *before,
+static int explain_misplaced_again(struct relocation *r, const struct bx_usage_input *before,
 				   const struct bx_relocated *rel,
 				   const struct bx_relocate_new_chunk *n)
 {
@@ -708,7 +710,7 @@ void bx_relocate_result_free(struct bx_relocate_result *res)
 }
 
 /* A new slot in the result's list, zeroed, with the old placement of @c. */
-static struct bx_relocated *new_record(struct run *r, const struct bx_misplaced_chunk *c)
+static struct bx_relocated *new_record(struct relocation *r, const struct bx_misplaced_chunk *c)
 {
 	struct bx_relocate_result *res = r->res;
 	struct bx_relocated *grown = realloc(res->relocated,
@@ -738,7 +740,7 @@ static struct bx_relocated *new_record(struct run *r, const struct bx_misplaced_
 /* ---- the run ---- */
 
 /* The next chunk to move from @rep, or NULL; sets LIMIT when a limit stops it. */
-static const struct bx_misplaced_chunk *next_chunk(struct run *r,
+static const struct bx_misplaced_chunk *next_chunk(struct relocation *r,
 						   const struct bx_misplaced_report *rep)
 {
 	if (r->o->limit && r->prog.chunks_done >= r->o->limit) {
@@ -761,7 +763,7 @@ static const struct bx_misplaced_chunk *next_chunk(struct run *r,
 }
 
 /* Sleeps @seconds between chunks, reporting progress; false when cancelled. */
-static bool pause_between(struct run *r)
+static bool pause_between(struct relocation *r)
 {
 	double until = now() + r->o->pause;
 
@@ -777,7 +779,7 @@ static bool pause_between(struct run *r)
 	return !cancel_requested(r);
 }
 
-static int stop_for_kernel_error(struct run *r, const struct bx_misplaced_chunk *c, int err)
+static int stop_for_kernel_error(struct relocation *r, const struct bx_misplaced_chunk *c, int err)
 {
 	char used[32];
 
@@ -805,7 +807,7 @@ static int stop_for_kernel_error(struct run *r, const struct bx_misplaced_chunk 
 }
 
 /* Moves @c; fills its record. Returns 0 to go on, or why to stop. */
-static int move_one(struct run *r, const struct bx_usage_input *before,
+static int move_one(struct relocation *r, const struct bx_usage_input *before,
 		    const struct bx_misplaced_report *rep, const struct bx_misplaced_chunk *c)
 {
 	struct bx_usage_input after;
@@ -865,7 +867,7 @@ static int move_one(struct run *r, const struct bx_usage_input *before,
 	return ret;
 }
 
-static int one_step(struct run *r, bool *go_on)
+static int one_step(struct relocation *r, bool *go_on)
 {
 	struct bx_usage_input in;
 	struct bx_misplaced_report rep;
@@ -892,13 +894,13 @@ static int one_step(struct run *r, bool *go_on)
 }
 
 /* Everything misplaced in @rep, whatever the options select (as filesystem misplaced counts). */
-static void set_remaining(struct run *r, const struct bx_misplaced_report *rep)
+static void set_remaining(struct relocation *r, const struct bx_misplaced_report *rep)
 {
 	r->res->remaining_chunks = rep->nr_chunks;
 	r->res->remaining_bytes = rep->forbidden.used + rep->off_preference.used;
 }
 
-static int remaining(struct run *r)
+static int remaining(struct relocation *r)
 {
 	struct bx_usage_input in;
 	struct bx_misplaced_report rep;
@@ -913,7 +915,7 @@ static int remaining(struct run *r)
 }
 
 /* The start: report, refusals that need it, the plan and its room. */
-static int start(struct run *r, struct bx_usage_input *in)
+static int start(struct relocation *r, struct bx_usage_input *in)
 {
 	struct bx_relocate_result *res = r->res;
 	int ret = read_state(r, in, &res->start);
@@ -948,7 +950,7 @@ static int start(struct run *r, struct bx_usage_input *in)
 	return ret;
 }
 
-static int run_all(struct run *r)
+static int run_all(struct relocation *r)
 {
 	struct bx_usage_input in;
 	bool go_on = true;
@@ -986,7 +988,7 @@ static int run_all(struct run *r)
 int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 		    struct bx_relocate_result **resp)
 {
-	struct run r = { .path = path, .o = opts, .lock_fd = -1 };
+	struct relocation r = { .path = path, .o = opts, .lock_fd = -1 };
 	int ret, ret2;
 
 	*resp = NULL;

@@ -5,11 +5,12 @@
  * extent and csum trees, which may wait behind the device's queue) and
  * hands read descriptors to the reader, which keeps a fixed number of reads
  * in flight through io_uring on an O_DIRECT descriptor. A completed read's
- * data checksums go to the hashing threads (scrub-hash.c) while the reader
- * goes on reading; when they are done, the reader checks its tree blocks and
- * handles what was bad. A bad sector or tree block
- * is read from the other mirrors and, unless read-only, the good copy is
- * written back.
+ * data checksums are checked where it is cheapest (scrub.c decides per
+ * checksum type): crc32c and xxhash64 by the reader itself, sha256 and
+ * blake2b by the hashing threads (scrub-hash.c) while the reader goes on
+ * reading. Then the reader checks the read's tree blocks and handles what
+ * was bad: a bad sector or tree block is read from the other mirrors and,
+ * unless read-only, the good copy is written back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -393,7 +394,7 @@ static bool fetch_tree(struct dev_reader *r, const struct scrub_sector *sec, int
 		}
 		if (ret)
 			continue;
-		if (!scrub_tree_bad(r->ctx, out, sec->logical, sec->a, (int)sec->b, &fault))
+		if (!scrub_tree_bad(r->ctx, out, sec, &fault))
 			return true;
 	}
 	bx_error_clear();
@@ -408,7 +409,8 @@ static void bad_data(struct dev_reader *r, struct slot *s, uint32_t i, enum bx_s
 	struct bx_scrub_error e = { .what = BX_SCRUB_DATA, .fault = fault, .logical = sec->logical,
 				    .len = r->ss, .devid = r->dev->devid, .physical = phys,
 				    .mirror = s->d->job->mirror, .reason = reason,
-				    .extent_start = sec->a, .extent_len = sec->b };
+				    .extent_start = sec->extent.start,
+				    .extent_len = sec->extent.len };
 	bool good;
 
 	if (fault == BX_SCRUB_READ_ERROR)
@@ -455,7 +457,7 @@ static void verify_tree(struct dev_reader *r, struct slot *s, uint32_t i)
 		r->c->read_errors += bad_reads;
 		affected = bad_reads;
 	} else {
-		e.reason = scrub_tree_bad(ctx, block, sec->logical, sec->a, (int)sec->b, &e.fault);
+		e.reason = scrub_tree_bad(ctx, block, sec, &e.fault);
 		if (!e.reason)
 			return;
 		affected = nsec;

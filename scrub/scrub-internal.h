@@ -1,6 +1,8 @@
 /*
- * Offline scrub internals shared by scrub.c (setup, planning, per-device
- * readers, mirrored repair, superblocks), scrub-raid56.c (full stripes and
+ * Offline scrub internals shared by scrub.c (the run, the checks every path
+ * shares, superblocks, error records), scrub-plan.c (what each 64 KiB window
+ * holds), scrub-dev.c (per-device readers and mirrored repair),
+ * scrub-hash.c (the hashing threads), scrub-raid56.c (full stripes and
  * parity) and scrub-files.c (logical address -> file paths).
  */
 #ifndef BTRFSX_SCRUB_INTERNAL_H
@@ -29,8 +31,16 @@ enum scrub_sector_kind {
 
 struct scrub_sector {
 	uint64_t logical;
-	uint64_t a;               /* data: extent start; tree head: generation */
-	uint64_t b;               /* data: extent length; tree head: level */
+	union {
+		struct {          /* data: the extent holding it (to find its files) */
+			uint64_t start;
+			uint64_t len;
+		} extent;
+		struct {          /* a tree block's first sector: what its header must say */
+			uint64_t generation;
+			uint64_t level;
+		} tree;
+	};
 	uint8_t kind;
 };
 
@@ -145,12 +155,14 @@ void scrub_count_window(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
 bool scrub_data_ok(const struct scrub_ctx *ctx, const uint8_t *buf, const uint8_t *csum);
 
 /*
- * Checks a tree block copy as the kernel's scrub does, then the rest of
- * bx_check_tree_block and owner sanity. Returns NULL when good, else the
- * reason, with *fault CSUM (bytenr mismatch, as the kernel counts it) or VERIFY.
+ * Checks a tree block copy, whose first sector is @head (its address and
+ * what the extent item says of it), as the kernel's scrub does, then the
+ * rest of bx_check_tree_block and owner sanity. Returns NULL when good, else
+ * the reason, with *fault CSUM (bytenr mismatch, as the kernel counts it) or
+ * VERIFY.
  */
-const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf, uint64_t logical,
-			   uint64_t generation, int level, enum bx_scrub_fault *fault);
+const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf,
+			   const struct scrub_sector *head, enum bx_scrub_fault *fault);
 
 void scrub_record(struct scrub_ctx *ctx, const struct bx_scrub_error *e);
 

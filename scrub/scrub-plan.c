@@ -212,13 +212,13 @@ static int mark_extent(struct scrub_planner *p, struct scrub_window *w)
 			w->last = i + 1;
 		if (tree) {
 			sec->kind = l == e->start ? SEC_TREE_HEAD : SEC_TREE;
-			sec->a = e->generation;
-			sec->b = (uint64_t)e->level;
+			sec->tree.generation = e->generation;
+			sec->tree.level = (uint64_t)e->level;
 			w->tree_sectors++;
 			continue;
 		}
-		sec->a = e->start;
-		sec->b = e->len;
+		sec->extent.start = e->start;
+		sec->extent.len = e->len;
 		sec->kind = SEC_DATA;
 		w->data_sectors++;
 		if (p->data_chunk) {

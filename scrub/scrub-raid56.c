@@ -53,12 +53,15 @@ struct r56_batch {
 	struct scrub_window *win; /* [row][data stripe] */
 };
 
-struct r56 {
+/* One RAID5/6 chunk being scrubbed, full stripe row by row, a batch of rows at a time. */
+struct raid56_chunk {
 	struct scrub_worker *w;
 	struct scrub_ctx *ctx;
 	const struct bx_chunk *chunk;
-	int n, nd, np;
-	uint32_t ss, spp;         /* sector size, sectors per 64 KiB stripe */
+	int nr_stripes;           /* the chunk's: nr_data data stripes, then P (and Q) */
+	int nr_data, nr_parity;
+	uint32_t sectorsize;
+	uint32_t sectors_per_stripe;  /* per 64 KiB stripe */
 	uint32_t rows_per_batch;
 	uint64_t nrows, next_row;
 	int *fds;                 /* per chunk stripe, O_DIRECT; -1 when missing */
@@ -87,24 +90,24 @@ static void gf_table(uint8_t c, uint8_t t[256])
  * P and Q of @len bytes of the data stripes in @data (NULL entries count as
  * zeros) into @p and @q (@q may be NULL).
  */
-static void compute_pq(struct r56 *r, uint8_t **data, size_t off, uint32_t len, uint8_t *p,
+static void compute_pq(struct raid56_chunk *r, uint8_t **data, size_t off, uint32_t len, uint8_t *p,
 		       uint8_t *q)
 {
-	for (int j = 0; j < r->nd; j++)
+	for (int j = 0; j < r->nr_data; j++)
 		r->vec[j] = data[j] ? data[j] + off : r->zero;
-	if (len % 64 == 0 && r->nd >= 2) {
-		r->vec[r->nd] = p;
-		if (!q && !xor_gen(r->nd + 1, (int)len, r->vec))
+	if (len % 64 == 0 && r->nr_data >= 2) {
+		r->vec[r->nr_data] = p;
+		if (!q && !xor_gen(r->nr_data + 1, (int)len, r->vec))
 			return;
-		r->vec[r->nd + 1] = q;
-		if (q && !pq_gen(r->nd + 2, (int)len, r->vec))
+		r->vec[r->nr_data + 1] = q;
+		if (q && !pq_gen(r->nr_data + 2, (int)len, r->vec))
 			return;
 	}
 	/* Horner: Q = (((D[nd-1]) * 2 + D[nd-2]) * 2 + ...) + D[0]. */
 	memset(p, 0, len);
 	if (q)
 		memset(q, 0, len);
-	for (int j = r->nd - 1; j >= 0; j--) {
+	for (int j = r->nr_data - 1; j >= 0; j--) {
 		const uint8_t *d = r->vec[j];
 
 		for (uint32_t b = 0; b < len; b++) {
@@ -118,41 +121,41 @@ static void compute_pq(struct r56 *r, uint8_t **data, size_t off, uint32_t len, 
 /* ---- reading ---- */
 
 /* One member's stripes in a batch. */
-static size_t batch_stripe_bytes(const struct r56 *r)
+static size_t batch_stripe_bytes(const struct raid56_chunk *r)
 {
 	return (size_t)r->rows_per_batch * SCRUB_WINDOW;
 }
 
-static int batch_alloc(struct r56 *r, struct r56_batch *b)
+static int batch_alloc(struct raid56_chunk *r, struct r56_batch *b)
 {
 	size_t bytes = batch_stripe_bytes(r);
 
-	b->buf = calloc((size_t)r->n, sizeof(*b->buf));
-	b->st = calloc((size_t)r->n, sizeof(*b->st));
-	b->res = calloc((size_t)r->n, sizeof(*b->res));
-	b->win = calloc((size_t)r->rows_per_batch * (size_t)r->nd, sizeof(*b->win));
+	b->buf = calloc((size_t)r->nr_stripes, sizeof(*b->buf));
+	b->st = calloc((size_t)r->nr_stripes, sizeof(*b->st));
+	b->res = calloc((size_t)r->nr_stripes, sizeof(*b->res));
+	b->win = calloc((size_t)r->rows_per_batch * (size_t)r->nr_data, sizeof(*b->win));
 	if (!b->buf || !b->st || !b->res || !b->win)
 		return bx_error(-ENOMEM, "out of memory");
 	/* One allocation: large enough for huge pages, so reads go down whole. */
-	b->mem = scrub_alloc_read_buffer(bytes * (size_t)r->n);
+	b->mem = scrub_alloc_read_buffer(bytes * (size_t)r->nr_stripes);
 	if (!b->mem)
 		return bx_error(-ENOMEM, "out of memory");
-	for (int i = 0; i < r->n; i++) {
+	for (int i = 0; i < r->nr_stripes; i++) {
 		b->buf[i] = b->mem + bytes * (size_t)i;
-		b->st[i] = calloc((size_t)r->rows_per_batch * r->spp, 1);
+		b->st[i] = calloc((size_t)r->rows_per_batch * r->sectors_per_stripe, 1);
 		if (!b->st[i])
 			return bx_error(-ENOMEM, "out of memory");
 	}
 	return 0;
 }
 
-static void batch_free(struct r56 *r, struct r56_batch *b)
+static void batch_free(struct raid56_chunk *r, struct r56_batch *b)
 {
-	for (int i = 0; b->st && i < r->n; i++)
+	for (int i = 0; b->st && i < r->nr_stripes; i++)
 		free(b->st[i]);
 	/* Reads given up on a stalled device may still land in it: it is left to them. */
 	if (!b->pending)
-		scrub_free_read_buffer(b->mem, batch_stripe_bytes(r) * (size_t)r->n);
+		scrub_free_read_buffer(b->mem, batch_stripe_bytes(r) * (size_t)r->nr_stripes);
 	free(b->buf);
 	free(b->st);
 	free(b->res);
@@ -160,10 +163,10 @@ static void batch_free(struct r56 *r, struct r56_batch *b)
 }
 
 /* Plans the next run of consecutive rows that hold extents. 1, 0 at the end. */
-static int plan_batch(struct r56 *r, struct r56_batch *b)
+static int plan_batch(struct raid56_chunk *r, struct r56_batch *b)
 {
 	struct scrub_planner *p = &r->w->planner;
-	uint64_t row_bytes = (uint64_t)r->nd * SCRUB_WINDOW;
+	uint64_t row_bytes = (uint64_t)r->nr_data * SCRUB_WINDOW;
 
 	b->nrows = 0;
 	while (r->next_row < r->nrows && b->nrows < r->rows_per_batch) {
@@ -173,8 +176,8 @@ static int plan_batch(struct r56 *r, struct r56_batch *b)
 
 		if (scrub_cancelled(r->ctx))
 			break;
-		for (int j = 0; j < r->nd; j++) {
-			struct scrub_window *w = &b->win[(size_t)b->nrows * r->nd + j];
+		for (int j = 0; j < r->nr_data; j++) {
+			struct scrub_window *w = &b->win[(size_t)b->nrows * r->nr_data + j];
 			int ret = scrub_planner_window(p, logical + (uint64_t)j * SCRUB_WINDOW,
 						       SCRUB_WINDOW, w);
 
@@ -195,14 +198,14 @@ static int plan_batch(struct r56 *r, struct r56_batch *b)
 	return b->nrows > 0;
 }
 
-static int submit_batch(struct r56 *r, int bi)
+static int submit_batch(struct raid56_chunk *r, int bi)
 {
 	struct r56_batch *b = &r->b[bi];
 	uint32_t len = b->nrows * SCRUB_WINDOW;
 	int queued = 0;
 
 	b->pending = 0;
-	for (int i = 0; i < r->n; i++) {
+	for (int i = 0; i < r->nr_stripes; i++) {
 		uint64_t phys = r->chunk->stripes[i].physical + b->row0 * SCRUB_WINDOW;
 		struct io_uring_sqe *sqe;
 
@@ -235,7 +238,7 @@ static int submit_batch(struct r56 *r, int bi)
 	return 0;
 }
 
-static int wait_batch(struct r56 *r, int bi)
+static int wait_batch(struct raid56_chunk *r, int bi)
 {
 	while (r->b[bi].pending) {
 		struct io_uring_cqe *cqe;
@@ -261,11 +264,11 @@ static int wait_batch(struct r56 *r, int bi)
  * Sector states after the reads: failed reads are retried sector by sector.
  * -ETIMEDOUT when a device stalls (the scrub is stopped), else 0.
  */
-static int batch_states(struct r56 *r, struct r56_batch *b)
+static int batch_states(struct raid56_chunk *r, struct r56_batch *b)
 {
-	uint32_t nsec = b->nrows * r->spp;
+	uint32_t nsec = b->nrows * r->sectors_per_stripe;
 
-	for (int i = 0; i < r->n; i++) {
+	for (int i = 0; i < r->nr_stripes; i++) {
 		uint64_t phys = r->chunk->stripes[i].physical + b->row0 * SCRUB_WINDOW;
 		uint64_t good = b->res[i] > 0 ? (uint64_t)b->res[i] : 0;
 
@@ -273,11 +276,12 @@ static int batch_states(struct r56 *r, struct r56_batch *b)
 			int ret = -ENODEV;
 
 			b->st[i][s] = ST_OK;
-			if ((uint64_t)(s + 1) * r->ss <= good)
+			if ((uint64_t)(s + 1) * r->sectorsize <= good)
 				continue;
 			if (r->fds[i] >= 0)
-				ret = scrub_pread(r->fds[i], b->buf[i] + (size_t)s * r->ss, r->ss,
-						  phys + (uint64_t)s * r->ss);
+				ret = scrub_pread(r->fds[i],
+						  b->buf[i] + (size_t)s * r->sectorsize,
+						  r->sectorsize, phys + (uint64_t)s * r->sectorsize);
 			if (ret)
 				b->st[i][s] = ST_UNREADABLE;
 			if (scrub_stalled(r->ctx, ret, r->chunk->stripes[i].dev))
@@ -299,7 +303,7 @@ struct bad_item {
 };
 
 struct row {
-	struct r56 *r;
+	struct raid56_chunk *r;
 	struct r56_batch *b;
 	uint32_t rr;              /* row in the batch */
 	uint64_t row;
@@ -310,7 +314,7 @@ struct row {
 
 static uint8_t *row_st(struct row *w, int j)
 {
-	return w->b->st[w->idx[j]] + (size_t)w->rr * w->r->spp;
+	return w->b->st[w->idx[j]] + (size_t)w->rr * w->r->sectors_per_stripe;
 }
 
 static struct bx_device *row_dev(struct row *w, int j)
@@ -344,18 +348,18 @@ static bool usable(struct row *w, int j, uint32_t s0, uint32_t s1)
  */
 static bool rebuild_one(struct row *w, int j, uint32_t s0, uint32_t s1, int which)
 {
-	struct r56 *r = w->r;
-	size_t off = (size_t)s0 * r->ss;
-	uint32_t len = (s1 - s0) * r->ss;
+	struct raid56_chunk *r = w->r;
+	size_t off = (size_t)s0 * r->sectorsize;
+	uint32_t len = (s1 - s0) * r->sectorsize;
 	const uint8_t *par;
 	uint8_t *saved = w->d[j];
 
-	if (which >= r->np || !usable(w, r->nd + which, s0, s1))
+	if (which >= r->nr_parity || !usable(w, r->nr_data + which, s0, s1))
 		return false;
-	for (int k = 0; k < r->nd; k++)
+	for (int k = 0; k < r->nr_data; k++)
 		if (k != j && !usable(w, k, s0, s1))
 			return false;
-	par = w->d[r->nd + which] + off;
+	par = w->d[r->nr_data + which] + off;
 	w->d[j] = NULL;
 	compute_pq(r, w->d, off, len, r->pbuf, which ? r->qbuf : NULL);
 	w->d[j] = saved;
@@ -375,20 +379,21 @@ static bool rebuild_one(struct row *w, int j, uint32_t s0, uint32_t s1, int whic
 /* RAID6 with two unusable data stripes @j and @x in [s0, s1): rebuild @j from P and Q. */
 static bool rebuild_two(struct row *w, int j, int x, uint32_t s0, uint32_t s1)
 {
-	struct r56 *r = w->r;
-	size_t off = (size_t)s0 * r->ss;
-	uint32_t len = (s1 - s0) * r->ss;
+	struct raid56_chunk *r = w->r;
+	size_t off = (size_t)s0 * r->sectorsize;
+	uint32_t len = (s1 - s0) * r->sectorsize;
 	uint8_t *sj = w->d[j], *sx = w->d[x];
 	uint8_t tx[256], tdiv[256];
 	const uint8_t *P, *Q;
 
-	if (r->np < 2 || !usable(w, r->nd, s0, s1) || !usable(w, r->nd + 1, s0, s1))
+	if (r->nr_parity < 2 || !usable(w, r->nr_data, s0, s1) ||
+	    !usable(w, r->nr_data + 1, s0, s1))
 		return false;
-	for (int k = 0; k < r->nd; k++)
+	for (int k = 0; k < r->nr_data; k++)
 		if (k != j && k != x && !usable(w, k, s0, s1))
 			return false;
-	P = w->d[r->nd] + off;
-	Q = w->d[r->nd + 1] + off;
+	P = w->d[r->nr_data] + off;
+	Q = w->d[r->nr_data + 1] + off;
 	w->d[j] = w->d[x] = NULL;
 	compute_pq(r, w->d, off, len, r->pbuf, r->qbuf);
 	w->d[j] = sj;
@@ -411,7 +416,7 @@ static bool candidate_ok(struct row *w, const struct scrub_window *win, uint32_t
 		return true;  /* nothing to check it against, like the kernel */
 	if (sec->kind == SEC_DATA_CSUM)
 		return scrub_data_ok(w->r->ctx, w->r->cand, win->csum + (size_t)s * BTRFS_CSUM_SIZE);
-	return !scrub_tree_bad(w->r->ctx, w->r->cand, sec->logical, sec->a, (int)sec->b, &fault);
+	return !scrub_tree_bad(w->r->ctx, w->r->cand, sec, &fault);
 }
 
 /* Tries every way to rebuild the item [s0, s1) of stripe @j; true with it in r->cand. */
@@ -420,10 +425,10 @@ static bool rebuild_item(struct row *w, int j, const struct scrub_window *win, u
 {
 	int other = -1, nr_other = 0;
 
-	for (int which = 0; which < w->r->np; which++)
+	for (int which = 0; which < w->r->nr_parity; which++)
 		if (rebuild_one(w, j, s0, s1, which) && candidate_ok(w, win, s0))
 			return true;
-	for (int k = 0; k < w->r->nd; k++) {
+	for (int k = 0; k < w->r->nr_data; k++) {
 		if (k != j && !usable(w, k, s0, s1)) {
 			other = k;
 			nr_other++;
@@ -456,32 +461,33 @@ static void note_bad(struct row *w, int j, const struct scrub_window *win, uint3
 
 static void repair_item(struct row *w, const struct bad_item *it)
 {
-	struct r56 *r = w->r;
+	struct raid56_chunk *r = w->r;
 	struct scrub_ctx *ctx = r->ctx;
 	int j = it->j;
 	const struct scrub_sector *sec = &it->win->sec[it->s0];
 	uint8_t *st = row_st(w, j);
-	uint64_t phys = row_phys(w, j) + (uint64_t)it->s0 * r->ss;
+	uint64_t phys = row_phys(w, j) + (uint64_t)it->s0 * r->sectorsize;
 	struct bx_scrub_error e = { .fault = it->fault, .logical = sec->logical,
-				    .len = (it->s1 - it->s0) * r->ss,
+				    .len = (it->s1 - it->s0) * r->sectorsize,
 				    .devid = row_dev(w, j)->devid, .physical = phys, .mirror = 1,
 				    .reason = it->reason };
 	bool good;
 
 	if (sec->kind == SEC_TREE_HEAD) {
+		const uint8_t *head = w->d[j] + (size_t)it->s0 * r->sectorsize;
+
 		e.what = BX_SCRUB_TREE;
-		e.owner = le64toh(((const struct btrfs_header *)(w->d[j] +
-								  (size_t)it->s0 * r->ss))->owner);
+		e.owner = le64toh(((const struct btrfs_header *)head)->owner);
 	} else {
 		e.what = BX_SCRUB_DATA;
-		e.extent_start = sec->a;
-		e.extent_len = sec->b;
+		e.extent_start = sec->extent.start;
+		e.extent_len = sec->extent.len;
 	}
 	good = rebuild_item(w, j, it->win, it->s0, it->s1);
 	e.fix = scrub_fix(ctx, good, row_dev(w, j), r->cand, e.len, phys);
 	if (good) {
 		/* The buffer now holds the good copy: parity and later rebuilds use it. */
-		memcpy(w->d[j] + (size_t)it->s0 * r->ss, r->cand, e.len);
+		memcpy(w->d[j] + (size_t)it->s0 * r->sectorsize, r->cand, e.len);
 		for (uint32_t s = it->s0; s < it->s1; s++)
 			st[s] = ST_OK;
 		if (e.what == BX_SCRUB_TREE)
@@ -495,7 +501,7 @@ static void repair_item(struct row *w, const struct bad_item *it)
 }
 
 /* Writes the good copy in r->w->tmp2 over every piece of a crossing tree block. */
-static enum bx_scrub_fix rewrite_pieces(struct r56 *r, uint64_t logical)
+static enum bx_scrub_fix rewrite_pieces(struct raid56_chunk *r, uint64_t logical)
 {
 	struct scrub_ctx *ctx = r->ctx;
 	uint32_t done = 0;
@@ -522,7 +528,7 @@ static enum bx_scrub_fix rewrite_pieces(struct r56 *r, uint64_t logical)
  * the next one's, maybe already read) hold the block as it was, and the
  * parity is the one the rebuild came from.
  */
-static void skip_parity(struct r56 *r, uint64_t logical, uint32_t len)
+static void skip_parity(struct raid56_chunk *r, uint64_t logical, uint32_t len)
 {
 	if (r->nr_skips < R56_MAX_SKIPS)
 		r->skips[r->nr_skips++] = (struct r56_skip){ logical, logical + len };
@@ -530,7 +536,7 @@ static void skip_parity(struct r56 *r, uint64_t logical, uint32_t len)
 		r->skip_all = true;   /* no room to say which: check no parity at all */
 }
 
-static bool parity_skipped(const struct r56 *r, uint64_t logical)
+static bool parity_skipped(const struct raid56_chunk *r, uint64_t logical)
 {
 	if (r->skip_all)
 		return true;
@@ -548,22 +554,22 @@ static bool parity_skipped(const struct r56 *r, uint64_t logical)
  */
 static void odd_tree_block(struct row *w, int j, const struct scrub_window *win, uint32_t s)
 {
-	struct r56 *r = w->r;
+	struct raid56_chunk *r = w->r;
 	struct scrub_ctx *ctx = r->ctx;
 	const struct scrub_sector *sec = &win->sec[s];
-	uint32_t nsec = ctx->nodesize / r->ss;
+	uint32_t nsec = ctx->nodesize / r->sectorsize;
 	struct bx_scrub_counters *c = row_counters(w, j);
 	struct bx_scrub_error e = { .what = BX_SCRUB_TREE, .fault = BX_SCRUB_READ_ERROR,
 				    .logical = sec->logical, .len = ctx->nodesize,
 				    .devid = row_dev(w, j)->devid,
-				    .physical = row_phys(w, j) + (uint64_t)s * r->ss, .mirror = 1,
+				    .physical = row_phys(w, j) + (uint64_t)s * r->sectorsize,
+				    .mirror = 1,
 				    .reason = "read error" };
 	int copies = bx_num_copies(r->w->rfs, sec->logical);
 	bool good = false;
 
 	if (!bx_read_logical(r->w->rfs, sec->logical, r->w->tmp, ctx->nodesize, 1)) {
-		e.reason = scrub_tree_bad(ctx, r->w->tmp, sec->logical, sec->a, (int)sec->b,
-					  &e.fault);
+		e.reason = scrub_tree_bad(ctx, r->w->tmp, sec, &e.fault);
 		e.owner = le64toh(((const struct btrfs_header *)r->w->tmp)->owner);
 	}
 	bx_error_clear();
@@ -579,7 +585,7 @@ static void odd_tree_block(struct row *w, int j, const struct scrub_window *win,
 		enum bx_scrub_fault fault;
 
 		good = !bx_read_logical(r->w->rfs, sec->logical, r->w->tmp2, ctx->nodesize, m) &&
-		       !scrub_tree_bad(ctx, r->w->tmp2, sec->logical, sec->a, (int)sec->b, &fault);
+		       !scrub_tree_bad(ctx, r->w->tmp2, sec, &fault);
 	}
 	bx_error_clear();
 	e.fix = good ? rewrite_pieces(r, sec->logical) : BX_SCRUB_UNCORRECTABLE;
@@ -592,14 +598,14 @@ static void odd_tree_block(struct row *w, int j, const struct scrub_window *win,
 
 static void verify_data_stripe(struct row *w, int j, const struct scrub_window *win)
 {
-	struct r56 *r = w->r;
-	uint32_t nsec = r->ctx->nodesize / r->ss;
+	struct raid56_chunk *r = w->r;
+	uint32_t nsec = r->ctx->nodesize / r->sectorsize;
 	const uint8_t *st = row_st(w, j);
 
 	scrub_count_window(r->ctx, row_counters(w, j), win, row_phys(w, j) + win->len);
 	for (uint32_t s = win->first; s < win->last; s++) {
 		const struct scrub_sector *sec = &win->sec[s];
-		const uint8_t *data = w->d[j] + (size_t)s * r->ss;
+		const uint8_t *data = w->d[j] + (size_t)s * r->sectorsize;
 		enum bx_scrub_fault fault;
 		const char *reason;
 		uint32_t unread = 0;
@@ -626,7 +632,7 @@ static void verify_data_stripe(struct row *w, int j, const struct scrub_window *
 					 unread);
 				break;
 			}
-			reason = scrub_tree_bad(r->ctx, data, sec->logical, sec->a, (int)sec->b, &fault);
+			reason = scrub_tree_bad(r->ctx, data, sec, &fault);
 			if (reason)
 				note_bad(w, j, win, s, s + nsec, fault, reason, nsec);
 			break;
@@ -639,32 +645,33 @@ static void verify_data_stripe(struct row *w, int j, const struct scrub_window *
 static void parity_error(struct row *w, int which, uint32_t s, bool unreadable,
 			 const uint8_t *want)
 {
-	struct r56 *r = w->r;
-	int j = r->nd + which;
-	uint64_t phys = row_phys(w, j) + (uint64_t)s * r->ss;
+	struct raid56_chunk *r = w->r;
+	int j = r->nr_data + which;
+	uint64_t phys = row_phys(w, j) + (uint64_t)s * r->sectorsize;
 	struct bx_scrub_error e = { .what = BX_SCRUB_PARITY,
 				    .fault = unreadable ? BX_SCRUB_READ_ERROR : BX_SCRUB_PARITY_ERROR,
 				    .logical = r->chunk->logical +
-					       w->row * (uint64_t)r->nd * SCRUB_WINDOW +
-					       (uint64_t)s * r->ss,
-				    .len = r->ss, .devid = row_dev(w, j)->devid, .physical = phys,
+					       w->row * (uint64_t)r->nr_data * SCRUB_WINDOW +
+					       (uint64_t)s * r->sectorsize,
+				    .len = r->sectorsize, .devid = row_dev(w, j)->devid,
+				    .physical = phys,
 				    .reason = unreadable ? "read error" :
 					      which ? "Q differs from the data" :
 						      "P differs from the data" };
 
 	row_counters(w, j)->parity_errors++;
-	e.fix = scrub_fix(r->ctx, true, row_dev(w, j), want, r->ss, phys);
+	e.fix = scrub_fix(r->ctx, true, row_dev(w, j), want, r->sectorsize, phys);
 	scrub_record(r->ctx, &e);
 }
 
 static bool column_skipped(struct row *w, uint32_t s)
 {
-	struct r56 *r = w->r;
-	uint64_t row_logical = r->chunk->logical + w->row * (uint64_t)r->nd * SCRUB_WINDOW;
+	struct raid56_chunk *r = w->r;
+	uint64_t row_logical = r->chunk->logical + w->row * (uint64_t)r->nr_data * SCRUB_WINDOW;
 
-	for (int j = 0; r->nr_skips && j < r->nd; j++)
+	for (int j = 0; r->nr_skips && j < r->nr_data; j++)
 		if (parity_skipped(r, row_logical + (uint64_t)j * SCRUB_WINDOW +
-				      (uint64_t)s * r->ss))
+				      (uint64_t)s * r->sectorsize))
 			return true;
 	return false;
 }
@@ -672,57 +679,59 @@ static bool column_skipped(struct row *w, uint32_t s)
 /* Recomputes P (and Q) for the columns holding extent sectors and compares. */
 static void check_parity(struct row *w)
 {
-	struct r56 *r = w->r;
-	struct scrub_window *wins = &w->b->win[(size_t)w->rr * r->nd];
+	struct raid56_chunk *r = w->r;
+	struct scrub_window *wins = &w->b->win[(size_t)w->rr * r->nr_data];
 	bool computed = false;
 
-	for (uint32_t s = 0; s < r->spp; s++) {
+	for (uint32_t s = 0; s < r->sectors_per_stripe; s++) {
 		bool used = false, known = true;
 
-		for (int j = 0; j < r->nd; j++) {
+		for (int j = 0; j < r->nr_data; j++) {
 			used |= s < wins[j].nr_sectors && wins[j].sec[s].kind != SEC_NONE;
 			known &= row_st(w, j)[s] == ST_OK;
 		}
 		if (!used || !known || column_skipped(w, s))
 			continue;
 		if (!computed) {
-			compute_pq(r, w->d, 0, SCRUB_WINDOW, r->pbuf, r->np > 1 ? r->qbuf : NULL);
+			compute_pq(r, w->d, 0, SCRUB_WINDOW, r->pbuf,
+				   r->nr_parity > 1 ? r->qbuf : NULL);
 			computed = true;
 		}
-		for (int which = 0; which < r->np; which++) {
-			const uint8_t *want = (which ? r->qbuf : r->pbuf) + (size_t)s * r->ss;
-			int j = r->nd + which;
+		for (int which = 0; which < r->nr_parity; which++) {
+			const uint8_t *want = (which ? r->qbuf : r->pbuf) +
+					      (size_t)s * r->sectorsize;
+			int j = r->nr_data + which;
 
 			if (!row_dev(w, j))
 				continue;
 			if (row_st(w, j)[s] != ST_OK)
 				parity_error(w, which, s, true, want);
-			else if (memcmp(w->d[j] + (size_t)s * r->ss, want, r->ss))
+			else if (memcmp(w->d[j] + (size_t)s * r->sectorsize, want, r->sectorsize))
 				parity_error(w, which, s, false, want);
 		}
 	}
 }
 
-static void scrub_row(struct r56 *r, struct r56_batch *b, uint32_t rr)
+static void scrub_row(struct raid56_chunk *r, struct r56_batch *b, uint32_t rr)
 {
 	struct row w = { .r = r, .b = b, .rr = rr, .row = b->row0 + rr };
-	struct scrub_window *wins = &b->win[(size_t)rr * r->nd];
+	struct scrub_window *wins = &b->win[(size_t)rr * r->nr_data];
 
 	/* Parity rotates: row r keeps logical stripe j on chunk stripe (r + j) % n. */
-	for (int j = 0; j < r->n; j++) {
-		w.idx[j] = (int)((w.row + (uint64_t)j) % (uint64_t)r->n);
+	for (int j = 0; j < r->nr_stripes; j++) {
+		w.idx[j] = (int)((w.row + (uint64_t)j) % (uint64_t)r->nr_stripes);
 		w.d[j] = b->buf[w.idx[j]] + (size_t)rr * SCRUB_WINDOW;
 	}
 	/* Find every bad item first: a rebuild must know which stripes it cannot use. */
-	for (int j = 0; j < r->nd; j++)
+	for (int j = 0; j < r->nr_data; j++)
 		if (row_dev(&w, j) && wins[j].first != wins[j].last)
 			verify_data_stripe(&w, j, &wins[j]);
 	for (size_t i = 0; i < w.nr_items; i++)
 		repair_item(&w, &r->items[i]);
 	check_parity(&w);
-	for (int j = 0; j < r->nd; j++)
+	for (int j = 0; j < r->nr_data; j++)
 		scrub_progress_add(r->ctx, (uint64_t)(wins[j].data_sectors + wins[j].tree_sectors) *
-					   r->ss);
+					   r->sectorsize);
 }
 
 /* ---- the chunk ---- */
@@ -735,43 +744,43 @@ static void scrub_row(struct r56 *r, struct r56_batch *b, uint32_t rr)
  * same time (4 s; the kernel's scrub 8 s), so the larger ones only cost
  * memory.
  */
-static uint32_t batch_rows(const struct r56 *r)
+static uint32_t batch_rows(const struct raid56_chunk *r)
 {
 	uint64_t per_read = r->ctx->opts->request_bytes;
 
 	if (!per_read)
-		per_read = r->ctx->raid56_budget / 2 / (uint64_t)r->n;
+		per_read = r->ctx->raid56_budget / 2 / (uint64_t)r->nr_stripes;
 	if (per_read > R56_MAX_READ)
 		per_read = R56_MAX_READ;
 	return per_read / SCRUB_WINDOW ? (uint32_t)(per_read / SCRUB_WINDOW) : 1;
 }
 
-static int r56_setup(struct r56 *r)
+static int r56_setup(struct raid56_chunk *r)
 {
 	const struct bx_chunk *chunk = r->chunk;
 
-	r->np = (chunk->type & BTRFS_BLOCK_GROUP_RAID6) ? 2 : 1;
-	r->n = chunk->num_stripes;
-	r->nd = r->n - r->np;
-	if (r->nd < 1)
-		return bx_error(-EUCLEAN, "raid5/6 chunk with %d stripes", r->n);
-	r->ss = r->ctx->sectorsize;
-	r->spp = SCRUB_WINDOW / r->ss;
-	r->nrows = chunk->length / ((uint64_t)r->nd * SCRUB_WINDOW);
+	r->nr_parity = (chunk->type & BTRFS_BLOCK_GROUP_RAID6) ? 2 : 1;
+	r->nr_stripes = chunk->num_stripes;
+	r->nr_data = r->nr_stripes - r->nr_parity;
+	if (r->nr_data < 1)
+		return bx_error(-EUCLEAN, "raid5/6 chunk with %d stripes", r->nr_stripes);
+	r->sectorsize = r->ctx->sectorsize;
+	r->sectors_per_stripe = SCRUB_WINDOW / r->sectorsize;
+	r->nrows = chunk->length / ((uint64_t)r->nr_data * SCRUB_WINDOW);
 	r->rows_per_batch = batch_rows(r);
-	r->fds = calloc((size_t)r->n, sizeof(*r->fds));
-	r->vec = calloc((size_t)r->n + 2, sizeof(*r->vec));
+	r->fds = calloc((size_t)r->nr_stripes, sizeof(*r->fds));
+	r->vec = calloc((size_t)r->nr_stripes + 2, sizeof(*r->vec));
 	r->pbuf = scrub_alloc_aligned(SCRUB_WINDOW);
 	r->qbuf = scrub_alloc_aligned(SCRUB_WINDOW);
 	r->cand = scrub_alloc_aligned(r->ctx->nodesize > SCRUB_WINDOW ? r->ctx->nodesize :
 				      SCRUB_WINDOW);
 	r->zero = scrub_alloc_aligned(SCRUB_WINDOW);
-	r->max_items = (size_t)r->nd * r->spp;
+	r->max_items = (size_t)r->nr_data * r->sectors_per_stripe;
 	r->items = calloc(r->max_items, sizeof(*r->items));
 	if (!r->fds || !r->vec || !r->pbuf || !r->qbuf || !r->cand || !r->zero || !r->items)
 		return bx_error(-ENOMEM, "out of memory");
 	memset(r->zero, 0, SCRUB_WINDOW);
-	for (int i = 0; i < r->n; i++) {
+	for (int i = 0; i < r->nr_stripes; i++) {
 		struct bx_device *dev = chunk->stripes[i].dev;
 
 		r->fds[i] = -1;
@@ -787,11 +796,11 @@ static int r56_setup(struct r56 *r)
 		if (ret)
 			return ret;
 	}
-	r->ring_ok = io_uring_queue_init((unsigned int)(2 * r->n), &r->ring, 0) == 0;
+	r->ring_ok = io_uring_queue_init((unsigned int)(2 * r->nr_stripes), &r->ring, 0) == 0;
 	return 0;
 }
 
-static void r56_release(struct r56 *r)
+static void r56_release(struct raid56_chunk *r)
 {
 	if (r->ring_ok) {
 		for (int i = 0; i < 2 && !r->stalled; i++)
@@ -800,7 +809,7 @@ static void r56_release(struct r56 *r)
 	}
 	for (int i = 0; i < 2; i++)
 		batch_free(r, &r->b[i]);
-	for (int i = 0; r->fds && i < r->n; i++)
+	for (int i = 0; r->fds && i < r->nr_stripes; i++)
 		if (r->fds[i] >= 0)
 			close(r->fds[i]);
 	free(r->fds);
@@ -814,7 +823,7 @@ static void r56_release(struct r56 *r)
 
 int scrub_raid56_chunk(struct scrub_worker *w, const struct bx_chunk *chunk)
 {
-	struct r56 r = { .w = w, .ctx = w->ctx, .chunk = chunk };
+	struct raid56_chunk r = { .w = w, .ctx = w->ctx, .chunk = chunk };
 	int cur = 0, ret, have;
 
 	ret = r56_setup(&r);

@@ -292,11 +292,12 @@ static bool owner_valid(uint64_t owner)
 	       owner == BTRFS_DATA_RELOC_TREE_OBJECTID || owner == BTRFS_TREE_LOG_FIXUP_OBJECTID;
 }
 
-const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf, uint64_t logical,
-			   uint64_t generation, int level, enum bx_scrub_fault *fault)
+const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf,
+			   const struct scrub_sector *head, enum bx_scrub_fault *fault)
 {
 	const struct btrfs_header *hdr = (const struct btrfs_header *)buf;
-	struct bx_block_expect expect = { generation, level };
+	struct bx_block_expect expect = { head->tree.generation, (int)head->tree.level };
+	uint64_t logical = head->logical;
 
 	/* The kernel's order, so the same damage lands in the same counter. */
 	*fault = BX_SCRUB_CSUM_ERROR;
