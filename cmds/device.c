@@ -1,10 +1,14 @@
 /* btrfsx device: per-device views of a mounted filesystem. */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmds/commands.h"
 #include "cmds/device-usage.h"
@@ -25,6 +29,10 @@ static const char *const io_stats_usage[] = {
 	"read in it with their share of the total, <count> times. Shows the read",
 	"policy beside them: whether it spreads reads is what this is for.",
 	"",
+	"SIGINT or SIGTERM ends the sample under way: it is printed with its",
+	"real length, and the command ends (exit 0). So '-i 3600' and Ctrl-C",
+	"when a job is done show how the job's reads were spread.",
+	"",
 	"-i|--interval <seconds>  length of a sample (default 1, fractions allowed)",
 	"-c|--count <count>       number of samples (default 1)",
 	BX_UNITS_HELP_SHORT,
@@ -39,12 +47,26 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void sleep_seconds(double seconds)
+/*
+ * Waits @seconds for SIGINT or SIGTERM on @stop_fd (a signalfd of the two,
+ * blocked), or for good when it cannot be polled. Returns true when one
+ * came: the caller stops.
+ */
+static bool wait_for_stop(int stop_fd, double seconds)
 {
-	struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+	double end = now_seconds() + seconds, left;
 
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	while ((left = end - now_seconds()) > 0) {
+		struct timespec ts = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
+		struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
+		int n = ppoll(&pfd, 1, &ts, NULL);
+
+		if (n > 0)
+			return true;
+		if (n < 0 && errno != EINTR)
+			return false;
+	}
+	return false;
 }
 
 static double share(uint64_t part, uint64_t total)
@@ -116,6 +138,9 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 		{ 0 },
 	};
 	struct bx_dev_reads *before = NULL, *after = NULL, *tmp;
+	sigset_t stop_signals;
+	bool stopped = false;
+	int stop_fd = -1;
 	unsigned int units = 0;
 	struct bx_mounted_fs fs;
 	struct bx_rp_state st;
@@ -165,13 +190,27 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_read_dev_reads(ctx->sysfs_root, &fs, before);
 	if (ret)
 		goto out;
+	/*
+	 * From the first counters on, SIGINT and SIGTERM end the sample under
+	 * way instead of the process. Blocked until the end: one that comes
+	 * while a sample is printed waits for the next wait.
+	 */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop_signals, NULL);
+	stop_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC);
+	if (stop_fd < 0) {
+		ret = bx_error(-errno, "signalfd: %m");
+		goto out;
+	}
 	bx_warn_no_dev_reads(&fs, before);
 	bx_out_list_begin(ctx->out, "samples");
 	start = now_seconds();
-	for (uint64_t n = 1; n <= count; n++) {
+	for (uint64_t n = 1; n <= count && !stopped; n++) {
 		double t;
 
-		sleep_seconds(interval);
+		stopped = wait_for_stop(stop_fd, interval);
 		ret = bx_read_dev_reads(ctx->sysfs_root, &fs, after);
 		if (ret)
 			break;
@@ -185,6 +224,8 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 	}
 	bx_out_list_end(ctx->out);
 out:
+	if (stop_fd >= 0)
+		close(stop_fd);
 	free(before);
 	free(after);
 	bx_mounted_close(&fs);

@@ -101,6 +101,8 @@ static int cmd_get(struct bx_ctx *ctx, int argc, char **argv)
 	has_module = bx_rp_module_default(CMDLINE, MODPROBE_DIR, module_value,
 					  sizeof(module_value), module_source,
 					  sizeof(module_source));
+	if (has_module > 0)
+		bx_rp_module_default_check(module_value, module_source, &fs);
 	bx_rp_format(&info.state.active, active, sizeof(active));
 
 	bx_out_str(ctx->out, "fsid", fs.fsid_str, 0);

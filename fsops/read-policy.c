@@ -618,6 +618,78 @@ next:
 	return found;
 }
 
+/*
+ * The kernel's reading of read_policy= (memparse): a number in any base C
+ * takes, an optional K, M, G, T, P or E (either case), trailing spaces.
+ * False when the kernel would refuse it.
+ */
+static bool kernel_number(const char *str, uint64_t *value)
+{
+	static const char suffixes[] = "kmgtpe";
+	const char *at;
+	char *end;
+
+	if (!isdigit((unsigned char)*str))
+		return false;
+	errno = 0;
+	*value = strtoull(str, &end, 0);
+	if (errno)
+		return false;
+	at = *end ? strchr(suffixes, tolower((unsigned char)*end)) : NULL;
+	if (at) {
+		unsigned int shift = 10 * (unsigned int)(at - suffixes + 1);
+
+		if (*value > (UINT64_MAX >> shift))
+			return false;
+		*value <<= shift;
+		end++;
+	}
+	while (isspace((unsigned char)*end))
+		end++;
+	return !*end && *value > 0 && *value <= INT64_MAX;
+}
+
+bool bx_rp_module_default_check(const char *value, const char *source,
+				const struct bx_mounted_fs *fs)
+{
+	const char *colon = strchr(value, ':');
+	size_t name_len = colon ? (size_t)(colon - value) : strlen(value);
+	uint64_t arg = 0;
+	enum bx_rp_kind kind;
+	char name[32];
+
+	snprintf(name, sizeof(name), "%.*s", (int)name_len, value);
+	if (name_len >= sizeof(name) || kind_of(name, &kind) || !strcmp(name, "roundrobin") ||
+	    (colon && !kernel_number(colon + 1, &arg))) {
+		bx_warn("%s: btrfs.read_policy=%s: the kernel refuses to load the btrfs module with it (EINVAL; it takes pid, round-robin[:<bytes>], devid[:<devid>])",
+			source, value);
+		return true;
+	}
+	if (kind == BX_RP_ROUND_ROBIN && colon) {
+		uint32_t kept = (uint32_t)arg;
+		uint32_t sector = fs->sectorsize ? fs->sectorsize : 4096;
+
+		if (arg > UINT32_MAX) {
+			bx_warn("%s: btrfs.read_policy=%s: 4GiB or more; the kernel keeps it in 32 bits as %u%s",
+				source, value, kept,
+				kept < sector ? ", and the first RAID1 read of every filesystem divides by zero" :
+				", not the size asked for");
+			return true;
+		}
+		if (arg < sector) {
+			bx_warn("%s: btrfs.read_policy=%s: below the sector size %u of %s; the kernel takes it unrounded, and the first RAID1 read divides by zero (use a multiple of %u)",
+				source, value, sector, fs->path, sector);
+			return true;
+		}
+	}
+	if (kind == BX_RP_DEVID && colon && !bx_mounted_has_devid(fs, arg)) {
+		bx_warn("%s: btrfs.read_policy=%s: no device %llu in filesystem %s; its reads fall back to each chunk's first copy",
+			source, value, (unsigned long long)arg, fs->fsid_str);
+		return true;
+	}
+	return false;
+}
+
 /* ---- tunables ---- */
 
 const struct bx_rp_tunable bx_rp_tunables[] = {

@@ -127,6 +127,20 @@ int bx_rp_mirrored(const char *sysfs_root, const struct bx_mounted_fs *fs,
 int bx_rp_module_default(const char *cmdline_path, const char *modprobe_dir, char *value,
 			 size_t value_len, char *source, size_t source_len);
 
+/*
+ * Warns (bx_warn) about a module default @value (from @source) that the
+ * kernel refuses or cannot live with, read as the kernel reads it at load
+ * and at each mount of @fs: a name other than pid, round-robin or devid, or
+ * a value that is not a positive number (the module load fails with
+ * EINVAL); a round-robin below @fs's sector size, or of 4GiB or more (kept
+ * in 32 bits), which the kernel takes unrounded and whose first RAID1 read
+ * divides by zero when that leaves less than a sector; a devid that is not
+ * in @fs (its reads fall back to each chunk's first copy). Returns whether
+ * it warned.
+ */
+bool bx_rp_module_default_check(const char *value, const char *source,
+				const struct bx_mounted_fs *fs);
+
 /* ---- tunables of the read_policies/ interface ---- */
 
 struct bx_rp_tunable {
