@@ -44,8 +44,13 @@ KVER = "6.1.0-50-cloud-amd64"
 IMAGE_PACKAGE = f"linux-image-{KVER}-unsigned"
 HEADERS_DIR = Path(f"/usr/src/linux-headers-{KVER}")
 SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+# The allocation-hint series (and the stock control) every hint test runs on.
 SERIES = ("stock", "v12", "kakra")
-SERIES_DIRS = {"v12": "allocation-hints-v12", "kakra": "allocation-hints-kakra"}
+# mainline's RAID1 read policies (6.14, with 6.15's size suffixes) on 6.1:
+# round-robin[:<bytes>], devid[:<devid>], the module parameter read_policy=.
+READ_POLICY_SERIES = "readpolicy"
+SERIES_DIRS = {"v12": "allocation-hints-v12", "kakra": "allocation-hints-kakra",
+               READ_POLICY_SERIES: "read-policy-mainline"}
 # Load order of the modules the guests need (dependencies first).
 # crc32c-intel: the crc32c a Debian system loads (the kernel's own is generic
 # C code), so the kernel's scrub in bench/hdd checksums as it would there.
@@ -86,6 +91,13 @@ def unavailable_reason() -> str | None:
     if not HEADERS_DIR.is_dir() or not SOURCE_TARBALL.exists():
         return f"{HEADERS_DIR} or {SOURCE_TARBALL} missing (scripts/install-deps.sh installs them)"
     return None
+
+
+def series_missing(series: str) -> str | None:
+    """Why @series cannot be built here (its patch folder is absent), or None."""
+    if series == "stock" or (patches_dir() / SERIES_DIRS[series]).is_dir():
+        return None
+    return f"no {SERIES_DIRS[series]}/ in {patches_dir()} (set BTRFSX_KERNEL_PATCHES)"
 
 
 def run(cmd, **kw) -> subprocess.CompletedProcess:
@@ -402,10 +414,11 @@ class Guest:
         self.series = series
         self.memory_mb = memory_mb
 
-    def run(self, script: str, disks: list[Path | str], timeout: float = 300,
+    def run(self, script: str, disks: list, timeout: float = 300,
             drive_options: str = "") -> GuestResult:
         """@disks: image files, or qemu's URIs of disks (bench/hdd's
-        "nbd+unix:///?socket=..."); @drive_options: more of qemu's -drive
+        "nbd+unix:///?socket=..."), or (disk, options) pairs whose options
+        apply to that disk alone; @drive_options: more of qemu's -drive
         options for every disk (",throttling.bps-read=..." for bench/hdd's
         disks)."""
         base = prepare(self.series)
@@ -424,7 +437,9 @@ class Guest:
                    "-kernel", str(vmlinuz), "-initrd", str(initrd),
                    "-append", "console=ttyS0 quiet panic=-1 oops=panic no_timer_check"]
             for d in disks:
-                cmd += ["-drive", f"file={d},format=raw,if=virtio,cache=unsafe{drive_options}"]
+                d, own = d if isinstance(d, tuple) else (d, "")
+                cmd += ["-drive",
+                        f"file={d},format=raw,if=virtio,cache=unsafe{drive_options}{own}"]
             try:
                 p = subprocess.run(cmd, capture_output=True, timeout=timeout,
                                    stdin=subprocess.DEVNULL)
