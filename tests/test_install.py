@@ -234,3 +234,45 @@ def test_uninstall_leaves_nothing(tmp_path):
     make_install(build, destdir, "uninstall")
     left = [str(p.relative_to(destdir)) for p in destdir.rglob("*") if not p.is_dir()]
     assert left == []
+
+
+def test_prometheus_rules_installed(installed):
+    rules = installed.path("pkgdatadir", "prometheus", "btrfsx.rules.yml")
+    assert rules.read_text() == (fsutil.REPO / "prometheus" / "btrfsx.rules.yml").read_text()
+
+
+def test_prefix_usr_reads_configuration_from_etc(tmp_path):
+    """./configure --prefix=/usr, as the install guide says: configuration in
+    /etc (not /usr/etc), in the units installed into a DESTDIR and in what
+    the binary and the library are compiled with. Configured in a directory
+    of its own; only the units and the two objects that hold the path are
+    made (the full builds are the suite's and the Debian package's)."""
+    build = tmp_path / "build"
+    build.mkdir()
+    if not (fsutil.REPO / "configure").exists():
+        pytest.skip("no configure in the source tree (./autogen.sh makes it)")
+    p = subprocess.run([str(fsutil.REPO / "configure"), "-q", "--prefix=/usr", "--disable-python"],
+                       cwd=build, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert make_vars(build, ["sysconfdir"])["sysconfdir"] == "/etc"
+    objects = re.findall(r"^([\w/.-]*libbtrfsx\.lo|btrfsx-btrfsx\.o):",
+                         (build / "Makefile").read_text(), re.M)
+    assert len(set(objects)) == 2, objects
+    subprocess.run(["make", "-s", *sorted(set(objects))], cwd=build, check=True,
+                   capture_output=True)
+    for obj in set(objects):
+        obj = build / obj
+        if obj.suffix == ".lo":
+            obj = obj.parent / ".libs" / obj.with_suffix(".o").name
+        strings = subprocess.run(["strings", str(obj)], capture_output=True, text=True).stdout
+        assert "/etc/btrfsx" in strings.split() and "/usr/etc" not in strings, obj
+    destdir = tmp_path / "destdir"
+    subprocess.run(["make", "-s", "install-systemdsystemunitDATA", f"DESTDIR={destdir}"],
+                   cwd=build, check=True, capture_output=True)
+    units = destdir / "usr" / "lib" / "systemd" / "system"
+    service = (units / "btrfsx-monitor.service").read_text()
+    assert "EnvironmentFile=-/etc/default/btrfsx-monitor" in service
+    assert "ExecStart=/usr/bin/btrfsx monitor record $MOUNTPOINTS" in service
+    assert "ExecStart=/usr/bin/btrfsx read-policy apply --watch" in \
+        (units / "btrfsx-read-policy.service").read_text()
+    assert not re.search(r"/usr/etc|/usr/local|@\w+@", service)
