@@ -678,7 +678,18 @@ struct btrfsx_monitor_projection {
 	struct btrfsx_monitor_trend metadata;	/* metadata use; days until metadata ENOSPC */
 	struct btrfsx_monitor_trend data;	/* data use; days until free_strict is gone */
 	char reason[128];		/* why there is no projection; "" when both are ok */
+	/* Since 0.2: no projection without evidence (see btrfsx_monitor_projections()) */
+	int64_t min_history;		/* BTRFSX_MONITOR_MIN_HISTORY */
+	int64_t history_span;		/* the newest sample's time less the oldest's */
+	bool learning;			/* too little history: metadata and data not ok */
+	double metadata_growth_seen;	/* while learning: bytes, newest less oldest sample */
+	double data_growth_seen;
+	bool burst;			/* while learning: at that pace the metadata room or
+					   the strict free space lasts less than 30 days */
 };
+
+/* The learning span of btrfsx_monitor_projections(): a day. */
+#define BTRFSX_MONITOR_MIN_HISTORY 86400
 
 /**
  * btrfsx_monitor_projections() - the projections of `btrfsx monitor report`.
@@ -695,10 +706,14 @@ struct btrfsx_monitor_projection {
  * The pace is a robust fit (Theil-Sen with up to three one-off jumps, a
  * balance or a deletion, left out); metadata's days run until the metadata
  * room falls to the global reserve, data taking its share of the room where
- * the two share devices; data's until free_strict is gone. With fewer than 3
- * samples in the window a trend is not ok and @reason says so. Errors as
- * btrfsx_monitor_history(); BTRFSX_ERROR_INVALID_ARGUMENT for a window that
- * is not positive.
+ * the two share devices; data's until free_strict is gone. No projection
+ * without evidence: until the window's samples span BTRFSX_MONITOR_MIN_HISTORY
+ * and number 3, the filesystem is @learning, neither trend is ok, and
+ * @reason tells the growth seen (a @burst when at its pace the room would
+ * last less than 30 days) instead: `btrfsx monitor report` does the same
+ * with its default --min-history. A window of a day or less is always
+ * learning. Errors as btrfsx_monitor_history();
+ * BTRFSX_ERROR_INVALID_ARGUMENT for a window that is not positive.
  * Since: 0.2
  */
 enum btrfsx_error btrfsx_monitor_projections(const char *db, const char *const *filesystems,

@@ -48,7 +48,16 @@ static void to_projection(const struct bx_mon_fs *fs, const struct bx_mon_projec
 	to_trend(&p->metadata, &p->metadata_days, &out->metadata);
 	to_trend(&p->data, &p->data_days, &out->data);
 	bx_mon_projection_reason(p, out->reason, sizeof(out->reason));
+	out->min_history = p->min_history;
+	out->history_span = p->span;
+	out->learning = p->learning;
+	out->metadata_growth_seen = p->metadata_seen.growth;
+	out->data_growth_seen = p->data_seen.growth;
+	out->burst = p->metadata_seen.burst || p->data_seen.burst;
 }
+
+_Static_assert(BTRFSX_MONITOR_MIN_HISTORY == BX_MON_DEFAULT_MIN_HISTORY,
+	       "the library learns as long as the command line");
 
 static const char *db_path(const char *db)
 {

@@ -642,7 +642,9 @@ def test_python_history_and_projections(fs, state, run_btrfsx, btrfsx_json):
                         type(p[0]).__name__, type(p[0].metadata).__name__],
               "history": [[s.time.timestamp(), s.metadata_room, s.free_strict] for s in h],
               "p": p[0], "metadata": p[0].metadata, "data": p[0].data,
-              "q": [q[0].nr_samples, q[0].reason, q[0].data.days_left],
+              "q": [q[0].nr_samples, q[0].reason, q[0].data.days_left, q[0].learning,
+                    q[0].history_span, q[0].metadata_growth_seen, p[0].learning,
+                    p[0].metadata_growth_seen],
               "err": err, "missing": missing})
     ''', state, fs, T0 + 3 * DAY)
     doc = json.loads(p.stdout)
@@ -653,6 +655,9 @@ def test_python_history_and_projections(fs, state, run_btrfsx, btrfsx_json):
     assert math.isclose(doc["data"]["days_left"], rep["data_days_left"], abs_tol=0.01)
     assert math.isclose(doc["data"]["growth"] * DAY, rep["data_growth_per_day"], rel_tol=1e-6)
     assert doc["q"][0] == 2 and doc["q"][2] is None
+    # learning: told (the growth seen), not projected; a projection has no growth seen
+    assert doc["q"][3:6] == [True, DAY, doc["q"][5]] and doc["q"][5] >= 0
+    assert doc["q"][6:] == [False, None]
     assert doc["q"][1].startswith("learning: 2 samples over 1d of the 1d needed (and at least 3 "
                                   "samples)")
     assert doc["err"]["class"] == "NotFoundError" and "no such filesystem" in doc["err"]["message"]

@@ -362,6 +362,12 @@ static const struct field monitor_projection_fields[] = {
 	FIELD(struct btrfsx_monitor_projection, have_latest),
 	FIELD(struct btrfsx_monitor_projection, metadata_left),
 	FIELD(struct btrfsx_monitor_projection, reason),
+	FIELD(struct btrfsx_monitor_projection, min_history),
+	FIELD(struct btrfsx_monitor_projection, history_span),
+	FIELD(struct btrfsx_monitor_projection, learning),
+	FIELD(struct btrfsx_monitor_projection, metadata_growth_seen),
+	FIELD(struct btrfsx_monitor_projection, data_growth_seen),
+	FIELD(struct btrfsx_monitor_projection, burst),
 	END_FIELDS
 };
 

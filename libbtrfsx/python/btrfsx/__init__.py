@@ -804,6 +804,12 @@ class MonitorProjection:
     metadata: MonitorTrend           #: metadata use; days until metadata ENOSPC
     data: MonitorTrend               #: data use; days until free_strict is gone
     reason: str                      #: why there is no projection; "" when there is
+    min_history: float               #: seconds: learning until the samples span this long
+    history_span: float              #: seconds between the oldest and the newest sample
+    learning: bool                   #: too little history: told, not projected
+    metadata_growth_seen: Optional[float]  #: while learning: bytes grown in the span
+    data_growth_seen: Optional[float]
+    burst: bool                      #: while learning: at that pace, room for < 30 days
 
     @classmethod
     def _from(cls, raw: dict) -> "MonitorProjection":
@@ -813,7 +819,12 @@ class MonitorProjection:
             window=float(raw["window"]), nr_samples=raw["nr_samples"],
             latest=MonitorSample._from(raw["latest"]) if raw["latest"] else None,
             metadata_left=raw["metadata_left"], metadata=MonitorTrend._from(raw["metadata"]),
-            data=MonitorTrend._from(raw["data"]), reason=raw["reason"])
+            data=MonitorTrend._from(raw["data"]), reason=raw["reason"],
+            min_history=float(raw["min_history"]), history_span=float(raw["history_span"]),
+            learning=raw["learning"],
+            metadata_growth_seen=raw["metadata_growth_seen"] if raw["learning"] else None,
+            data_growth_seen=raw["data_growth_seen"] if raw["learning"] else None,
+            burst=raw["burst"])
 
 
 def _epoch(t: Union[datetime.datetime, float, int, None], default: float) -> int:
@@ -1272,7 +1283,9 @@ def monitor_projections(filesystems: Sequence[Path] = (), *, db: Optional[Path] 
     @now: the end of the window (default: now), @window: its length in
     seconds. The pace is a robust fit (Theil-Sen, up to three one-off jumps
     left out); metadata's days run until the metadata room falls to the global
-    reserve, data's until the strict free space is gone."""
+    reserve, data's until the strict free space is gone. Until the samples
+    span a day (and number 3) a filesystem is ``learning``: its trends are
+    None and ``reason`` tells the growth seen, not projected."""
     if isinstance(filesystems, (str, bytes, os.PathLike)):
         filesystems = [filesystems]
     if not window > 0:
