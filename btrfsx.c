@@ -108,8 +108,8 @@ static void plugin_status_line(struct bx_ctx *ctx, int ret)
 	snprintf(line, sizeof(line), "BTRFSX UNKNOWN - %s",
 		 bx_error_message(ret < 0 ? ret : -EINVAL));
 	for (char *c = line; *c; c++)
-		if ((unsigned char)*c < ' ')
-			*c = ' ';	/* one line, whatever a path holds */
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';	/* one line, whatever a path or a value holds */
 	bx_out_obj_begin(ctx->out, "check", BX_OBJ_INLINE, NULL);
 	bx_out_str(ctx->out, "line", line, BX_F_NO_NAME);
 	bx_out_str(ctx->out, "status", "UNKNOWN", BX_F_JSON_ONLY);

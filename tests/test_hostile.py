@@ -3,8 +3,9 @@ nonexistent paths, directories, character devices, zero-length files,
 images of other filesystems, huge and negative numbers and overlong strings.
 
 Each must exit 1 (failure) or 2 (usage) with a message on stderr that names
-what it refused, leave every image as it was (and create no file), and give
-no sanitizer report. ROWS holds the arguments of each command with one slot
+what it refused (a monitoring plugin, `monitor report --check`: exit 3 with
+its one status line on stdout saying it, and stderr empty), leave every
+image as it was (and create no file), and give no sanitizer report. ROWS holds the arguments of each command with one slot
 filled in turn by every input of its kind; test_every_command_has_rows fails
 when a command appears in the help without rows here."""
 from __future__ import annotations
@@ -126,10 +127,11 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
     ],
     "monitor report": [
         ("--db", "{P}"), ("--window", "{S}"), ("--window", "{N}"), ("--check", "-w", "{N}"),
-        ("--check", "-c", "{S}"),
+        ("--check", "-c", "{S}"), ("--check", "--max-age", "{N}"), ("--min-history", "{S}"),
+        ("--check", "--db", "{P}"),
     ],
     "monitor metrics": [
-        ("--db", "{P}"), ("--window", "{S}"), ("--window", "{N}"),
+        ("--db", "{P}"), ("--window", "{S}"), ("--window", "{N}"), ("--min-history", "{N}"),
     ],
     "filesystem misplaced": [
         ("{P}",), ("--raw", "{P}"), (), ("--bogus", "{B}"), ("{B}", "{P}"),
@@ -309,15 +311,20 @@ def test_hostile_input(objects, btrfsx, tmp_path):
         except subprocess.TimeoutExpired:
             rc, out, err = None, "", "(still running after a minute)"
         slowest = max(slowest, (time.monotonic() - started, command, args[:3]))
-        shown = f"btrfsx {command} {' '.join(repr(a[:60]) for a in args)}: exit {rc}\n{err[:400]}"
+        # a monitoring plugin says every failure as UNKNOWN on its status line
+        plugin = command == "monitor report" and "--check" in args
+        said = (out.splitlines() or [""])[0] if plugin else err
+        shown = f"btrfsx {command} {' '.join(repr(a[:60]) for a in args)}: exit {rc}\n{said[:400]}"
         created = set(objects.root.iterdir()) - set(listing)
         for path in created:
             path.unlink()
-        if rc not in (1, 2):
-            failures.append(f"{shown}\n(exit 1 or 2 expected)")
-        elif not err.strip() or not names_it(err, value, option, args):
+        if rc not in ((3,) if plugin else (1, 2)):
+            failures.append(f"{shown}\n(exit {'3' if plugin else '1 or 2'} expected)")
+        elif plugin and (err or not said.startswith("BTRFSX UNKNOWN - ")):
+            failures.append(f"{shown}\n(one status line, nothing on stderr expected)")
+        elif not said.strip() or not names_it(said, value, option, args):
             failures.append(f"{shown}\n(the message does not name {str(value)[:40]!r})")
-        elif any(s in err for s in SANITIZER):
+        elif any(s in err + out for s in SANITIZER):
             failures.append(f"{shown}\n(sanitizer report)")
         elif created:
             failures.append(f"{shown}\n(created {', '.join(map(str, created))})")
