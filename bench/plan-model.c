@@ -2,7 +2,7 @@
  * Times the what-if planner (bx_plan_compute: both usage reports, every
  * change through the allocator model, the relocations, the misplaced
  * reports before and after) on a simulated 1 PiB array of 24 mixed devices
- * half full, with five changes. Built and run by bench/plan; prints one line
+ * half full, with five changes; data chunks move extent by extent. Built and run by bench/plan; prints one line
  * per plan and the worst time.
  *
  *   plan-model [runs]
@@ -46,9 +46,29 @@ static void add_space(struct bx_usage_input *in, uint64_t type, uint64_t length,
 	in->spaces[in->nr_spaces++] = (struct bx_usage_space){ type, length, used };
 }
 
+/* Data extents per data chunk: what the relocations move one by one. */
+#define EXTENTS_PER_CHUNK 8
+
+/*
+ * Chunk @uc's extents: EXTENTS_PER_CHUNK of its used bytes spread over it,
+ * one at the start of each eighth (the free space between them in pieces).
+ */
+static void add_dextents(struct bx_usage_input *in, struct bx_usage_chunk *uc)
+{
+	uint64_t len = uc->used / EXTENTS_PER_CHUNK / 4096 * 4096;
+
+	uc->first_dextent = in->nr_dextents;
+	uc->nr_dextents = EXTENTS_PER_CHUNK;
+	for (int k = 0; k < EXTENTS_PER_CHUNK; k++)
+		in->dextents[in->nr_dextents++] = (struct bx_usage_dextent){
+			uc->logical + (uint64_t)k * (uc->length / EXTENTS_PER_CHUNK), len };
+	uc->used = len * EXTENTS_PER_CHUNK;
+}
+
 /*
  * The array as the allocator model fills it: @data_bytes of raid1 data and
- * @meta_bytes of raid1c3 metadata, chunk by chunk, 80 % of each chunk used.
+ * @meta_bytes of raid1c3 metadata, chunk by chunk, 80 % of each chunk used,
+ * the data chunks' in EXTENTS_PER_CHUNK extents each.
  */
 static void build(struct bx_usage_input *in, uint64_t data_bytes, uint64_t meta_bytes)
 {
@@ -77,6 +97,7 @@ static void build(struct bx_usage_input *in, uint64_t data_bytes, uint64_t meta_
 	in->chunks = xcalloc(cap, sizeof(*in->chunks));
 	in->stripes = xcalloc(cap_stripes, sizeof(*in->stripes));
 	in->spaces = xcalloc(8, sizeof(*in->spaces));
+	in->dextents = xcalloc(cap * EXTENTS_PER_CHUNK, sizeof(*in->dextents));
 	if (bx_alloc_sim_new(adevs, NR_DEVS, &params, &sim))
 		exit(1);
 	while (data < data_bytes || meta < meta_bytes) {
@@ -100,6 +121,8 @@ static void build(struct bx_usage_input *in, uint64_t data_bytes, uint64_t meta_
 				c.stripes[k].physical, c.stripe_size, logical };
 			d->bytes_used += c.stripe_size;
 		}
+		if (!is_meta)
+			add_dextents(in, uc);
 		add_space(in, type, c.length, uc->used);
 		logical += c.length;
 		*(is_meta ? &meta : &data) += c.length;
@@ -112,6 +135,8 @@ static void build(struct bx_usage_input *in, uint64_t data_bytes, uint64_t meta_
 	in->sectorsize = 4096;
 	in->hints_effective = true;
 	in->chunks_used_known = true;
+	in->dextents_known = true;
+	in->kernel_size_classes = true;
 }
 
 static const char *const plans[][10] = {

@@ -534,7 +534,7 @@ int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 	ret = parse_options(ctx, argc, argv, &units, &changes, &nr);
 	if (ret)
 		goto out;
-	ret = bx_misplaced_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_relocation_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		goto out;
 	ret = bx_plan_compute(&in, changes, nr, &res);

@@ -29,6 +29,19 @@ int bx_misplaced_read(char *const *paths, int nr_paths, const char *sysfs_root,
 	return ret;
 }
 
+int bx_relocation_read(char *const *paths, int nr_paths, const char *sysfs_root,
+		       struct bx_usage_input *in)
+{
+	int ret = bx_misplaced_read(paths, nr_paths, sysfs_root, in);
+
+	if (ret)
+		return ret;
+	ret = bx_usage_read_dextents(in);
+	if (ret)
+		bx_usage_input_release(in);
+	return ret;
+}
+
 static bool input_is_mixed(const struct bx_usage_input *in)
 {
 	for (size_t i = 0; i < in->nr_spaces; i++) {

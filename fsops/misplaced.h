@@ -87,6 +87,13 @@ int bx_misplaced_read(char *const *paths, int nr_paths, const char *sysfs_root,
 		      struct bx_usage_input *in);
 
 /*
+ * bx_misplaced_read() and the data chunks' extents (bx_usage_read_dextents()):
+ * what a model of the kernel's relocation needs (the what-if planner).
+ */
+int bx_relocation_read(char *const *paths, int nr_paths, const char *sysfs_root,
+		       struct bx_usage_input *in);
+
+/*
  * The placement model of @in now: the devices, the running kernel's
  * allocator flags, the type of a new chunk of each kind. @um owns the
  * devices; @pm points into it. Release @um with bx_usage_model_release().

@@ -297,6 +297,16 @@ bool bx_kernel_sort_pre_6_9(void)
 	return major < 6 || (major == 6 && minor < 9);
 }
 
+bool bx_kernel_at_least(unsigned int major, unsigned int minor)
+{
+	struct utsname u;
+	unsigned int have_major = 0, have_minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%u.%u", &have_major, &have_minor) != 2)
+		return true;
+	return have_major > major || (have_major == major && have_minor >= minor);
+}
+
 int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_usage_input *in)
 {
 	struct bx_mounted_fs mfs;
@@ -310,6 +320,8 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 		return ret;
 	in->mounted = true;
 	in->kernel_sort_pre_6_9 = bx_kernel_sort_pre_6_9();
+	in->kernel_size_classes = bx_kernel_at_least(6, 3);
+	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
 	snprintf(in->path, sizeof(in->path), "%s", path);
 	memcpy(in->fsid, mfs.fsid, sizeof(in->fsid));
 	in->nodesize = mfs.nodesize;
@@ -538,6 +550,8 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 	memset(in, 0, sizeof(*in));
 	/* The kernel that will mount it is unknown: the running one is the best guess. */
 	in->kernel_sort_pre_6_9 = bx_kernel_sort_pre_6_9();
+	in->kernel_size_classes = bx_kernel_at_least(6, 3);
+	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
 	ret = bx_fs_open(&o.fs, paths, nr_paths, BX_OPEN_DEGRADED);
 	if (ret)
 		return ret;

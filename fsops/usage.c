@@ -24,6 +24,10 @@ void bx_usage_input_release(struct bx_usage_input *in)
 	free(in->spaces);
 	free(in->chunks);
 	free(in->stripes);
+	free(in->dextents);
+	in->dextents = NULL;
+	in->nr_dextents = 0;
+	in->dextents_known = false;
 	in->devs = NULL;
 	in->spaces = NULL;
 	in->chunks = NULL;

@@ -82,6 +82,14 @@ struct bx_usage_chunk {
 	uint32_t sub_stripes;
 	size_t first_stripe;		/* index into bx_usage_input.stripes */
 	uint64_t used;			/* logical bytes in use (block group item) */
+	size_t first_dextent;		/* data chunks: its extents in bx_usage_input.dextents */
+	size_t nr_dextents;
+};
+
+/* A data extent (an EXTENT_ITEM): logical bytes [start, start + len). */
+struct bx_usage_dextent {
+	uint64_t start;
+	uint64_t len;
 };
 
 /* A balance that changes what profile new chunks get (bx_usage_input.balance). */
@@ -116,6 +124,21 @@ struct bx_usage_input {
 	size_t nr_stripes;
 	struct bx_usage_stripe *stripes;
 	bool chunks_used_known;		/* bx_usage_chunk.used is filled */
+	/*
+	 * The extents of the data chunks, by address (bx_usage_read_dextents()):
+	 * where a relocation's extents land depends on them and on the free
+	 * space between them.
+	 */
+	bool dextents_known;
+	size_t nr_dextents;
+	struct bx_usage_dextent *dextents;
+	/* The running kernel's data allocator keeps size classes (6.3 and later). */
+	bool kernel_size_classes;
+	/*
+	 * The running kernel overcommits metadata only beyond the room of one
+	 * data chunk (calc_available_free_space(), 6.7 and later).
+	 */
+	bool kernel_overcommit_keeps_data_chunk;
 	bool have_global_reserve;	/* mounted only */
 	uint64_t global_reserve;
 	uint64_t global_reserve_used;
@@ -139,6 +162,9 @@ struct bx_usage_input {
  * differently (the readers fill bx_usage_input.kernel_sort_pre_6_9 with it).
  */
 bool bx_kernel_sort_pre_6_9(void);
+
+/* True when the running kernel is @major.@minor or later (unknown: true). */
+bool bx_kernel_at_least(unsigned int major, unsigned int minor);
 
 /* Frees what the input owns (not @in itself). */
 void bx_usage_input_release(struct bx_usage_input *in);
@@ -167,6 +193,14 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
  * group tree); the offline reader fills it already. Needs CAP_SYS_ADMIN.
  */
 int bx_usage_read_chunk_used(struct bx_usage_input *in);
+
+/*
+ * Fills the data chunks' extents of @in (mounted: TREE_SEARCH_V2 on the
+ * extent tree; unmounted: the extent tree read from the devices @in->path
+ * names), for the planner's relocation. Needs chunks in address order.
+ * Returns 0 or a negative errno with the message recorded.
+ */
+int bx_usage_read_dextents(struct bx_usage_input *in);
 
 /*
  * Reads the filesystem @paths names, mounted or not: a directory (alone) is

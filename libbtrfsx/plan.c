@@ -244,8 +244,8 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 	for (size_t i = 0; i < nr_changes && !ret; i++)
 		ret = core_change(&changes[i], &core[i]);
 	if (!ret)
-		ret = bx_misplaced_read((char *const *)paths, (int)nr_paths,
-					bx_api_sysfs_root(sysfs_root), &in);
+		ret = bx_relocation_read((char *const *)paths, (int)nr_paths,
+					 bx_api_sysfs_root(sysfs_root), &in);
 	if (ret) {
 		free(core);
 		return bx_api_result(ret);

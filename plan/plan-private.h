@@ -11,6 +11,15 @@
 #include "model/placement.h"
 #include "plan/plan.h"
 
+/* Free space inside a data chunk: logical bytes [start, start + len). */
+struct ps_hole {
+	uint64_t start;
+	uint64_t len;
+};
+
+/* The size classes of the kernel's data allocator (6.3+): none yet, < 128 KiB, < 8 MiB, more. */
+enum ps_size_class { PS_SC_NONE, PS_SC_SMALL, PS_SC_MEDIUM, PS_SC_LARGE };
+
 /* A chunk; plan_state.chunks keeps them in address order except where gone ones were reused. */
 struct ps_chunk {
 	uint64_t logical;
@@ -28,6 +37,16 @@ struct ps_chunk {
 	bool pending;			/* to be moved by the running change */
 	bool moving;			/* being moved: read-only, no pool */
 	bool in_pool;			/* listed in its pool */
+	/*
+	 * Data chunks when the extents are known (plan_state.exact): the extents in it
+	 * (what moving it copies, one by one) and the free space between them
+	 * (where extents of other chunks land), both by address.
+	 */
+	size_t nr_exts, cap_exts;
+	struct bx_usage_dextent *exts;
+	size_t nr_holes, cap_holes;
+	struct ps_hole *holes;
+	enum ps_size_class size_class;
 };
 
 struct ps_dev {
@@ -37,10 +56,15 @@ struct ps_dev {
 	bool replaced;
 };
 
-/* Bytes a pool gave a chunk: undone when the move they were for fails. */
+/*
+ * Bytes a pool gave a chunk: undone when the move they were for fails. With
+ * extents (plan_state.exact) @start is where in the chunk they went.
+ */
 struct ps_take {
 	size_t idx;
 	uint64_t bytes;
+	uint64_t start;
+	bool extent;
 };
 
 /* A device extent freed in the running transaction: not yet reusable. */
@@ -56,6 +80,20 @@ struct ps_pool {
 	uint64_t free;			/* free bytes of the chunks listed */
 	size_t *chunks;			/* indexes into plan_state.chunks */
 	size_t nr, cap, next;
+};
+
+/*
+ * Which data chunks have room for an extent, fast (plan-data.c): per size
+ * class a max-tree over the chunk indexes of each chunk's largest free
+ * range (0: not one of @type, gone or being moved). Leaves of chunks added
+ * since are filled on the next use; @stale makes it rebuilt (a move undone).
+ */
+struct ps_hole_index {
+	uint64_t type;
+	size_t nr;			/* chunks indexed: 0 .. nr - 1 */
+	size_t leaves;			/* a power of two, 0: not built */
+	uint64_t *tree[PS_SC_LARGE + 1];
+	bool stale;
 };
 
 /* The state itself; the ps_ functions below work on it. */
@@ -77,6 +115,9 @@ struct plan_state {
 	size_t nr_freed, cap_freed;
 	struct ps_freed *freed;		/* until ps_commit() */
 	long moving;			/* the chunk being moved, or -1 */
+	bool exact;			/* the data chunks' extents are known */
+	bool size_classes;		/* the kernel's data allocator keeps size classes */
+	struct ps_hole_index hix;
 };
 
 int ps_init(struct plan_state *s, const struct bx_usage_input *in);
@@ -102,6 +143,8 @@ void ps_set_hint(struct plan_state *s, size_t idx, uint64_t hint);
  * else -ENOSPC. Returns its index, -ENOSPC, or another negative errno.
  */
 long ps_alloc_chunk(struct plan_state *s, uint64_t type, const struct bx_place_chunk *improve);
+/* ps_alloc_chunk(), and the new chunk joins its pool (ps_pool_add()). */
+long ps_pool_chunk(struct plan_state *s, uint64_t type, const struct bx_place_chunk *improve);
 /*
  * Frees chunk @idx: it leaves the space info, its devices' used bytes go
  * down at once, but its extents become holes only at ps_commit(): the
@@ -132,6 +175,26 @@ void ps_journal_undo(struct plan_state *s, size_t mark);
 int ps_pool_add(struct plan_state *s, size_t idx);
 /* Forgets every pool (chunks become pending or gone between changes). */
 void ps_pools_reset(struct plan_state *s);
+
+/*
+ * Puts a data extent of @len bytes at @start of chunk @idx (a hole there):
+ * it joins the chunk's extents and its used bytes, journalled. Returns 0,
+ * -ENOMEM, or -EINVAL when that range is not free.
+ */
+int ps_put_extent(struct plan_state *s, size_t idx, uint64_t start, uint64_t len);
+/* The size class the kernel gives an extent of @len bytes. */
+enum ps_size_class ps_size_class(uint64_t len);
+
+/*
+ * Moves the extents of data chunk @idx (being moved) into chunks of
+ * @target, one by one, where the kernel's relocation puts them
+ * (plan-data.c); new chunks where the model places them (only where they
+ * place @improve better, when given). Returns 0 (all moved), 1 when an
+ * extent finds no room (*@missing: the bytes still to move), or a negative
+ * errno.
+ */
+int ps_move_extents(struct plan_state *s, size_t idx, uint64_t target, const struct bx_place_chunk *improve,
+		    uint64_t *missing);
 
 /* Unallocated bytes of device @idx for the model (0 when not writable). */
 uint64_t ps_unallocated(const struct plan_state *s, size_t idx);

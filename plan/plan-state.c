@@ -143,6 +143,93 @@ static int copy_devices(struct plan_state *s, const struct bx_usage_input *in)
 	return 0;
 }
 
+static bool is_data(uint64_t type)
+{
+	return (type & BTRFS_BLOCK_GROUP_DATA) && !(type & BTRFS_BLOCK_GROUP_METADATA);
+}
+
+enum ps_size_class ps_size_class(uint64_t len)
+{
+	if (len <= 128 * 1024)
+		return PS_SC_SMALL;
+	if (len <= 8 * 1024 * 1024)
+		return PS_SC_MEDIUM;
+	return PS_SC_LARGE;
+}
+
+static int grow_array(void **arr, size_t *cap, size_t want, size_t size)
+{
+	void *grown;
+	size_t ncap;
+
+	if (want <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 4;
+	while (ncap < want)
+		ncap *= 2;
+	grown = realloc(*arr, ncap * size);
+	if (!grown)
+		return OOM();
+	*arr = grown;
+	*cap = ncap;
+	return 0;
+}
+
+static int add_hole(struct ps_chunk *pc, uint64_t start, uint64_t len)
+{
+	int ret = grow_array((void **)&pc->holes, &pc->cap_holes, pc->nr_holes + 1,
+			     sizeof(*pc->holes));
+
+	if (!ret && len)
+		pc->holes[pc->nr_holes++] = (struct ps_hole){ start, len };
+	return ret;
+}
+
+/*
+ * The kernel's size class of a block group it caches: the smallest of five
+ * extents sampled at fifths of it (the first extent from each fifth on);
+ * none when it holds no extent.
+ */
+static enum ps_size_class sampled_class(const struct ps_chunk *pc)
+{
+	uint64_t smallest = UINT64_MAX;
+	size_t e = 0;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t from = pc->logical + (uint64_t)i * (pc->length / 5);
+
+		while (e < pc->nr_exts && pc->exts[e].start < from)
+			e++;
+		if (e < pc->nr_exts && pc->exts[e].len < smallest)
+			smallest = pc->exts[e].len;
+	}
+	return smallest == UINT64_MAX ? PS_SC_NONE : ps_size_class(smallest);
+}
+
+/* A data chunk's extents from the input, and the holes between them. */
+static int copy_extents(struct plan_state *s, const struct bx_usage_input *in, const struct bx_usage_chunk *c,
+			struct ps_chunk *pc)
+{
+	uint64_t at = pc->logical;
+	int ret = grow_array((void **)&pc->exts, &pc->cap_exts, c->nr_dextents + 1,
+			     sizeof(*pc->exts));
+
+	for (size_t k = 0; !ret && k < c->nr_dextents; k++) {
+		const struct bx_usage_dextent *x = &in->dextents[c->first_dextent + k];
+
+		pc->exts[pc->nr_exts++] = *x;
+		if (x->start > at)
+			ret = add_hole(pc, at, x->start - at);
+		if (x->start + x->len > at)
+			at = x->start + x->len;
+	}
+	if (!ret && at < pc->logical + pc->length)
+		ret = add_hole(pc, at, pc->logical + pc->length - at);
+	if (s->size_classes)
+		pc->size_class = sampled_class(pc);
+	return ret;
+}
+
 static int copy_chunks(struct plan_state *s, const struct bx_usage_input *in)
 {
 	s->chunks = calloc(in->nr_chunks + 1, sizeof(*s->chunks));
@@ -171,6 +258,12 @@ static int copy_chunks(struct plan_state *s, const struct bx_usage_input *in)
 		pc->num_stripes = c->num_stripes;
 		pc->sub_stripes = c->sub_stripes;
 		pc->stripe_size = bx_profile_stripe_size(c->type, c->length, c->num_stripes);
+		if (s->exact && is_data(c->type)) {
+			int ret = copy_extents(s, in, c, pc);
+
+			if (ret)
+				return ret;
+		}
 	}
 	/* No chunk left at all: mkfs's first address. */
 	s->first_logical = 1024 * 1024;
@@ -186,6 +279,8 @@ int ps_init(struct plan_state *s, const struct bx_usage_input *in)
 	s->moving = -1;
 	s->params.flags = bx_usage_kernel_flags(in) |
 			  (in->hints_effective ? 0 : BX_ALLOC_IGNORE_HINTS);
+	s->exact = in->dextents_known;
+	s->size_classes = in->kernel_size_classes;
 	s->spaces = calloc(in->nr_spaces + 1, sizeof(*s->spaces));
 	if (!s->spaces)
 		return OOM();
@@ -203,10 +298,15 @@ void ps_release(struct plan_state *s)
 {
 	for (size_t i = 0; s->adevs && i < s->nr_devs; i++)
 		bx_alloc_device_release(&s->adevs[i]);
-	for (size_t i = 0; s->chunks && i < s->nr_chunks; i++)
+	for (size_t i = 0; s->chunks && i < s->nr_chunks; i++) {
 		free(s->chunks[i].stripes);
+		free(s->chunks[i].exts);
+		free(s->chunks[i].holes);
+	}
 	for (size_t i = 0; i < s->nr_pools; i++)
 		free(s->pools[i].chunks);
+	for (int k = 0; k <= PS_SC_LARGE; k++)
+		free(s->hix.tree[k]);
 	free(s->adevs);
 	free(s->devs);
 	free(s->chunks);
@@ -393,11 +493,26 @@ long ps_alloc_chunk(struct plan_state *s, uint64_t type, const struct bx_place_c
 	pc->stripe_size = c.stripe_size;
 	bx_alloc_chunk_release(&c);
 	ret = account(s, pc->type, pc->length, 0, 1);
+	/* A new block group is one free extent, without a size class. */
+	if (!ret && s->exact && is_data(pc->type))
+		ret = add_hole(pc, pc->logical, pc->length);
 	if (ret) {
 		free(pc->stripes);
+		free(pc->holes);
 		return ret;
 	}
 	return (long)s->nr_chunks++;
+}
+
+long ps_pool_chunk(struct plan_state *s, uint64_t type, const struct bx_place_chunk *improve)
+{
+	long n = ps_alloc_chunk(s, type, improve);
+	int ret;
+
+	if (n < 0)
+		return n;
+	ret = ps_pool_add(s, (size_t)n);
+	return ret ? ret : n;
 }
 
 static int defer_free(struct plan_state *s, size_t dev, uint64_t start, uint64_t len)
@@ -533,7 +648,7 @@ void ps_end_move(struct plan_state *s, size_t idx)
 	s->moving = -1;
 }
 
-static int journal(struct plan_state *s, size_t idx, uint64_t bytes)
+static int journal(struct plan_state *s, size_t idx, uint64_t bytes, uint64_t start, bool extent)
 {
 	if (s->nr_journal == s->cap_journal) {
 		size_t cap = s->cap_journal ? 2 * s->cap_journal : 64;
@@ -544,7 +659,7 @@ static int journal(struct plan_state *s, size_t idx, uint64_t bytes)
 		s->journal = grown;
 		s->cap_journal = cap;
 	}
-	s->journal[s->nr_journal++] = (struct ps_take){ idx, bytes };
+	s->journal[s->nr_journal++] = (struct ps_take){ idx, bytes, start, extent };
 	return 0;
 }
 
@@ -578,7 +693,7 @@ int ps_pool_take(struct plan_state *s, uint64_t type, uint64_t bytes, uint64_t *
 		uint64_t take = room < bytes - *taken ? room : bytes - *taken;
 
 		if (take) {
-			if (journal(s, idx, take))
+			if (journal(s, idx, take, 0, false))
 				return -ENOMEM;
 			add_used(s, idx, take, 1);
 			*taken += take;
@@ -612,12 +727,95 @@ void ps_journal_keep(struct plan_state *s, size_t mark)
 	s->nr_journal = mark;
 }
 
+/* Frees [start, start + len) of chunk @pc again: a hole, merged with its neighbours. */
+static int restore_hole(struct ps_chunk *pc, uint64_t start, uint64_t len)
+{
+	size_t at = 0;
+	int ret;
+
+	while (at < pc->nr_holes && pc->holes[at].start < start)
+		at++;
+	if (at && pc->holes[at - 1].start + pc->holes[at - 1].len == start) {
+		pc->holes[at - 1].len += len;
+		if (at < pc->nr_holes && start + len == pc->holes[at].start) {
+			pc->holes[at - 1].len += pc->holes[at].len;
+			memmove(&pc->holes[at], &pc->holes[at + 1],
+				(pc->nr_holes - at - 1) * sizeof(*pc->holes));
+			pc->nr_holes--;
+		}
+		return 0;
+	}
+	if (at < pc->nr_holes && start + len == pc->holes[at].start) {
+		pc->holes[at].start = start;
+		pc->holes[at].len += len;
+		return 0;
+	}
+	ret = add_hole(pc, 0, 0);
+	if (ret)
+		return ret;
+	memmove(&pc->holes[at + 1], &pc->holes[at], (pc->nr_holes - at) * sizeof(*pc->holes));
+	pc->holes[at] = (struct ps_hole){ start, len };
+	pc->nr_holes++;
+	return 0;
+}
+
+int ps_put_extent(struct plan_state *s, size_t idx, uint64_t start, uint64_t len)
+{
+	struct ps_chunk *pc = &s->chunks[idx];
+	size_t h = 0;
+	int ret;
+
+	while (h < pc->nr_holes && pc->holes[h].start + pc->holes[h].len <= start)
+		h++;
+	if (h == pc->nr_holes || pc->holes[h].start > start ||
+	    pc->holes[h].start + pc->holes[h].len < start + len)
+		return bx_error(-EINVAL, "chunk %llu: no free space at %llu",
+				(unsigned long long)pc->logical, (unsigned long long)start);
+	ret = grow_array((void **)&pc->exts, &pc->cap_exts, pc->nr_exts + 1, sizeof(*pc->exts));
+	if (!ret)
+		ret = add_hole(pc, 0, 0);	/* room for a split */
+	if (!ret)
+		ret = journal(s, idx, len, start, true);
+	if (ret)
+		return ret;
+	if (pc->holes[h].start < start) {
+		struct ps_hole *x = &pc->holes[h];
+		uint64_t end = x->start + x->len;
+
+		x->len = start - x->start;
+		if (end > start + len) {
+			memmove(&pc->holes[h + 2], &pc->holes[h + 1],
+				(pc->nr_holes - h - 1) * sizeof(*pc->holes));
+			pc->holes[h + 1] = (struct ps_hole){ start + len, end - start - len };
+			pc->nr_holes++;
+		}
+	} else if (pc->holes[h].len > len) {
+		pc->holes[h].start += len;
+		pc->holes[h].len -= len;
+	} else {
+		memmove(&pc->holes[h], &pc->holes[h + 1], (pc->nr_holes - h - 1) * sizeof(*pc->holes));
+		pc->nr_holes--;
+	}
+	pc->exts[pc->nr_exts++] = (struct bx_usage_dextent){ start, len };
+	add_used(s, idx, len, 1);
+	return 0;
+}
+
 void ps_journal_undo(struct plan_state *s, size_t mark)
 {
 	while (s->nr_journal > mark) {
 		const struct ps_take *t = &s->journal[--s->nr_journal];
 		struct ps_chunk *pc = &s->chunks[t->idx];
 
+		/*
+		 * Extents are undone last first: the chunk's last extent is this
+		 * one. Out of memory, its range stays taken: a smaller plan.
+		 */
+		if (t->extent) {
+			pc->nr_exts--;
+			restore_hole(pc, t->start, t->bytes);
+			s->hix.stale = true;
+		}
 		add_used(s, t->idx, t->bytes, -1);
 		/* Room again: back in its pool, at the end. */
 		if (!pc->in_pool)

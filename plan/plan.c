@@ -166,17 +166,6 @@ static struct bx_place_chunk place_chunk(const struct plan_state *s, size_t idx)
 					c->stripes };
 }
 
-/* A new empty chunk of @type into its pool; -ENOSPC when none fits. */
-static long pool_chunk(struct plan_state *s, uint64_t type, const struct bx_place_chunk *improve)
-{
-	long n = ps_alloc_chunk(s, type, improve);
-	int ret;
-
-	if (n < 0)
-		return n;
-	ret = ps_pool_add(s, (size_t)n);
-	return ret ? ret : n;
-}
 
 /*
  * Whether new chunk @idx is smaller than a chunk of its type gets when the
@@ -224,6 +213,85 @@ static bool little_headroom(const struct plan_state *s, uint64_t type)
 }
 
 /*
+ * btrfs_inc_block_group_ro() on metadata or system chunk @idx: refused
+ * (-ENOSPC) unless its free bytes can be overcommitted: what its type has
+ * in use (and, for metadata, the global reserve) plus those bytes must stay
+ * below its chunks' size plus half the devices' unallocated bytes per copy
+ * (calc_available_free_space() without flushing; from 6.7 on less the size
+ * of a data chunk first). The unallocated bytes are the kernel's
+ * free_chunk_space: a chunk's extents count as soon as it went.
+ */
+static bool ro_refused(const struct plan_state *s, size_t idx)
+{
+	const struct ps_chunk *b = &s->chunks[idx];
+	uint64_t kind = b->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM);
+	uint64_t total = 0, used = 0, unallocated = 0, rw = 0, avail;
+	struct bx_raid_attr r;
+
+	if (!kind || (b->type & BTRFS_BLOCK_GROUP_DATA) ||
+	    bx_raid_attr(ps_alloc_type(s, kind), &r) || !r.ncopies)
+		return false;
+	/* The space info: what its chunks hold, kept up to date as the chunks change. */
+	for (size_t i = 0; i < s->nr_spaces; i++) {
+		if (!(s->spaces[i].flags & kind) || (s->spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV))
+			continue;
+		total += s->spaces[i].total_bytes;
+		used += s->spaces[i].used_bytes;
+	}
+	for (size_t i = 0; i < s->nr_devs; i++) {
+		if (s->devs[i].removed && i < s->in->nr_devs &&
+		    s->in->devs[i].bytes_used > s->devs[i].info.bytes_used)
+			/* What a remove freed so far counts (seen: its system chunk moves last). */
+			unallocated += s->in->devs[i].bytes_used - s->devs[i].info.bytes_used;
+		if (!s->adevs[i].writable)
+			continue;
+		rw += s->adevs[i].total_bytes;
+		if (s->adevs[i].total_bytes > s->adevs[i].bytes_used)
+			unallocated += s->adevs[i].total_bytes - s->adevs[i].bytes_used;
+	}
+	avail = unallocated / (uint64_t)r.ncopies;
+	if (s->in->kernel_overcommit_keeps_data_chunk) {
+		uint64_t data_chunk = rw / 10 < (1ULL << 30) ? rw / 10 : (1ULL << 30);
+
+		avail = avail > data_chunk ? avail - data_chunk : 0;
+	}
+	if (kind & BTRFS_BLOCK_GROUP_METADATA)
+		used += s->in->global_reserve;
+	return used + (b->length - b->used) >= total + avail / 2;
+}
+
+/*
+ * The commit before metadata chunk @idx's relocation may abort (below):
+ * tight, and a warning that says why, once per change.
+ */
+static void warn_abort(struct planner *p, size_t idx)
+{
+	if (p->step->tight_abort)
+		return;
+	p->step->tight = p->step->tight_abort = true;
+	add_warning(p, "change %zu: metadata block group %llu moves while no other has room and "
+		    "the devices have none for a new one until the relocation commits: the kernel "
+		    "may abort the transaction with ENOSPC and force the filesystem read-only "
+		    "(seen both ways on the same layout); free some space or add a device first",
+		    (size_t)(p->step - p->res->steps) + 1,
+		    (unsigned long long)p->s.chunks[idx].logical);
+}
+
+/*
+ * The metadata the transaction commit before a block group's relocation
+ * writes (prepare_to_relocate()): a few dozen tree blocks. With the block
+ * group read-only and no other metadata block group holding this much, the
+ * commit needs a new metadata chunk from the devices' space as the last
+ * commit left it; without one the kernel aborts the transaction with
+ * ENOSPC and forces the filesystem read-only (seen on 6.18 removing a
+ * device whose only metadata block group had to move last, and as often not:
+ * whether the commit needs a new tree block is not in the on-disk state).
+ */
+#define COMMIT_ROOM(s) (64ULL * ((s)->params.nodesize ? (s)->params.nodesize : 16384))
+
+static void warn_abort(struct planner *p, size_t idx);
+
+/*
  * Moves chunk @idx: 0 moved, 1 no room (*@missing: what it still needed;
  * @fatal: the kernel would stop the whole change at once), or a negative
  * errno. *@target_out: the type of the chunks it needed.
@@ -248,7 +316,7 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 	 */
 	if (kind == BX_PLACE_KIND_DATA && !ps_used_of_kind(s, BTRFS_BLOCK_GROUP_DATA) &&
 	    !(rel->reserve_once && rel->reserved)) {
-		n = pool_chunk(s, target, NULL);
+		n = ps_pool_chunk(s, target, NULL);
 		if (n == -ENOSPC) {
 			*missing = need;
 			*fatal = true;
@@ -263,7 +331,7 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 	 * fine); never a system chunk, which btrfs_chunk_alloc() refuses.
 	 */
 	if (target != s->chunks[idx].type && kind != BX_PLACE_KIND_SYSTEM) {
-		n = pool_chunk(s, target, improve);
+		n = ps_pool_chunk(s, target, improve);
 		if (n < 0 && n != -ENOSPC)
 			return (int)n;
 		/*
@@ -273,10 +341,23 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 		 */
 		if (n >= 0 && rel->target[BX_PLACE_KIND_SYSTEM] && !rel->system_made) {
 			rel->system_made = true;
-			n = pool_chunk(s, rel->target[BX_PLACE_KIND_SYSTEM], NULL);
+			n = ps_pool_chunk(s, rel->target[BX_PLACE_KIND_SYSTEM], NULL);
 			if (n < 0 && n != -ENOSPC)
 				return (int)n;
 		}
+	}
+	/*
+	 * Refused read-only, the kernel forces a metadata chunk and tries
+	 * again, never a system chunk: without one, ENOSPC.
+	 */
+	if (kind != BX_PLACE_KIND_DATA && ro_refused(s, idx)) {
+		n = kind == BX_PLACE_KIND_SYSTEM ? -ENOSPC : ps_pool_chunk(s, target, improve);
+		if (n == -ENOSPC) {
+			*missing = need;
+			return 1;
+		}
+		if (n < 0)
+			return (int)n;
 	}
 	/*
 	 * Metadata that the other block groups cannot take: the block group
@@ -286,7 +367,7 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 	    little_headroom(s, target))
 		p->step->tight = true;
 	while (kind != BX_PLACE_KIND_DATA && ps_pool_free(s, target) < need) {
-		n = pool_chunk(s, target, improve);
+		n = ps_pool_chunk(s, target, improve);
 		if (n == -ENOSPC)
 			break;
 		if (n < 0)
@@ -294,16 +375,23 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 		if (undersized(s, (size_t)n))
 			p->step->tight = true;
 	}
+	/* Granted read-only with nothing else to write the commit into, the commit may abort. */
+	if (kind == BX_PLACE_KIND_METADATA && ps_pool_free(s, target) < COMMIT_ROOM(s))
+		warn_abort(p, idx);
 	n = ps_commit(s);
 	if (n)
 		return (int)n;
+	/* Data extents known: each lands where find_free_extent() puts it (plan-data.c). */
+	if (kind == BX_PLACE_KIND_DATA && s->exact && !(target & BTRFS_BLOCK_GROUP_METADATA) &&
+	    !(s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA))
+		return ps_move_extents(s, idx, target, improve, missing);
 	for (;;) {
 		if (ps_pool_take(s, target, need, &taken))
 			return OOM();
 		need -= taken;
 		if (!need)
 			break;
-		n = pool_chunk(s, target, improve);
+		n = ps_pool_chunk(s, target, improve);
 		if (n == -ENOSPC)
 			break;
 		if (n < 0)
@@ -866,6 +954,22 @@ static int apply_convert(struct planner *p, const struct bx_plan_change *c)
  * transaction committing during that copy (seen both ways on the same
  * layout): the plan leaves it out and calls the replace tight.
  */
+/* The replace stops at metadata chunk @idx: it cannot be made read-only (ENOSPC). */
+static int replace_refused(struct planner *p, size_t idx)
+{
+	const struct ps_chunk *c = &p->s.chunks[idx];
+
+	p->step->status = BX_PLAN_STEP_IMPOSSIBLE;
+	snprintf(p->step->reason, sizeof(p->step->reason), "the kernel's ENOSPC: the replace "
+		 "makes each block group read-only while it copies it, and %s block group %llu "
+		 "cannot be (its %llu free bytes are more than its type can spare, and the "
+		 "kernel forces no system chunk, nor a metadata chunk the devices have no room "
+		 "for)",
+		 bx_place_type_name(c->type), (unsigned long long)c->logical,
+		 (unsigned long long)(c->length - c->used));
+	return 1;
+}
+
 static int replace_read_only_pass(struct planner *p, uint64_t devid)
 {
 	struct move_list ml = { 0 };
@@ -884,7 +988,19 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 		if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_DATA)
 			continue;
 		ps_begin_move(s, idx);
-		if (!ps_pool_free(s, type)) {
+		if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_SYSTEM) && ro_refused(s, idx)) {
+			/* A system chunk is never forced (btrfs_chunk_alloc() refuses): ENOSPC. */
+			ret = replace_refused(p, idx);
+		} else if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA) && ro_refused(s, idx)) {
+			/* btrfs_inc_block_group_ro() forces a chunk; without one the replace fails. */
+			n = ps_alloc_chunk(s, type, NULL);
+			if (n >= 0)
+				ret = ps_pool_add(s, (size_t)n);
+			else if (n == -ENOSPC)
+				ret = replace_refused(p, idx);
+			else
+				ret = (int)n;
+		} else if (!ps_pool_free(s, type)) {
 			if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA) {
 				p->step->tight = true;
 			} else {
@@ -955,7 +1071,7 @@ static int apply_replace(struct planner *p, const struct bx_plan_change *c)
 			    (unsigned long long)c->devid);
 	ret = replace_read_only_pass(p, c->devid);
 	if (ret)
-		return ret;
+		return ret > 0 ? 0 : ret;	/* > 0: refused, the step says why */
 	dev = &p->s.devs[d];
 	dev->replaced = true;
 	dev->info.device_size = c->size;

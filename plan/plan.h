@@ -130,6 +130,7 @@ struct bx_plan_step {
 	 * (ENOSPC, seen ending in a transaction abort). A warning says so.
 	 */
 	bool tight;
+	bool tight_abort;		/* tight: the kernel may abort the transaction (a warning) */
 	uint64_t moved_chunks;		/* chunks relocated (or rewritten) */
 	uint64_t moved_bytes;		/* their used bytes when it began: what is copied */
 	uint64_t moved_length;		/* their logical size */

@@ -32,7 +32,8 @@ until the end of the session, when they are deleted. Never attach or mount
 the cached images themselves: take a copy (``fs.copy()``; sparse, the
 filesystem's fsid and device UUIDs unchanged, so attach only one copy of an
 aged filesystem at a time, and delete it when done). ``aged.get(seed,
-hinted=True)`` or ``hinted=False`` forces hints on or off; ``aging.seeds()``
+hinted=True)`` or ``hinted=False`` forces hints on or off, ``small=True``
+keeps it under 1.25 GiB of devices and 320 MiB of data; ``aging.seeds()``
 honours ``BTRFSX_AGED`` (``BTRFSX_AGED=500`` for the big run) and
 ``BTRFSX_AGED_SEED`` (the first seed). The images of one filesystem hold up
 to about 1.5 GiB of written data; ask for a filesystem when you need it and
@@ -71,6 +72,8 @@ SHARE = {"single": 1.0, "dup": 0.5, "raid0": 1.0, "raid1": 0.5, "raid10": 0.5,
 SIZES = [256 * MiB, 320 * MiB, 384 * MiB, 512 * MiB, 768 * MiB, 1024 * MiB]
 MAX_TOTAL = 2 * GiB                     # device bytes of one filesystem
 MAX_DATA = 1024 * MiB                   # the capacity the workload is scaled to
+SMALL_TOTAL = 1280 * MiB                # the same for make_spec(small=True)
+SMALL_DATA = 320 * MiB
 HINT_NAMES = ["data_preferred", "metadata_preferred", "metadata_only", "data_only", "none"]
 
 
@@ -95,6 +98,7 @@ class AgedSpec:
     steps: list[tuple] = field(default_factory=list)    # the workload, see script()
     spare: int = 0                      # a device added mid-life (0: none)
     removed: int = 0                    # the devid removed mid-life (0: none)
+    small: str = ""                     # "s": made small (make_spec(small=True))
 
     @property
     def hinted(self) -> bool:
@@ -108,9 +112,11 @@ class AgedSpec:
         return f"aged {self.seed}: {self.data}/{self.metadata} {sizes} MiB{hints}{spare}: {past}"
 
 
-def make_spec(seed: int, hinted: bool | None = None) -> AgedSpec:
+def make_spec(seed: int, hinted: bool | None = None, small: bool = False) -> AgedSpec:
     """The filesystem and past of @seed; @hinted forces hints on or off
-    (default: every third seed is hinted)."""
+    (default: every third seed is hinted); @small keeps it within
+    SMALL_TOTAL device bytes and SMALL_DATA of data (for the guests, whose
+    relocations run under TCG)."""
     rng = random.Random(f"aged-{seed}")
     data = DATA_PROFILES[seed % len(DATA_PROFILES)]
     meta = META_PROFILES[(seed + seed // len(DATA_PROFILES)) % len(META_PROFILES)]
@@ -119,8 +125,11 @@ def make_spec(seed: int, hinted: bool | None = None) -> AgedSpec:
     if data == "dup":
         n = 1 if meta in ("dup", "single") else need
     sizes = [rng.choice(SIZES) for _ in range(n)]
-    while sum(sizes) > MAX_TOTAL:       # small images: 30 of them fit the suite's time
-        sizes[sizes.index(max(sizes))] //= 2
+    total = SMALL_TOTAL if small else MAX_TOTAL
+    while sum(sizes) > total:           # small images: 30 of them fit the suite's time
+        sizes[sizes.index(max(sizes))] = max(256 * MiB, sizes[sizes.index(max(sizes))] // 2)
+        if all(size == 256 * MiB for size in sizes):
+            break
     if hinted is None:
         hinted = seed % 3 == 2
     hints = [0] * n
@@ -129,8 +138,8 @@ def make_spec(seed: int, hinted: bool | None = None) -> AgedSpec:
         if (any(hints) and sum(_allows(h, True) for h in hints) >= PROFILE_MIN[data] and
                 sum(_allows(h, False) for h in hints) >= PROFILE_MIN[meta]):
             break
-    spec = AgedSpec(seed, data, meta, sizes, hints)
-    capacity = min(int(sum(sizes) * SHARE[data]), MAX_DATA)
+    spec = AgedSpec(seed, data, meta, sizes, hints, small="s" if small else "")
+    capacity = min(int(sum(sizes) * SHARE[data]), SMALL_DATA if small else MAX_DATA)
     largest = max(4 * MiB, min(128 * MiB, capacity // 8)) // MiB * MiB
     level = rng.uniform(0.35, 0.85)
     steps: list[tuple] = [("small", rng.choice([500, 2000, 5000])),
@@ -141,7 +150,9 @@ def make_spec(seed: int, hinted: bool | None = None) -> AgedSpec:
     steps.append(("overwrite", int(capacity * rng.uniform(0.02, 0.08)) // 4096 * 4096))
     if rng.random() < 0.6:
         steps.append(("reflink", rng.randint(20, 150)))
-    steps.append(("write", int(capacity * rng.uniform(0.05, 0.4)) // 4096 * 4096, largest))
+    # Writing back a share of what is left: full filesystems come up, not every time.
+    steps.append(("write", int(capacity * (1 - level) * rng.uniform(0.1, 0.8)) // 4096 * 4096,
+                  largest))
     if rng.random() < 0.5:
         steps.append(("balance", rng.choice([10, 30, 50, 75]), rng.choice([20, 50, 80])))
     if n > need and rng.random() < 0.35:
@@ -160,12 +171,14 @@ def script(spec: AgedSpec, disks: list[str], spare: str | None, mnt: str) -> str
     """Shell lines that make and age @spec on @disks (devids 1..n in order;
     @spare for a mid-life add) mounted at @mnt, and unmount it. Results come
     back as ``@@R age_*`` lines (tests/vm/vmharness.parse_console reads them);
-    a step that fails prints ``@@R age_failed <seed> <step> <op>``, a balance or
-    remove that the full filesystem refuses ``@@R age_enospc <seed> <step> <op>``."""
+    mkfs or the mount failing prints ``@@R age_failed <seed> <what>``, a step
+    that fails (a balance or remove a full filesystem refuses, anything after
+    a transaction abort) ``@@R age_enospc <seed> <step> <op>``: the filesystem
+    is then what its last commit left."""
     s = spec.seed
     vol = f"{mnt}/vol"
     lines = [f"mkfs.btrfs -q -f -K -d {spec.data} -m {spec.metadata} {' '.join(disks)} "
-             f">/dev/null 2>&1 || echo '@@R age_failed {s} mkfs'"]
+             f">/tmp/age.$$ 2>&1 || {{ echo '@@R age_failed {s} mkfs'; cat /tmp/age.$$; }}"]
     for dev, hint in zip(disks, spec.hints):
         if hint:
             lines.append(f"btrfsx property set -f {dev} allocation_hint {HINT_NAMES[hint]} "
@@ -191,8 +204,9 @@ def script(spec: AgedSpec, disks: list[str], spare: str | None, mnt: str) -> str
             cmd = f"btrfs -q device remove {args[0]} {mnt}"
         else:
             raise ValueError(op)
-        # A full filesystem may refuse a balance or a remove: that is part of its past.
-        verdict = "age_enospc" if op in ("balance", "remove") else "age_failed"
+        # A full filesystem may refuse a balance or a remove, or even abort a
+        # transaction and go read-only (seen on raid6): that is part of its past.
+        verdict = "age_enospc"
         lines.append(f"{cmd} >/tmp/age.$$ 2>&1 || echo '@@R {verdict} {s} {i} {op}'; "
                      f"grep '^@@R' /tmp/age.$$; rm -f /tmp/age.$$")
         lines.append("sync")
@@ -216,6 +230,10 @@ def build_tools(bindir: Path, btrfsx: str) -> str:
 def remove_images(paths) -> None:
     for path in paths:
         Path(path).unlink(missing_ok=True)
+
+
+class SetupFailed(AssertionError):
+    """mkfs.btrfs failed on the fresh loop devices (its output says why)."""
 
 
 @dataclass
@@ -247,14 +265,18 @@ class AgedCache:
         self.path_env = path_env
         self._fs: dict[tuple, AgedFs] = {}
 
-    def get(self, seed: int, hinted: bool | None = None) -> AgedFs:
-        key = (seed, hinted)
+    def get(self, seed: int, hinted: bool | None = None, small: bool = False) -> AgedFs:
+        key = (seed, hinted, small)
         if key not in self._fs:
-            self._fs[key] = self._make(make_spec(seed, hinted))
+            try:
+                self._fs[key] = self._make(make_spec(seed, hinted, small))
+            except SetupFailed:
+                # Seen once in a loaded run: mkfs failed on fresh loop devices.
+                self._fs[key] = self._make(make_spec(seed, hinted, small))
         return self._fs[key]
 
     def _make(self, spec: AgedSpec) -> AgedFs:
-        where = self.workdir / f"aged{spec.seed}{'h' if spec.hinted else ''}"
+        where = self.workdir / f"aged{spec.seed}{'h' if spec.hinted else ''}{spec.small}"
         shutil.rmtree(where, ignore_errors=True)
         sizes = spec.sizes + ([spec.spare] if spec.spare else [])
         images = fsutil.make_images(where, sizes, prefix="dev")
@@ -274,7 +296,7 @@ class AgedCache:
         failed = res.results.get("age_failed", [])
         if failed:
             remove_images(images)
-            raise AssertionError(f"{spec.describe()}: aging failed at {failed}:\n"
+            raise (SetupFailed if failed[0][1] == "mkfs" else AssertionError)(f"{spec.describe()}: aging failed at {failed}:\n"
                                  f"{p.stdout[-3000:]}{p.stderr[-3000:]}")
         refused = {w[2] for w in res.results.get("age_enospc", [])}
         removed = 0 if "remove" in refused else spec.removed

@@ -64,9 +64,15 @@ class Case:
     spares: list = field(default_factory=list)   # disk sizes the adds and replaces use
     measure: str = "data"           # data | meta | strict
     final: dict = field(default_factory=dict)    # devid -> (disk name, hint) if all succeed
+    #: an aged filesystem (tests/helpers/aging.py): the members' devids, in
+    #: disk order ("dev0"..), and its description; none for a fresh one
+    devids: list = field(default_factory=list)
+    past: str = ""
 
     def describe(self) -> str:
         ch = " ".join(f"--{op}" + (f" {v}" if v is not None else "") for op, v in self.changes)
+        if self.past:
+            return f"{self.past}\n    plan ({self.series}): {ch}"
         sizes = [s // MiB for s in self.sizes]
         return (f"seed {self.seed} ({self.series}): {self.data}/{self.metadata} {sizes} MiB "
                 f"hints {self.hints} prefill {self.prefill // MiB} MiB, measure "
@@ -245,7 +251,8 @@ def _with_hint(cmd: str, dev: str, hint: str) -> str:
 
 def _change_cmds(case: Case, disks: dict[str, str], mnt: str) -> list[str]:
     """Shell commands that make the changes of @case for real, one per change."""
-    paths = {i + 1: disks[f"dev{i}"] for i in range(len(case.sizes))}
+    devids = case.devids or range(1, len(case.sizes) + 1)
+    paths = {devid: disks[f"dev{i}"] for i, devid in enumerate(devids)}
     spares = iter(disks[f"spare{i}"] for i in range(len(case.spares)))
     cmds = []
     for op, value in case.changes:
@@ -277,33 +284,45 @@ def _change_cmds(case: Case, disks: dict[str, str], mnt: str) -> list[str]:
 
 def script(case: Case, disks: dict[str, str], mnt: str = "/mnt") -> str:
     """The shell lines of @case; @disks names the device of each disk
-    ("dev0".., "spare0.."), @mnt where it is mounted."""
-    devs = [disks[f"dev{i}"] for i in range(len(case.sizes))]
+    ("dev0".., "spare0.."), @mnt where it is mounted. A fresh filesystem is
+    made and given some content first; an aged one (case.devids) is mounted
+    as it is."""
+    devs = [disks[f"dev{i}"] for i in range(len(case.devids or case.sizes))]
+    s = case.seed
+    lines = [f"seed={s}; failed=0; mnt={mnt}"]
+    opts = ",".join(f"device={d}" for d in devs)
+    if case.devids:
+        lines.append(f"mount -o {opts} {devs[0]} {mnt} || echo '@@R setup_failed {s}'")
+    else:
+        lines.append(f"mkfs.btrfs -q -f -d {case.data} -m {case.metadata} {' '.join(devs)} "
+                     f">/dev/null 2>&1 || echo '@@R setup_failed {s}'")
+        for dev, hint in zip(devs, case.hints):
+            if hint:
+                lines.append(f"btrfsx property set -f {dev} allocation_hint {hint} >/dev/null")
+        lines.append(f"mount -o {opts} {devs[0]} {mnt}")
+        for devid, size in case.shrunk.items():
+            lines.append(f"btrfs filesystem resize {devid}:{size // MiB}M {mnt} >/dev/null")
+        lines.append(f"guest-fill part {mnt} {case.prefill} {case.small_files} | "
+                     f"sed 's/^@@R fill_part/@@R part {s}/'")
+    lines.append("sync")
+    return "\n".join(lines) + "\n" + _plan_and_change(case, disks, mnt)
+
+
+def _plan_and_change(case: Case, disks: dict[str, str], mnt: str) -> str:
+    """The plan, the changes for real, and the measures of the result."""
     s = case.seed
     plan_args = " ".join(f"--{op}" + (f" {shlex.quote(v)}" if v is not None else "")
                          for op, v in case.changes)
-    lines = [f"seed={s}; failed=0; mnt={mnt}",
-             f"mkfs.btrfs -q -f -d {case.data} -m {case.metadata} {' '.join(devs)} >/dev/null 2>&1"
-             f" || echo '@@R setup_failed {s}'"]
-    for dev, hint in zip(devs, case.hints):
-        if hint:
-            lines.append(f"btrfsx property set -f {dev} allocation_hint {hint} >/dev/null")
-    opts = ",".join(f"device={d}" for d in devs)
-    lines.append(f"mount -o {opts} {devs[0]} {mnt}")
-    for devid, size in case.shrunk.items():
-        lines.append(f"btrfs filesystem resize {devid}:{size // MiB}M {mnt} >/dev/null")
-    lines.append(f"guest-fill part {mnt} {case.prefill} {case.small_files} | "
-                 f"sed 's/^@@R fill_part/@@R part {s}/'")
-    lines.append("sync")
-    lines.append(f"capture plan_{s} quiet btrfsx --format json filesystem plan {mnt} {plan_args}")
-    lines.append(f"chunks before_{s}")
-    lines.append("mark")
+    lines = [f"capture plan_{s} quiet btrfsx --format json filesystem plan {mnt} {plan_args}",
+             f"chunks before_{s}", "mark"]
     for i, cmd in enumerate(_change_cmds(case, disks, mnt)):
         lines.append(f"step {i} {cmd}")
     # The kernel names the filesystem after one of its devices (a replace changes which).
     names = "|".join(sorted({d.rsplit("/", 1)[-1] for d in disks.values()}))
     lines.append(f"relocated relocated_{s} '{names}'")
     lines.append('if [ "$failed" = 0 ]; then')
+    # The result at rest, read as `filesystem usage` reads it (exact at rest).
+    lines.append(f"  capture usage_{s} quiet btrfsx --format json filesystem usage {mnt}")
     if case.measure == "meta":
         lines.append(f"  capture premeta_{s} btrfs filesystem usage -b {mnt}")
         lines.append(f"  guest-fill meta {mnt} 8000000000 | sed 's/^@@R fill_meta/@@R meta {s}/'")
@@ -317,6 +336,52 @@ def script(case: Case, disks: dict[str, str], mnt: str = "/mnt") -> str:
     lines.append("fi")
     lines.append(f"umount {mnt}")
     return "\n".join(lines) + "\n"
+
+
+def aged_case(fs, series: str, kinds: list[str]) -> Case:
+    """One change on the aged filesystem @fs (an aging.AgedFs), of the kind
+    the seed picks from @kinds ("remove", "resize", "replace", "convert",
+    "add"); the same seed gives the same change."""
+    spec = fs.spec
+    rng = random.Random(f"aged-plan-{series}-{spec.seed}")
+    sizes = spec.sizes + ([spec.spare] if spec.spare else [])
+    size_of = {devid: sizes[devid - 1] for devid in fs.devids}
+    hints = {devid: (spec.hints[devid - 1] if devid <= len(spec.hints) else 0)
+             for devid in fs.devids}
+    case = Case(spec.seed, series, [size_of[d] for d in fs.devids],
+                [hints[d] for d in fs.devids], spec.data, spec.metadata,
+                devids=list(fs.devids), past=spec.describe(), measure="data")
+    need = max(PROFILE_MIN.get(spec.data, 1), PROFILE_MIN.get(spec.metadata, 1))
+    order = kinds[spec.seed % len(kinds):] + kinds[:spec.seed % len(kinds)]
+    for kind in order:
+        devid = rng.choice(fs.devids)
+        if kind == "remove" and len(fs.devids) > need:
+            case.changes = [("remove", str(devid))]
+        elif kind == "resize" and size_of[devid] >= 384 * MiB:
+            new = rng.randrange(256 * MiB, size_of[devid] - 64 * MiB, 16 * MiB)
+            case.changes = [("resize", f"{devid}={new // MiB}M")]
+        elif kind == "replace":
+            size = rng.choice([size_of[devid], size_of[devid] + 256 * MiB])
+            case.spares.append(size)
+            case.changes = [("replace", f"{devid}={size // MiB}M")]
+        elif kind == "convert":
+            what = rng.choice(["data", "metadata"])
+            choices = DATA_PROFILES if what == "data" else META_PROFILES
+            current = spec.data if what == "data" else spec.metadata
+            profiles = [p for p in choices if PROFILE_MIN[p] <= len(fs.devids) and p != current]
+            if not profiles:
+                continue
+            case.changes = [("convert", f"{what}={rng.choice(profiles)}")]
+        elif kind == "add":
+            size = rng.choice([256 * MiB, 512 * MiB])
+            case.spares.append(size)
+            case.changes = [("add", f"{size // MiB}M"), ("remove", str(devid))]
+        else:
+            continue
+        break
+    final = {d: (f"dev{i}", hints[d]) for i, d in enumerate(fs.devids)}
+    case.final = final
+    return case
 
 
 # ----------------------------------------------------------------- the results
@@ -361,6 +426,11 @@ def err(figure: int, truth: int) -> float:
     return (figure - truth) / truth if truth else float(figure != 0)
 
 
+def share(figure: int, truth: int) -> float:
+    """The error for the table: |err|, or 0 within the absolute slack."""
+    return abs(err(figure, truth)) if abs(figure - truth) > SLACK else 0.0
+
+
 def off(figure: int, truth: int) -> bool:
     """Outside the 1 % (and the small absolute slack near 0)."""
     return abs(err(figure, truth)) > TOLERANCE and abs(figure - truth) > SLACK
@@ -373,6 +443,10 @@ class Outcome:
     problems: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     tolerated: bool = False         # a change the plan flagged tight failed
+    #: relative errors of the after-state (aged cases): "allocated" (the worst
+    #: device), "free_estimated", "free_strict", "metadata_room"
+    errors: dict = field(default_factory=dict)
+    kernel_failed: bool = False     # a change failed in the kernel (ENOSPC or abort)
 
     def line(self) -> str:
         verdict = "MISMATCH " + "; ".join(self.problems) if self.problems else \
@@ -404,9 +478,11 @@ def compare(case: Case, res) -> Outcome:
     plan_fail = impossible[0] if impossible else None
     out.notes.append(f"plan {'possible' if plan['possible'] else f'impossible at {plan_fail}'}, "
                      f"kernel {'done' if real_fail is None else f'failed at {real_fail}'}")
+    out.kernel_failed = real_fail is not None
     if real_fail is not None and (plan_fail is None or real_fail < plan_fail):
         text = res.output(f"step_{s}_{real_fail}")[1]
-        if "Read-only file system" in text or "Input/output error" in text:
+        if ("Read-only file system" in text or "Input/output error" in text) and \
+                not steps[real_fail]["tight"] and not case.devids:
             # ENOSPC inside a transaction: the kernel aborted it (its own failure mode).
             out.notes.append(f"change {real_fail}: the kernel aborted a transaction and made "
                              f"the filesystem read-only: {text[-200:]}")
@@ -431,7 +507,10 @@ def compare(case: Case, res) -> Outcome:
     if real_fail is not None:
         text = res.output(f"step_{s}_{real_fail}")[1]
         op = case.changes[real_fail][0]
-        if op in ("remove", "resize", "convert") and "No space left" not in text:
+        # An ENOSPC inside a transaction aborts it: the filesystem goes read-only.
+        if op in ("remove", "resize", "convert") and not any(
+                why in text for why in ("No space left", "Read-only file system",
+                                        "Input/output error")):
             out.problems.append(f"change {real_fail} failed, but not with ENOSPC: {text[-300:]}")
         return out
     before = parse_chunks(res.output(f"before_{s}")[1])
@@ -448,6 +527,8 @@ def compare(case: Case, res) -> Outcome:
         out.problems.append(f"moved bytes {plan_moved} vs {real_moved} "
                             f"({err(plan_moved, real_moved):+.2%})")
     after_fig = plan["after"]
+    if case.devids:
+        _after_state(out, after_fig, res.json(f"usage_{s}")[1])
     if case.measure == "meta":
         used_before = progs_metadata(res.output(f"premeta_{s}")[1])[1]
         size_after = progs_metadata(res.output(f"postmeta_{s}")[1])[0]
@@ -461,11 +542,12 @@ def compare(case: Case, res) -> Outcome:
         written = [int(w[1]) for w in res.results.get("fill", []) if int(w[0]) == s][0]
         key = "free_strict" if case.measure == "strict" else "free_estimated"
         e = err(after_fig[key], written)
+        out.errors[key] = share(after_fig[key], written)
         out.notes.append(f"{key} {after_fig[key] // MiB} MiB, filled {written // MiB} MiB "
                          f"({e:+.2%})")
         if off(after_fig[key], written):
             out.problems.append(f"{key} {e:+.2%}")
-    if out.problems and any(st["tight"] for st in steps):
+    if out.problems and any(st["tight"] for st in steps) and not case.devids:
         # The plan said its figures are uncertain here.
         out.tolerated = True
         out.notes.extend(f"(tight) {p}" for p in out.problems)
@@ -473,5 +555,65 @@ def compare(case: Case, res) -> Outcome:
     return out
 
 
+def _after_state(out: Outcome, planned: dict, real: dict | None) -> None:
+    """The plan's after-state against `filesystem usage` of the real result
+    (exact at rest): every device's allocated bytes, free_strict and
+    metadata_room, each within 1 %."""
+    if not real:
+        out.problems.append("no usage after the change")
+        return
+    allocated = {d["devid"]: d["size"] - d["unallocated"] for d in real["devices"]}
+    notes = []
+    for dev in planned["devices"]:
+        truth = allocated.get(dev["devid"])
+        if truth is None:
+            out.problems.append(f"devid {dev['devid']} planned, not in the filesystem")
+            continue
+        figure = dev["size"] - dev["unallocated"]
+        e = err(figure, truth)
+        if off(figure, truth):
+            notes.append(f"devid {dev['devid']} {figure // MiB}/{truth // MiB} MiB ({e:+.1%})")
+    if set(allocated) != {d["devid"] for d in planned["devices"]}:
+        out.problems.append(f"devices differ: planned {[d['devid'] for d in planned['devices']]}, "
+                            f"real {sorted(allocated)}")
+    out.errors["allocated"] = max((share(d["size"] - d["unallocated"],
+                                         allocated.get(d["devid"], 0))
+                                   for d in planned["devices"]), default=0.0)
+    if notes:
+        out.problems.append("allocated " + ", ".join(notes))
+    for key in ("free_strict", "metadata_room"):
+        e = err(planned[key], real[key])
+        out.errors[key] = share(planned[key], real[key])
+        out.notes.append(f"{key} {planned[key] // MiB}/{real[key] // MiB} MiB ({e:+.2%})")
+        if off(planned[key], real[key]):
+            out.problems.append(f"{key} {e:+.2%} against usage after the change")
+
+
 def report(outcomes: list[Outcome]) -> str:
     return "\n".join(o.line() for o in outcomes)
+
+
+def table(outcomes: list[Outcome]) -> str:
+    """Per change kind: cases, verdicts that agree, and the worst and median
+    error of each after-state figure (the issue's table)."""
+    import statistics
+
+    rows = ["kind       cases  verdict  figure          worst    median"]
+    kinds: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        kinds.setdefault("+".join(op for op, _ in o.case.changes), []).append(o)
+    for kind, group in sorted(kinds.items()):
+        agree = sum(1 for o in group if not any("the plan says" in p for p in o.problems))
+        first = True
+        for key in ("allocated", "free_estimated", "free_strict", "metadata_room"):
+            values = [o.errors[key] for o in group if key in o.errors]
+            if not values:
+                continue
+            rows.append(f"{kind if first else '':10} {len(group) if first else '':>5}  "
+                        f"{f'{agree}/{len(group)}' if first else '':>7}  {key:14} "
+                        f"{max(values):7.2%}  {statistics.median(values):7.2%}")
+            first = False
+        if first:
+            rows.append(f"{kind:10} {len(group):>5}  {agree}/{len(group):<5}  (no after-state: "
+                        f"the change failed)")
+    return "\n".join(rows)

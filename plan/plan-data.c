@@ -1,0 +1,299 @@
+/*
+ * A data chunk relocated extent by extent, as the kernel does it
+ * (fs/btrfs/relocation.c, extent-tree.c find_free_extent()), on the
+ * planner's state (plan-private.h):
+ *
+ *  - the chunk's extents go in address order, in clusters of adjacent
+ *    extents (at most 128); before each cluster the kernel reserves its
+ *    bytes, allocating data chunks while the free space of the writable
+ *    data block groups is short (btrfs_alloc_data_chunk_ondemand);
+ *  - each extent needs one free range of its whole size (the relocation
+ *    preallocates it with min_size = its size): the block group that holds
+ *    the hint first, from the hint on (the end of the cluster's previous
+ *    extent), then every block group in list order (by address), each
+ *    offering its largest free range (the free space cache's bytes index);
+ *    when none has room, a new chunk is allocated and the search repeated;
+ *  - kernels from 6.3 on keep size classes (below 128 KiB, below 8 MiB,
+ *    larger): a block group gets the class of its first allocation, or of
+ *    the smallest of five sampled extents when it is read in; an extent goes
+ *    to a group of its class, then to one without a class, then a new chunk
+ *    is allocated, and only then to a group of another class.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "common/error.h"
+#include "format/ctree.h"
+#include "plan/plan-private.h"
+
+/* The passes of find_free_extent() that matter here. */
+enum pass { PASS_CLASS, PASS_UNSET, PASS_ALLOC_CHUNK, PASS_WRONG_CLASS, PASS_END };
+
+#define MAX_CLUSTER 128
+
+static bool class_fits(const struct plan_state *s, const struct ps_chunk *c, enum ps_size_class cls,
+		       enum pass pass)
+{
+	if (!s->size_classes || pass >= PASS_WRONG_CLASS)
+		return true;
+	if (pass >= PASS_UNSET && c->size_class == PS_SC_NONE)
+		return true;
+	return c->size_class == cls;
+}
+
+static bool usable(const struct plan_state *s, size_t idx, uint64_t type)
+{
+	const struct ps_chunk *c = &s->chunks[idx];
+
+	return !c->gone && !c->moving && c->type == type && c->nr_holes;
+}
+
+/* The first free range of @c from @at on (or holding it) of @len bytes; its start, or 0. */
+static uint64_t from_hint(const struct ps_chunk *c, uint64_t at, uint64_t len)
+{
+	for (size_t h = 0; h < c->nr_holes; h++) {
+		const struct ps_hole *x = &c->holes[h];
+		uint64_t start = x->start > at ? x->start : at;
+
+		if (x->start + x->len <= at || x->start + x->len - start < len)
+			continue;
+		return start;
+	}
+	return 0;
+}
+
+/* The largest free range of @c (the lowest of equals), or NULL. */
+static const struct ps_hole *largest(const struct ps_chunk *c)
+{
+	const struct ps_hole *best = NULL;
+
+	for (size_t h = 0; h < c->nr_holes; h++)
+		if (!best || c->holes[h].len > best->len)
+			best = &c->holes[h];
+	return best;
+}
+
+/* The chunk holding @logical, or -1 (chunks are by address but for reused ranges). */
+static long chunk_at(const struct plan_state *s, uint64_t logical)
+{
+	size_t lo = 0, hi = s->nr_chunks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->chunks[mid].logical + s->chunks[mid].length <= logical)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < s->nr_chunks; i++)
+		if (!s->chunks[i].gone && s->chunks[i].logical <= logical &&
+		    logical < s->chunks[i].logical + s->chunks[i].length)
+			return (long)i;
+	return -1;
+}
+
+/* ---- the index of free ranges ---- */
+
+static void tree_put(uint64_t *tree, size_t leaves, size_t i, uint64_t value)
+{
+	size_t k = leaves + i;
+
+	tree[k] = value;
+	for (k >>= 1; k; k >>= 1)
+		tree[k] = tree[2 * k] > tree[2 * k + 1] ? tree[2 * k] : tree[2 * k + 1];
+}
+
+/* The first leaf of at least @len, or SIZE_MAX. */
+static size_t tree_first(const uint64_t *tree, size_t leaves, uint64_t len)
+{
+	size_t k = 1;
+
+	if (!leaves || tree[1] < len)
+		return SIZE_MAX;
+	while (k < leaves)
+		k = tree[2 * k] >= len ? 2 * k : 2 * k + 1;
+	return k - leaves;
+}
+
+static int class_of(const struct plan_state *s, const struct ps_chunk *c)
+{
+	return s->size_classes ? (int)c->size_class : 0;
+}
+
+/* Chunk @i's leaf: its largest free range under its class, 0 under the others. */
+static void hix_set(struct plan_state *s, size_t i)
+{
+	struct ps_hole_index *x = &s->hix;
+	const struct ps_hole *h = usable(s, i, x->type) ? largest(&s->chunks[i]) : NULL;
+	int cls = class_of(s, &s->chunks[i]);
+
+	for (int k = 0; k <= PS_SC_LARGE; k++)
+		if (k != cls && x->tree[k][x->leaves + i])
+			tree_put(x->tree[k], x->leaves, i, 0);
+	if (x->tree[cls][x->leaves + i] != (h ? h->len : 0))
+		tree_put(x->tree[cls], x->leaves, i, h ? h->len : 0);
+}
+
+/* The index for chunks of @type, with every chunk there is. */
+static int hix_sync(struct plan_state *s, uint64_t type)
+{
+	struct ps_hole_index *x = &s->hix;
+
+	if (x->stale || x->type != type || s->nr_chunks > x->leaves) {
+		size_t leaves = 64;
+
+		while (leaves < 2 * s->nr_chunks)
+			leaves *= 2;
+		for (int k = 0; k <= PS_SC_LARGE; k++) {
+			free(x->tree[k]);
+			x->tree[k] = calloc(2 * leaves, sizeof(*x->tree[k]));
+			if (!x->tree[k])
+				return bx_error(-ENOMEM, "out of memory");
+		}
+		*x = (struct ps_hole_index){ type, 0, leaves,
+					     { x->tree[0], x->tree[1], x->tree[2], x->tree[3] }, false };
+	}
+	for (; x->nr < s->nr_chunks; x->nr++)
+		hix_set(s, x->nr);
+	return 0;
+}
+
+/* The first chunk (list order) of an allowed class with a free range of @len; or SIZE_MAX. */
+static size_t hix_first(struct plan_state *s, enum ps_size_class cls, enum pass pass, uint64_t len)
+{
+	size_t best = SIZE_MAX;
+
+	for (int k = 0; k <= PS_SC_LARGE; k++) {
+		size_t i;
+
+		if (s->size_classes && pass < PASS_WRONG_CLASS && k != (int)cls &&
+		    !(pass >= PASS_UNSET && k == PS_SC_NONE))
+			continue;
+		i = tree_first(s->hix.tree[k], s->hix.leaves, len);
+		if (i < best)
+			best = i;
+	}
+	return best;
+}
+
+/* Puts the extent at @at of chunk @i; the chunk takes @cls when it had none. */
+static int put(struct plan_state *s, size_t i, uint64_t at, uint64_t len, enum ps_size_class cls,
+	       uint64_t *hint)
+{
+	int ret = ps_put_extent(s, i, at, len);
+
+	if (ret)
+		return ret;
+	if (s->size_classes && s->chunks[i].size_class == PS_SC_NONE)
+		s->chunks[i].size_class = cls;
+	hix_set(s, i);
+	*hint = at + len;
+	return 1;
+}
+
+/* One search of find_free_extent(): 1 placed (at *@hint's new value), 0 not, or an errno. */
+static int search(struct plan_state *s, uint64_t type, uint64_t len, enum pass pass, uint64_t *hint)
+{
+	enum ps_size_class cls = ps_size_class(len);
+	long h = *hint ? chunk_at(s, *hint) : -1;
+	size_t i;
+	int ret = hix_sync(s, type);
+
+	if (ret)
+		return ret;
+	if (h >= 0 && usable(s, (size_t)h, type) && class_fits(s, &s->chunks[h], cls, pass)) {
+		uint64_t at = from_hint(&s->chunks[h], *hint, len);
+
+		if (at)
+			return put(s, (size_t)h, at, len, cls, hint);
+	}
+	i = hix_first(s, cls, pass, len);
+	return i == SIZE_MAX ? 0 : put(s, i, largest(&s->chunks[i])->start, len, cls, hint);
+}
+
+/* find_free_extent() for one extent: 1 placed, 0 no room (ENOSPC), or an errno. */
+static int place(struct plan_state *s, uint64_t type, uint64_t len, const struct bx_place_chunk *improve,
+		 uint64_t *hint)
+{
+	for (enum pass pass = PASS_CLASS; pass < PASS_END; pass++) {
+		int ret;
+
+		if (!s->size_classes && pass != PASS_CLASS && pass != PASS_ALLOC_CHUNK)
+			continue;
+		if (pass == PASS_ALLOC_CHUNK) {
+			long n = ps_pool_chunk(s, type, improve);
+
+			if (n < 0 && n != -ENOSPC)
+				return (int)n;
+		}
+		ret = search(s, type, len, pass, hint);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The reservation of a cluster's bytes: data chunks while the free space is short. */
+static int reserve(struct plan_state *s, uint64_t type, uint64_t bytes, const struct bx_place_chunk *improve)
+{
+	while (ps_pool_free(s, type) < bytes) {
+		long n = ps_pool_chunk(s, type, improve);
+
+		if (n == -ENOSPC)
+			return 0;
+		if (n < 0)
+			return (int)n;
+	}
+	return 1;
+}
+
+static int ext_cmp(const void *a, const void *b)
+{
+	const struct bx_usage_dextent *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int ps_move_extents(struct plan_state *s, size_t idx, uint64_t target, const struct bx_place_chunk *improve,
+		    uint64_t *missing)
+{
+	struct ps_chunk *c = &s->chunks[idx];
+	size_t e = 0;
+
+	*missing = 0;
+	for (size_t k = 1; k < c->nr_exts; k++)
+		if (c->exts[k].start < c->exts[k - 1].start) {
+			qsort(c->exts, c->nr_exts, sizeof(*c->exts), ext_cmp);
+			break;
+		}
+	if (hix_sync(s, target))
+		return -ENOMEM;		/* the message is recorded */
+	hix_set(s, idx);	/* being moved: read-only */
+	while (e < c->nr_exts) {
+		size_t end = e + 1;
+		uint64_t bytes = c->exts[e].len, hint = 0;
+		int ret;
+
+		while (end < c->nr_exts && end - e < MAX_CLUSTER &&
+		       c->exts[end].start == c->exts[end - 1].start + c->exts[end - 1].len)
+			bytes += c->exts[end++].len;
+		ret = reserve(s, target, bytes, improve);
+		/* New chunks may have moved the chunk array: @c again, after each. */
+		c = &s->chunks[idx];
+		while (ret > 0 && e < end) {
+			ret = place(s, target, c->exts[e].len, improve, &hint);
+			c = &s->chunks[idx];
+			e += ret > 0;
+		}
+		if (ret < 0)
+			return ret;
+		if (!ret) {
+			for (; e < c->nr_exts; e++)
+				*missing += c->exts[e].len;
+			return 1;
+		}
+	}
+	return 0;
+}
