@@ -125,6 +125,11 @@ def exercise(tmp_path: Path):
     clean = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
     p = run(["/usr/bin/btrfsx", "--version"], env=clean)
     assert p.returncode == 0 and p.stdout.startswith("btrfsx "), p
+    # a --prefix=/usr build, installed into a DESTDIR (debian/tmp): configuration in /etc
+    library = sorted(Path("/usr/lib").glob("*/libbtrfsx.so.0"))
+    for binary in [Path("/usr/bin/btrfsx")] + library[:1]:
+        strings = run(["strings", binary]).stdout.split()
+        assert "/etc/btrfsx" in strings and "/usr/etc/btrfsx" not in strings, binary
     p = run(["/usr/bin/btrfsx", "monitor", "report", "--check", "--db", tmp_path / "none.db"],
             env=clean)
     assert p.returncode == 3 and p.stdout.startswith("BTRFSX UNKNOWN - "), p
