@@ -88,11 +88,11 @@ static size_t find_jumps(const struct bx_trend_sample *pts, size_t n, bool *jump
 	centre = median_sorting(rate, nr_steps);
 	for (size_t i = 0; i < nr_steps; i++)
 		rate[i] = fabs(dev[i] - centre);
-	spread = 1.4826 * median_sorting(rate, nr_steps);
+	spread = fmax(1.4826 * median_sorting(rate, nr_steps), BX_TREND_MIN_SPREAD);
 	for (size_t i = 1; i < n; i++) {
 		double off = fabs(dev[i - 1] - centre);
 
-		if (off > BX_TREND_JUMP_SCALE * spread && off > 0) {
+		if (off > BX_TREND_JUMP_SCALE * spread) {
 			jump[i] = true;
 			nr_jumps++;
 		}

@@ -12,7 +12,7 @@
  *  2. one-off jumps are found: steps between neighbouring points that the
  *     typical pace does not explain (more than BX_TREND_JUMP_SCALE robust
  *     standard deviations, from the median absolute deviation, away from
- *     it). Up to BX_TREND_MAX_ONE_OFF of them in a window — a balance, a
+ *     it, the deviation taken as at least BX_TREND_MIN_SPREAD). Up to BX_TREND_MAX_ONE_OFF of them in a window — a balance, a
  *     deletion, a large copy — cut the series into stretches; more are a
  *     pattern (a nightly backup, a rotation) and stay part of the trend;
  *  3. the slope is the Theil–Sen estimate: the median of the slopes of all
@@ -30,6 +30,14 @@
 #define BX_TREND_MAX_POINTS 256
 #define BX_TREND_JUMP_SCALE 8.0
 #define BX_TREND_MAX_ONE_OFF 3
+/*
+ * The least robust spread a one-off is measured against (bytes): on quiet,
+ * noise-free or quantized use (whole 16 KiB nodes) the spread is 0, and
+ * every rounding of a step would be a "jump" — a few of them excluded from
+ * the pace, or more than BX_TREND_MAX_ONE_OFF cancelling the real one-offs.
+ * A one-off moves at least BX_TREND_JUMP_SCALE times this.
+ */
+#define BX_TREND_MIN_SPREAD (1024.0 * 1024.0)
 
 struct bx_trend_sample {
 	double t;	/* seconds */

@@ -200,6 +200,28 @@ static void test_flat_with_bumps(void)
 	CHECK(tr.slope == 0);
 }
 
+/*
+ * Noise-free growth in whole 16 KiB nodes and one balance of +1 GB: the
+ * robust spread of the steps is 0, and the rounding of each step must not
+ * count as a one-off (more than BX_TREND_MAX_ONE_OFF of those would cancel
+ * them all and leave the balance in the pace).
+ */
+static void test_quantized_with_one_off(void)
+{
+	struct bx_trend_sample s[40];
+	struct bx_trend tr;
+
+	for (int i = 0; i < 40; i++) {
+		double y = 16384.0 * floor((1e9 + 10e6 * i) / 16384) + (i >= 25) * 1e9;
+
+		s[i] = (struct bx_trend_sample){ i * DAY, y };
+	}
+	tr = fit(s, 40);
+	CHECK(tr.status == BX_TREND_OK);
+	CHECK(tr.nr_jumps == 1);
+	CHECK(near(tr.slope * DAY, 10e6, 0.01));
+}
+
 /* A year of 5-minute samples: reduced to BX_TREND_MAX_POINTS, pace kept. */
 static void test_year(void)
 {
@@ -245,7 +267,11 @@ static int project(const struct bx_mon_figures *f, size_t n, int64_t now,
 	return bx_mon_project_figures(f, n, &opts, p);
 }
 
-/* Metadata alone: (room - reserve) / pace; data: free_strict / pace; days count from now. */
+/*
+ * Metadata alone: (room - reserve) / pace; data: free_estimated / pace, not
+ * free_strict (what data can take, not what it takes without the metadata
+ * devices' room); days count from now.
+ */
 static void test_projection_alone(void)
 {
 	struct bx_mon_figures f[10];
@@ -256,9 +282,9 @@ static void test_projection_alone(void)
 	CHECK(bx_mon_projection_ok(&p) && p.nr_samples == 10 && p.have_latest);
 	CHECK(p.metadata_left == (uint64_t)(90 * MiB));
 	CHECK(near(p.metadata_days.days, 90, 1e-9) && p.metadata_days.exhausts);
-	CHECK(near(p.data_days.days, 40, 1e-9));
+	CHECK(p.data_left == (uint64_t)(500 * MiB) && near(p.data_days.days, 50, 1e-9));
 	CHECK(project(f, 10, f[9].time + (int64_t)(10 * DAY), &p) == 0);
-	CHECK(near(p.metadata_days.days, 80, 1e-9) && near(p.data_days.days, 30, 1e-9));
+	CHECK(near(p.metadata_days.days, 80, 1e-9) && near(p.data_days.days, 40, 1e-9));
 }
 
 /*
@@ -318,6 +344,7 @@ int main(void)
 	test_staircase();
 	test_rotation();
 	test_flat_with_bumps();
+	test_quantized_with_one_off();
 	test_year();
 	test_projection_alone();
 	test_projection_data_takes_room();
