@@ -79,7 +79,7 @@ struct verdict {
 	bool stale;			/* no sample within max_age */
 	int64_t age;			/* seconds since the newest sample; 0 when none */
 	bool metadata_gone;		/* no metadata room above the global reserve now */
-	bool data_gone;			/* no strict free space now */
+	bool data_gone;			/* data can take nothing more now */
 };
 
 /* ---- options ---- */
@@ -111,7 +111,7 @@ static struct verdict judge(const struct bx_mon_projection *p, const struct chec
 		return v;
 	}
 	v.metadata_gone = p->metadata_left == 0;
-	v.data_gone = p->latest.free_strict == 0;
+	v.data_gone = p->data_left == 0;
 	if (v.metadata_gone || v.data_gone) {
 		v.state = CHECK_CRITICAL;
 		return v;
@@ -187,7 +187,7 @@ static void status_part(const struct bx_mon_fs *fs, const struct bx_mon_projecti
 		snprintf(buf, len, "%s: %s%s%s now", fs_name(fs),
 			 v->metadata_gone ? "the metadata room is down to the global reserve" : "",
 			 v->metadata_gone && v->data_gone ? ", and " : "",
-			 v->data_gone ? "no strict free space is left for data" : "");
+			 v->data_gone ? "no free space is left for data" : "");
 	} else if (reason[0]) {
 		snprintf(buf, len, "%s: %s", fs_name(fs), reason);
 	} else {
@@ -238,7 +238,7 @@ static void perfdata(const struct bx_mon_fs *fs, const struct bx_mon_projection 
 	if (!p->have_latest)
 		return;
 	perf_item(buf, len, fs_name(fs), "metadata_left", (double)p->metadata_left, "B", ";");
-	perf_item(buf, len, fs_name(fs), "free_strict", (double)p->latest.free_strict, "B", ";");
+	perf_item(buf, len, fs_name(fs), "data_left", (double)p->data_left, "B", ";");
 	if (!bx_mon_projection_ok(p))
 		return;
 	snprintf(thresholds, sizeof(thresholds), "%g:;%g:", co->warning, co->critical);

@@ -676,7 +676,7 @@ struct btrfsx_monitor_projection {
 	struct btrfsx_monitor_sample latest;
 	uint64_t metadata_left;		/* metadata_room less the global reserve */
 	struct btrfsx_monitor_trend metadata;	/* metadata use; days until metadata ENOSPC */
-	struct btrfsx_monitor_trend data;	/* data use; days until free_strict is gone */
+	struct btrfsx_monitor_trend data;	/* data use; days until free_estimated is gone */
 	char reason[128];		/* why there is no projection; "" when both are ok */
 	/* Since 0.2: no projection without evidence (see btrfsx_monitor_projections()) */
 	int64_t min_history;		/* BTRFSX_MONITOR_MIN_HISTORY */
@@ -706,7 +706,7 @@ struct btrfsx_monitor_projection {
  * The pace is a robust fit (Theil-Sen with up to three one-off jumps, a
  * balance or a deletion, left out); metadata's days run until the metadata
  * room falls to the global reserve, data taking its share of the room where
- * the two share devices; data's until free_strict is gone. No projection
+ * the two share devices; data's until free_estimated is gone. No projection
  * without evidence: until the window's samples span BTRFSX_MONITOR_MIN_HISTORY
  * and number 3, the filesystem is @learning, neither trend is ok, and
  * @reason tells the growth seen (a @burst when at its pace the room would

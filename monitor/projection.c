@@ -123,7 +123,7 @@ static void learn(struct bx_mon_projection *p, double burst_days)
 	p->metadata_seen = seen((double)f->metadata_used, (double)l->metadata_used, p->span,
 				(double)p->metadata_left, burst_days);
 	p->data_seen = seen((double)f->data_used, (double)l->data_used, p->span,
-			    (double)l->free_strict, burst_days);
+			    (double)p->data_left, burst_days);
 }
 
 /* Fits both uses and projects their days; -ENOMEM. */
@@ -148,7 +148,7 @@ static int project(const struct bx_mon_figures *figs, size_t n, struct bx_mon_pr
 		from_now(&p->metadata_days, p->now - last->time);
 	}
 	if (p->data.status == BX_TREND_OK) {
-		bx_trend_days_left(&p->data, (double)last->free_strict, &p->data_days);
+		bx_trend_days_left(&p->data, (double)p->data_left, &p->data_days);
 		from_now(&p->data_days, p->now - last->time);
 	}
 	return 0;
@@ -175,6 +175,7 @@ int bx_mon_project_figures(const struct bx_mon_figures *figs, size_t n,
 	p->span = last->time - figs[0].time;
 	p->metadata_left = last->metadata_room > last->global_reserve ?
 			   last->metadata_room - last->global_reserve : 0;
+	p->data_left = last->free_estimated;
 	p->learning = n < BX_TREND_MIN_SAMPLES || p->span < opts->min_history;
 	if (p->learning) {
 		learn(p, opts->burst_days);

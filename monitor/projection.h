@@ -11,8 +11,12 @@
  *   space in the data chunks is used, evenly until data's free space
  *   (free_estimated) is gone. The classic metadata ENOSPC on a filesystem
  *   df shows half empty is that: data chunks took the room.
- * - Data: free_strict, the data bytes that fit without taking the
- *   metadata devices' room, at the pace data_used grows.
+ * - Data: free_estimated, the data bytes the kernel can still write
+ *   (the allocator model run forward, hints honoured), at the pace
+ *   data_used grows. Not free_strict: on an array whose devices are all
+ *   metadata_preferred the strict figure is 0 for good, and a page on it
+ *   would never stop; data taking the metadata devices' room is what the
+ *   metadata projection above counts.
  *
  * The remaining amounts are the newest sample's; days are counted from
  * @now (a sample an hour old has an hour less left).
@@ -71,10 +75,11 @@ struct bx_mon_projection {
 	struct bx_mon_figures first;	/* the oldest sample in the window */
 	struct bx_mon_figures latest;	/* the newest */
 	uint64_t metadata_left;		/* metadata_room less the global reserve */
+	uint64_t data_left;		/* free_estimated: what data can still take */
 	struct bx_trend metadata;	/* metadata_used over time; not fitted while learning */
 	struct bx_trend data;		/* data_used over time */
 	struct bx_trend_days metadata_days;	/* metadata_left; valid with metadata OK */
-	struct bx_trend_days data_days;	/* free_strict; valid with data OK */
+	struct bx_trend_days data_days;	/* data_left; valid with data OK */
 };
 
 /*

@@ -77,8 +77,8 @@ def test_burst_after_enabling_is_told_not_paged(fs, state, run_btrfsx, btrfsx_js
 
 @pytest.mark.root
 def test_steady_leak_pages_after_learning(fs, state, run_btrfsx, btrfsx_json):
-    """Data grows 20 MiB every 2 hours (240 MiB a day, ~1.7 days of strict
-    free space): while learning the plugin is OK and calls it a burst; with a
+    """Data grows 20 MiB every 2 hours (240 MiB a day, ~1.7 days of free
+    space): while learning the plugin is OK and calls it a burst; with a
     day of history it is CRITICAL, on the latest end of the range."""
     for h in range(0, 28, 2):
         with open(fs / f"leak{h}", "wb") as f:
@@ -94,6 +94,35 @@ def test_steady_leak_pages_after_learning(fs, state, run_btrfsx, btrfsx_json):
     assert not doc["learning"] and doc["data_days_left_high"] < 14
     upper = re.search(r"'tank data_days_left_upper'=([0-9.]+);30:;14:;0", line)
     assert upper and float(upper.group(1)) == pytest.approx(doc["data_days_left_high"], abs=0.01)
+
+
+@pytest.mark.root
+def test_no_page_for_data_on_metadata_preferred_devices(loopdevs, mkfs, mounted, state,
+                                                        run_btrfsx, btrfsx_json):
+    """Every device metadata_preferred: strict mode treats the preference as
+    metadata_only, so the strict free space for data is only what is left in
+    the data chunks (and 0 once they fill), yet data has all the room it
+    wants. The data days count what data can take (free_estimated): at
+    12 MiB a day the check is OK, where the strict figure would page
+    CRITICAL in days, and never stop paging once it reached 0."""
+    devs = loopdevs(2, size="512M")
+    mkfs(list(devs), data="raid1", metadata="raid1", label="tank")
+    for dev in devs:
+        run_btrfsx("device", "property", "set", dev, "allocation_hint", "metadata_preferred")
+    with mounted(devs[0]) as mnt:
+        for h in range(0, 28, 4):
+            with open(mnt / f"data{h}", "wb") as f:
+                f.write(os.urandom(2 * MiB))
+            record(run_btrfsx, state, mnt, h / 24)
+        usage = btrfsx_json("filesystem", "usage", str(mnt))
+        line, out = check(run_btrfsx, state, 24 / 24, code=0)
+    assert usage["free_strict"] < 100 * MiB < 4 * usage["free_strict"] < usage["free_estimated"]
+    assert line.startswith("BTRFSX OK - tank: "), line
+    left = re.search(r"'tank data_left'=([0-9]+)B", line)
+    assert left and int(left.group(1)) == usage["free_estimated"], line
+    doc = btrfsx_json("monitor", "report", env=env_at(state, 24 / 24))["filesystems"][0]
+    assert not doc["learning"] and doc["data_days_left"] > 30
+    assert usage["free_strict"] / doc["data_growth_per_day"] < 14
 
 
 @pytest.mark.root
@@ -196,7 +225,7 @@ def test_perfdata_labels(loopdevs, mkfs, mounted, state, run_btrfsx):
     status, perf = line.split(" | ")
     assert "\t" not in line and status.startswith("BTRFSX OK - we'ird=?fs: metadata ")
     items = re.findall(r"'([^']*)'=([0-9.]+)(B?);([^; ]*);([^; ]*);0(?= |$)", perf)
-    assert [i[0] for i in items][:2] == ["we_ird__fs metadata_left", "we_ird__fs free_strict"]
+    assert [i[0] for i in items][:2] == ["we_ird__fs metadata_left", "we_ird__fs data_left"]
     assert all(unit == "B" for name, value, unit, w, c in items[:2])
 
 

@@ -802,7 +802,7 @@ class MonitorProjection:
     latest: Optional[MonitorSample]  #: the newest sample in the window
     metadata_left: int               #: metadata room less the global reserve
     metadata: MonitorTrend           #: metadata use; days until metadata ENOSPC
-    data: MonitorTrend               #: data use; days until free_strict is gone
+    data: MonitorTrend               #: data use; days until free_estimated is gone
     reason: str                      #: why there is no projection; "" when there is
     min_history: float               #: seconds: learning until the samples span this long
     history_span: float              #: seconds between the oldest and the newest sample
