@@ -70,7 +70,7 @@ struct bx_misplaced_report {
 	BX_MISPLACED_REPORT_FIELDS(BX_FIELD_MEMBER)
 	struct bx_misplaced_totals forbidden;
 	struct bx_misplaced_totals off_preference;
-	/* the measured copy rate of earlier relocations (bx_relocate_rate_*) */
+	/* the measured copy rate of earlier relocations (fsops/copy-rate.h) */
 	bool have_rate;
 	double rate;			/* used bytes per second */
 	uint64_t pool[BX_PLACE_NR_KINDS];	/* free bytes in well-placed chunks, per kind */
@@ -115,17 +115,5 @@ int bx_misplaced_compute(const struct bx_usage_input *in, const char *state_dir,
 /* bx_misplaced_compute() with no rate and no warning said (the planner says its own). */
 int bx_misplaced_compute_quiet(const struct bx_usage_input *in, struct bx_misplaced_report *rep);
 void bx_misplaced_report_release(struct bx_misplaced_report *rep);
-
-/*
- * The copy rate of relocations on filesystem @fsid: used bytes moved and
- * seconds spent in the kernel's balance calls, summed over runs, kept in
- * @state_dir/relocate/<fsid>.json. load: 0 and *bytes = 0 when nothing was
- * measured yet. add: adds one run's figures (written to a temporary file,
- * renamed over the old one).
- */
-int bx_relocate_rate_load(const char *state_dir, const uint8_t fsid[16], uint64_t *bytes,
-			  double *seconds);
-int bx_relocate_rate_add(const char *state_dir, const uint8_t fsid[16], uint64_t bytes,
-			 double seconds);
 
 #endif

@@ -28,6 +28,7 @@
 #include "common/error.h"
 #include "common/atomic-file.h"
 #include "common/units.h"
+#include "fsops/copy-rate.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/usage.h"
 #include "format/ctree.h"
@@ -1018,8 +1019,9 @@ int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 		enum bx_error_kind kind = bx_error_last_kind();
 
 		snprintf(reason, sizeof(reason), "%s", ret ? bx_error_message(ret) : "");
-		ret2 = r.res->nr_relocated ? bx_relocate_rate_add(r.state_dir, r.mfs.fsid,
-								  r.res->bytes_moved, r.res->kernel_seconds) : 0;
+		ret2 = r.res->nr_relocated ? bx_copy_rate_add(r.state_dir, r.mfs.fsid,
+							      r.res->bytes_moved,
+							      r.res->kernel_seconds) : 0;
 		if (ret2)
 			bx_warn("the copy rate was not recorded: %s", bx_error_message(ret2));
 		ret2 = remaining(&r);
