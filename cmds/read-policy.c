@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <uuid/uuid.h>
 
 #include "cmds/commands.h"
 #include "cmds/property.h"
@@ -395,42 +394,14 @@ static const char *const forget_usage[] = {
 
 static int cmd_forget(struct bx_ctx *ctx, int argc, char **argv)
 {
-	struct bx_rp_config config;
 	char fsid[BX_FSID_STR_LEN];
-	const char *arg;
-	uuid_t uu;
 	int opt, ret;
 
 	while ((opt = bx_getopt(ctx, argc, argv, "h", NULL)) != -1)
 		return bx_opt_result(opt);
 	ret = bx_check_argc(argc - optind, 1, 1);
-	if (ret)
-		return ret;
-	arg = argv[optind];
-	if (strlen(arg) == 36 && !uuid_parse(arg, uu) && access(arg, F_OK)) {
-		uuid_unparse_lower(uu, fsid);
-	} else {
-		struct bx_mounted_fs fs;
-
-		ret = bx_mounted_open(arg, &fs);
-		if (ret) {
-			char why[512];
-
-			snprintf(why, sizeof(why), "%s", bx_error_message(ret));
-			return bx_error(ret, "'%s' is neither an FSID nor a path on a mounted btrfs "
-					"(%s)", arg, why);
-		}
-		snprintf(fsid, sizeof(fsid), "%s", fs.fsid_str);
-		bx_mounted_close(&fs);
-	}
-	ret = bx_rp_config_load(ctx->config_dir, &config);
-	if (ret)
-		return ret;
-	if (!bx_rp_config_remove(&config, fsid))
-		ret = bx_error(-ENOENT, "%s: no read policy is recorded for filesystem %s", arg, fsid);
-	else
-		ret = bx_rp_config_save(ctx->config_dir, &config);
-	bx_rp_config_free(&config);
+	if (!ret)
+		ret = bx_rp_forget(ctx->config_dir, argv[optind], fsid);
 	if (ret)
 		return ret;
 	bx_out_str(ctx->out, "fsid", fsid, 0);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
 
 #include "common/error.h"
 #include "fsops/read-policy.h"
@@ -67,6 +69,50 @@ int bx_rp_record(const char *config_dir, const char *fsid, const char *policy)
 		return ret;
 	ret = bx_rp_config_put(&config, fsid, policy);
 	if (!ret)
+		ret = bx_rp_config_save(config_dir, &config);
+	bx_rp_config_free(&config);
+	return ret;
+}
+
+/*
+ * The FSID @arg names: itself when it is one (and no file of that name
+ * exists), else the filesystem mounted where the path @arg leads.
+ */
+static int fsid_named(const char *arg, char fsid[BX_FSID_STR_LEN])
+{
+	struct bx_mounted_fs fs;
+	uuid_t uu;
+	int ret;
+
+	if (strlen(arg) == 36 && !uuid_parse(arg, uu) && access(arg, F_OK)) {
+		uuid_unparse_lower(uu, fsid);
+		return 0;
+	}
+	ret = bx_mounted_open(arg, &fs);
+	if (ret) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", bx_error_message(ret));
+		return bx_error(ret, "'%s' is neither an FSID nor a path on a mounted btrfs (%s)",
+				arg, why);
+	}
+	snprintf(fsid, BX_FSID_STR_LEN, "%s", fs.fsid_str);
+	bx_mounted_close(&fs);
+	return 0;
+}
+
+int bx_rp_forget(const char *config_dir, const char *arg, char fsid[BX_FSID_STR_LEN])
+{
+	struct bx_rp_config config;
+	int ret = fsid_named(arg, fsid);
+
+	if (!ret)
+		ret = bx_rp_config_load(config_dir, &config);
+	if (ret)
+		return ret;
+	if (!bx_rp_config_remove(&config, fsid))
+		ret = bx_error(-ENOENT, "%s: no read policy is recorded for filesystem %s", arg, fsid);
+	else
 		ret = bx_rp_config_save(config_dir, &config);
 	bx_rp_config_free(&config);
 	return ret;

@@ -231,6 +231,13 @@ int bx_rp_info_read(const char *sysfs_root, const char *config_dir,
 int bx_rp_record(const char *config_dir, const char *fsid, const char *policy);
 
 /*
+ * Removes the record of the filesystem @arg names (an FSID, or a path on a
+ * mounted btrfs) from <config_dir>/read-policy.conf; its FSID into @fsid.
+ * -ENOENT when none is recorded.
+ */
+int bx_rp_forget(const char *config_dir, const char *arg, char fsid[BX_FSID_STR_LEN]);
+
+/*
  * Switches @fs to @value (bx_rp_set) and warns when that changes nothing.
  * With @config_dir, records it when @persist, or warns when another policy
  * is recorded (it comes back at the next mount). @before (may be NULL) gets
