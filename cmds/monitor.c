@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include "cmds/monitor.h"
-#include "cmds/scrub.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "fsops/mounted-fs.h"
@@ -22,6 +21,7 @@
 #include "monitor/metrics.h"
 #include "monitor/projection.h"
 #include "monitor/sample.h"
+#include "scrub/scrub.h"
 
 #define DEFAULT_KEEP (400 * 86400)
 
@@ -126,22 +126,22 @@ static void take_scrub(const struct bx_ctx *ctx, struct bx_mon_sample *s)
 	struct bx_mon_scrub *sc = &s->scrub;
 	const struct bx_scrub_result *res;
 	const struct bx_scrub_counters *c;
-	struct scrub_status *st;
+	struct bx_scrub_status *st;
 	char path[PATH_MAX];
 	int ret;
 
-	scrub_status_path(ctx->state_dir, s->fsid, path, sizeof(path));
-	ret = scrub_status_load(path, &st);
+	bx_scrub_status_path(ctx->state_dir, s->fsid, path, sizeof(path));
+	ret = bx_scrub_status_load(path, &st);
 	if (ret) {
 		if (ret != -ENOENT)
 			bx_warn("%s", bx_error_message(ret));
 		bx_error_clear();
 		return;
 	}
-	res = scrub_status_result(st);
+	res = bx_scrub_status_result(st);
 	c = &res->total;
 	sc->known = true;
-	snprintf(sc->status, sizeof(sc->status), "%s", scrub_status_state(st));
+	snprintf(sc->status, sizeof(sc->status), "%s", bx_scrub_status_state(st));
 	sc->started = (int64_t)res->started;
 	sc->duration = res->duration;
 	sc->bytes_scrubbed = c->data_bytes_scrubbed + c->tree_bytes_scrubbed;
@@ -149,7 +149,7 @@ static void take_scrub(const struct bx_ctx *ctx, struct bx_mon_sample *s)
 		     c->parity_errors;
 	sc->corrected = c->corrected_errors + c->super_corrected;
 	sc->uncorrectable = c->uncorrectable_errors;
-	scrub_status_free(st);
+	bx_scrub_status_free(st);
 }
 
 static int record_one(struct bx_ctx *ctx, struct bx_mon_db *db, const char *arg, int64_t now,

@@ -24,9 +24,6 @@
 #include "common/units.h"
 #include "scrub/scrub.h"
 
-/* How often a running scrub rewrites its status file, in seconds. */
-#define STATUS_SAVE_INTERVAL 2.0
-
 static const char *const scrub_usage[] = {
 	"btrfsx scrub <command> [<args>]",
 	"Verify and repair every copy of every block of an unmounted filesystem.",
@@ -93,21 +90,8 @@ static void on_signal(int sig)
 
 struct run_state {
 	bool show_progress;
-	const char *status_path;
-	struct bx_scrub_result partial;   /* what a running status file shows */
-	double last_save;
 	size_t line_len;
 };
-
-static void save_running(struct run_state *rs)
-{
-	if (!rs->status_path)
-		return;
-	if (scrub_status_save(rs->status_path, &rs->partial, "running", getpid())) {
-		bx_error_clear();
-		rs->status_path = NULL;       /* tried once; the final save will say why */
-	}
-}
 
 static void progress_line(struct run_state *rs, const struct bx_scrub_progress *p)
 {
@@ -138,13 +122,6 @@ static void on_progress(void *arg, const struct bx_scrub_progress *p)
 
 	if (rs->show_progress)
 		progress_line(rs, p);
-	rs->partial.total = p->total;
-	rs->partial.bytes_to_scrub = p->bytes_total;
-	rs->partial.duration = p->elapsed;
-	if (p->elapsed - rs->last_save >= STATUS_SAVE_INTERVAL) {
-		rs->last_save = p->elapsed;
-		save_running(rs);
-	}
 }
 
 static void clear_progress(struct run_state *rs)
@@ -231,22 +208,18 @@ static int parse_start(struct bx_ctx *ctx, int argc, char **argv, struct start_a
 static int run_scrub(struct bx_ctx *ctx, struct bx_fs *fs, const struct start_args *a,
 		     const char *status_path, bool print)
 {
-	struct run_state rs = { .status_path = status_path };
+	struct run_state rs = { 0 };
 	struct bx_scrub_opts opts = { .readonly = a->readonly, .readahead = a->readahead,
 				      .metadata_only = a->metadata_only,
 				      .memory_bytes = a->memory,
 				      .progress = on_progress, .progress_arg = &rs,
-				      .cancel = &cancel_requested };
+				      .cancel = &cancel_requested, .status_path = status_path };
 	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
 	struct bx_scrub_result *res;
 	const char *status;
 	int ret;
 
 	rs.show_progress = print && bx_progress_shown(&a->progress);
-	memcpy(rs.partial.fsid, fs->fsid, sizeof(rs.partial.fsid));
-	rs.partial.readonly = a->readonly;
-	rs.partial.metadata_only = a->metadata_only;
-	rs.partial.started = time(NULL);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
@@ -257,12 +230,6 @@ static int run_scrub(struct bx_ctx *ctx, struct bx_fs *fs, const struct start_ar
 	if (ret)
 		return ret;
 	status = res->cancelled ? "cancelled" : "finished";
-	ret = status_path ? scrub_status_save(status_path, res, status, getpid()) : 0;
-	if (ret) {
-		bx_warn("the result was not saved for 'scrub status': %s", bx_error_message(ret));
-		bx_error_clear();  /* a warning now, the scrub's own result stands */
-		ret = 0;
-	}
 	if (print)
 		scrub_print(ctx->out, res, status, &a->po);
 	if (res->cancelled)
@@ -315,7 +282,7 @@ static int start_background(struct bx_ctx *ctx, struct bx_fs *fs, const struct s
 	}
 	close(pipefd[0]);
 	memcpy(placeholder.fsid, fs->fsid, sizeof(placeholder.fsid));
-	ret = scrub_status_save(status_path, &placeholder, "running", pid);
+	ret = bx_scrub_status_save(status_path, &placeholder, "running", pid);
 	close(pipefd[1]);
 	if (ret)
 		bx_warn("%s; 'scrub status' will not see this run", bx_error_message(ret));
@@ -346,7 +313,7 @@ static int cmd_start(struct bx_ctx *ctx, int argc, char **argv)
 	if (ret)
 		return ret;
 	fs->writes = ctx->writes;
-	scrub_status_path(ctx->state_dir, fs->fsid, status_path, sizeof(status_path));
+	bx_scrub_status_path(ctx->state_dir, fs->fsid, status_path, sizeof(status_path));
 	if (a.foreground)
 		ret = run_scrub(ctx, fs, &a, status_path, true);
 	else
@@ -365,7 +332,7 @@ static int cmd_status(struct bx_ctx *ctx, int argc, char **argv)
 	};
 	struct scrub_print_opts po = { 0 };
 	char path[PATH_MAX], fsid[37];
-	struct scrub_status *st;
+	struct bx_scrub_status *st;
 	bool offline = false;
 	struct bx_fs *fs;
 	int opt, ret;
@@ -388,17 +355,17 @@ static int cmd_status(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_fs_open(&fs, argv + optind, 1, BX_OPEN_SB_ONLY | BX_OPEN_NO_SCAN);
 	if (ret)
 		return ret;
-	scrub_status_path(ctx->state_dir, fs->fsid, path, sizeof(path));
+	bx_scrub_status_path(ctx->state_dir, fs->fsid, path, sizeof(path));
 	uuid_unparse(fs->fsid, fsid);
 	bx_fs_close(fs);
-	ret = scrub_status_load(path, &st);
+	ret = bx_scrub_status_load(path, &st);
 	if (ret == -ENOENT)
 		return bx_error(-ENOENT, "%s: no offline scrub recorded for filesystem %s",
 				argv[optind], fsid);
 	if (ret)
 		return ret;
-	scrub_print(ctx->out, scrub_status_result(st), scrub_status_state(st), &po);
-	scrub_status_free(st);
+	scrub_print(ctx->out, bx_scrub_status_result(st), bx_scrub_status_state(st), &po);
+	bx_scrub_status_free(st);
 	return 0;
 }
 

@@ -574,6 +574,10 @@ struct btrfsx_scrub_options {
 					   sha256 and blake2b), at least 1 MiB. More reads
 					   faster on deep storage. Since 0.1 */
 	bool metadata_only;		/* superblocks and tree blocks only, no data. Since 0.2 */
+	const char *state_dir;		/* where the run's status is kept for `btrfsx scrub
+					   status` and the monitor (<state_dir>/scrub/<fsid>.json,
+					   as the command keeps it); NULL: /var/lib/btrfsx.
+					   Since 0.2 */
 };
 
 /**
@@ -593,6 +597,10 @@ struct btrfsx_scrub_options {
  * loop device, BTRFSX_ERROR_PERMISSION for a read-only device without
  * @opts->readonly. Devices are read in parallel; the counters equal the
  * kernel scrub's for the same filesystem. Missing members: a warning each.
+ * The run is recorded as `btrfsx scrub start` records it, "running" while
+ * it runs, then its result, in @opts->state_dir: `btrfsx scrub status` and
+ * `btrfsx monitor record` see it; a status that cannot be written is a
+ * warning.
  * Since: 0.1
  */
 enum btrfsx_error btrfsx_scrub_offline(const char *const *paths, size_t nr_paths,

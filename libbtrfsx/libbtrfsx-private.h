@@ -33,6 +33,9 @@ const char *bx_api_sysfs_root(const char *sysfs_root);
 /* @config_dir, or SYSCONFDIR "/btrfsx" for NULL. */
 const char *bx_api_config_dir(const char *config_dir);
 
+/* @state_dir, or /var/lib/btrfsx (the command's default) for NULL. */
+const char *bx_api_state_dir(const char *state_dir);
+
 /*
  * The public forms of the usage report (computed with @model_flags,
  * BX_USAGE_*) and of the misplaced report; NULL when out of memory. Free

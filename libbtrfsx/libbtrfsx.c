@@ -148,6 +148,11 @@ const char *bx_api_config_dir(const char *config_dir)
 	return config_dir ? config_dir : SYSCONFDIR "/btrfsx";
 }
 
+const char *bx_api_state_dir(const char *state_dir)
+{
+	return state_dir ? state_dir : "/var/lib/btrfsx";
+}
+
 PUBLIC enum btrfsx_error btrfsx_fs_info_offline(const char *const *paths, size_t nr_paths,
 						struct btrfsx_fs_info *info)
 {

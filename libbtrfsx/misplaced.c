@@ -13,8 +13,6 @@
 #include "relocate/relocate.h"
 #include "libbtrfsx/libbtrfsx-private.h"
 
-#define DEFAULT_STATE_DIR "/var/lib/btrfsx"
-
 static uint64_t *copy_u64(const uint64_t *src, size_t n)
 {
 	uint64_t *dst = calloc(n + 1, sizeof(*dst));
@@ -127,7 +125,7 @@ PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t n
 				&in);
 	if (ret)
 		return bx_api_result(ret);
-	ret = bx_misplaced_compute(&in, state_dir ? state_dir : DEFAULT_STATE_DIR, &rep);
+	ret = bx_misplaced_compute(&in, bx_api_state_dir(state_dir), &rep);
 	bx_usage_input_release(&in);
 	if (ret)
 		return bx_api_result(ret);

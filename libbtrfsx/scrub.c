@@ -1,5 +1,6 @@
 /* Offline scrub: the public face of scrub/scrub.c, opened as the CLI opens it. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,7 @@ static int scrub(struct bx_fs *fs, const struct btrfsx_scrub_options *opts,
 		 struct btrfsx_scrub_result **out)
 {
 	struct progress_relay relay = { .opts = opts };
+	char status_path[PATH_MAX];
 	struct bx_scrub_opts engine = {
 		.readonly = opts->readonly,
 		.readahead = !opts->no_readahead,
@@ -136,9 +138,13 @@ static int scrub(struct bx_fs *fs, const struct btrfsx_scrub_options *opts,
 		.progress_interval = opts->progress_interval,
 		.cancel = opts->cancel,
 		.memory_bytes = opts->memory_bytes,
+		.status_path = status_path,
 	};
 	struct bx_scrub_result *res;
 	int ret;
+
+	bx_scrub_status_path(bx_api_state_dir(opts->state_dir), fs->fsid, status_path,
+			     sizeof(status_path));
 
 	if (opts->progress) {
 		engine.progress = relay_progress;

@@ -95,6 +95,9 @@ struct scrub_planner {
 struct scrub_ctx {
 	struct bx_fs *fs;
 	const struct bx_scrub_opts *opts;
+	/* the status file (opts->status_path), kept by the calling thread */
+	bool status_saved, status_failed;
+	double last_status_save;      /* seconds into the run */
 	uint32_t sectorsize;
 	uint32_t nodesize;
 	uint64_t sb_generation;

@@ -23,6 +23,9 @@
 /* Each thread's own block cache: a path and the readahead window fit easily. */
 #define READER_CACHE_SLOTS 16
 
+/* How often a running scrub with a status file rewrites it, in seconds. */
+#define STATUS_SAVE_INTERVAL 2.0
+
 /* bx_scrub_counter() reads each as a uint64_t. */
 #define COUNTER_IS_U64(type, name, dims) \
 	_Static_assert(__builtin_types_compatible_p(type dims, uint64_t), #name " is a uint64_t");
@@ -577,12 +580,36 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * The running status every STATUS_SAVE_INTERVAL seconds: what @p says so
+ * far. One that cannot be written is not tried again; the final save says why.
+ */
+static void save_running(struct scrub_ctx *ctx, const struct bx_scrub_result *res,
+			 const struct bx_scrub_progress *p)
+{
+	struct bx_scrub_result partial = { .readonly = res->readonly,
+					   .metadata_only = res->metadata_only,
+					   .started = res->started, .duration = p->elapsed,
+					   .bytes_to_scrub = p->bytes_total, .total = p->total };
+
+	if (ctx->status_failed || (ctx->status_saved && p->elapsed - ctx->last_status_save <
+						       STATUS_SAVE_INTERVAL))
+		return;
+	memcpy(partial.fsid, res->fsid, sizeof(partial.fsid));
+	ctx->status_saved = true;
+	ctx->last_status_save = p->elapsed;
+	if (bx_scrub_status_save(ctx->opts->status_path, &partial, "running", getpid())) {
+		bx_error_clear();
+		ctx->status_failed = true;
+	}
+}
+
 static void report_progress(struct scrub_ctx *ctx, struct scrub_thread *threads, size_t nr,
 			    const struct bx_scrub_result *res, double start)
 {
 	struct bx_scrub_progress p = { 0 };
 
-	if (!ctx->opts->progress)
+	if (!ctx->opts->progress && !ctx->opts->status_path)
 		return;
 	p.bytes_done = __atomic_load_n(&ctx->bytes_done, __ATOMIC_RELAXED);
 	p.bytes_total = res->bytes_to_scrub;
@@ -593,7 +620,25 @@ static void report_progress(struct scrub_ctx *ctx, struct scrub_thread *threads,
 			bx_scrub_counters_add(&p.total, &threads[i].w.c[d]);
 	for (size_t d = 0; d < res->nr_devs; d++)
 		bx_scrub_counters_add(&p.total, &res->devs[d].c);
-	ctx->opts->progress(ctx->opts->progress_arg, &p);
+	if (ctx->opts->status_path)
+		save_running(ctx, res, &p);
+	if (ctx->opts->progress)
+		ctx->opts->progress(ctx->opts->progress_arg, &p);
+}
+
+/* The run's result, for `scrub status` and the monitor; a failure is a warning. */
+static void save_result(const struct bx_scrub_opts *opts, const struct bx_scrub_result *res)
+{
+	int ret;
+
+	if (!opts->status_path)
+		return;
+	ret = bx_scrub_status_save(opts->status_path, res, res->cancelled ? "cancelled" : "finished",
+				   getpid());
+	if (ret) {
+		bx_warn("the result was not saved for 'scrub status': %s", bx_error_message(ret));
+		bx_error_clear();	/* a warning: the scrub's own result stands */
+	}
 }
 
 /*
@@ -941,6 +986,7 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 
 		opts->progress(opts->progress_arg, &p);
 	}
+	save_result(opts, res);
 	*out = res;
 	res = NULL;
 out:

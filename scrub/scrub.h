@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include "common/fields.h"
 #include "disk/volumes.h"
@@ -231,6 +232,13 @@ struct bx_scrub_opts {
 	 * is deep (virtual disks, arrays) and costs that much memory.
 	 */
 	uint64_t memory_bytes;
+	/*
+	 * NULL, or the status file (bx_scrub_status_path()) this run keeps:
+	 * "running" while it runs, rewritten every few seconds, then the
+	 * result, "finished" or "cancelled". A status that cannot be written
+	 * costs the scrub nothing: the final one says why in a warning.
+	 */
+	const char *status_path;
 };
 
 /* Keeps a default run under 64 MiB resident, program and planning included. */
@@ -264,6 +272,36 @@ bool bx_scrub_has_uncorrectable(const struct bx_scrub_result *res);
 const char *bx_scrub_what_str(enum bx_scrub_what what);
 const char *bx_scrub_fault_str(enum bx_scrub_fault fault);
 const char *bx_scrub_fix_str(enum bx_scrub_fix fix);
+
+/*
+ * The status file of a filesystem's last offline scrub (scrub-status.c):
+ * <state_dir>/scrub/<fsid>.json, the JSON document of `scrub start
+ * --format json -d -R` with the process that wrote it. What `scrub status`
+ * shows and the monitor records, whoever ran the scrub.
+ */
+#define BX_SCRUB_STATUS_VERSION "2"	/* its __header.version: the command's JSON version */
+
+void bx_scrub_status_path(const char *state_dir, const uint8_t fsid[16], char *buf, size_t len);
+
+/*
+ * Writes @res as the run's @status ("running", "finished", "cancelled") to
+ * @path, atomically (created with its directory), with the process @pid
+ * that runs the scrub and when that process started.
+ */
+int bx_scrub_status_save(const char *path, const struct bx_scrub_result *res, const char *status,
+			 pid_t pid);
+
+/*
+ * Reads a status file back (free with bx_scrub_status_free()): the result
+ * and its state, "interrupted" for a "running" one whose process is gone
+ * (or is another process by now). -ENOENT when there is none, -EINVAL for a
+ * file that is not a status file.
+ */
+struct bx_scrub_status;
+int bx_scrub_status_load(const char *path, struct bx_scrub_status **st);
+const struct bx_scrub_result *bx_scrub_status_result(const struct bx_scrub_status *st);
+const char *bx_scrub_status_state(const struct bx_scrub_status *st);
+void bx_scrub_status_free(struct bx_scrub_status *st);
 
 /*
  * The files that reference the data extent at @extent_start holding

@@ -57,10 +57,13 @@ def probe_exe(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def probe(probe_exe):
-    """probe(function, *args, env=None) -> the probe's JSON report."""
+def probe(probe_exe, tmp_path_factory):
+    """probe(function, *args, env=None) -> the probe's JSON report. Its scrubs
+    record their runs in a state directory of the session's."""
+    state = tmp_path_factory.mktemp("state")
+
     def _call(*args, env=None):
-        e = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
+        e = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", PROBE_STATE_DIR=str(state))
         e.update({k: str(v) for k, v in (env or {}).items()})
         p = subprocess.run([str(probe_exe)] + [str(a) for a in args], capture_output=True,
                            text=True, env=e, timeout=600)

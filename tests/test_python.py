@@ -15,11 +15,13 @@ the pytest process.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import re
 import shutil
+import sqlite3
 import subprocess
 import textwrap
 from pathlib import Path
@@ -66,11 +68,12 @@ def sanitizer_runtime() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def py_env() -> dict:
+def py_env(tmp_path_factory) -> dict:
     package = build_dir() / "libbtrfsx" / "python"
     if not (package / "btrfsx" / "_btrfsx.so").exists():
         pytest.fail(f"the Python module is not built in {package} (configure --disable-python?)")
-    env = dict(os.environ, PYTHONPATH=str(package), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=str(package), PYTHONDONTWRITEBYTECODE="1",
+               BTRFSX_TEST_STATE_DIR=str(tmp_path_factory.mktemp("state")))
     runtime = sanitizer_runtime()
     if runtime:
         env["LD_PRELOAD"] = " ".join(filter(None, [runtime, os.environ.get("LD_PRELOAD")]))
@@ -85,10 +88,17 @@ def python() -> str:
 
 
 # Helpers every snippet has: emit() prints results as JSON, error() runs a
-# call that must fail and describes the exception.
+# call that must fail and describes the exception. Scrubs record their runs
+# in the session's state directory unless a snippet says where, never in
+# /var/lib/btrfsx.
 PRELUDE = '''
 import dataclasses, datetime, json, os, sys, threading
 import btrfsx
+
+_scrub_offline = btrfsx.scrub_offline
+def scrub_offline(*args, state_dir=os.environ["BTRFSX_TEST_STATE_DIR"], **kw):
+    return _scrub_offline(*args, state_dir=state_dir, **kw)
+btrfsx.scrub_offline = scrub_offline
 
 def _plain(o):
     if dataclasses.is_dataclass(o):
@@ -802,6 +812,29 @@ elif how == "raise":
     except ZeroDivisionError:
         emit("ZeroDivisionError")
 '''
+
+
+@pytest.mark.root
+def test_a_python_scrub_shows_in_scrub_status_and_the_monitor(loopdevs, py, btrfsx_json,
+                                                               tmp_path):
+    """The library records a run where the command does (state_dir): `scrub
+    status` shows it, and `monitor record` stores its result."""
+    loops = loopdevs(1, size="256M")
+    fsutil.mkfs(loops.devs, data="single", metadata="dup")
+    state = tmp_path / "state"
+    result = py('emit(btrfsx.scrub_offline(sys.argv[2:], readonly=True, state_dir=sys.argv[1]))',
+                state, *loops.devs)
+    env = {"BTRFSX_STATE_DIR": str(state)}
+    status = btrfsx_json("scrub", "status", "--offline", loops.devs[0], env=env)["scrub"]
+    assert (status["status"], status["mode"], status["fsid"]) == \
+        ("finished", "read-only", result["fsid"])
+    assert status["total"] == result["total"] and status["started"] == result["started"]
+    with fsutil.mounted(loops.devs) as mnt:
+        btrfsx_json("monitor", "record", "--db", str(tmp_path / "monitor.db"), str(mnt), env=env)
+    with contextlib.closing(sqlite3.connect(tmp_path / "monitor.db")) as db:
+        row = db.execute("SELECT scrub_status, scrub_started, scrub_bytes FROM samples").fetchone()
+    scrubbed = result["total"]["data_bytes_scrubbed"] + result["total"]["tree_bytes_scrubbed"]
+    assert row == ("finished", result["started"], scrubbed)
 
 
 @pytest.mark.root

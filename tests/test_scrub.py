@@ -358,8 +358,11 @@ def test_status_keeps_the_last_run(fs_cache, run_btrfsx, btrfsx_json, scrub, sta
     for key in ("fsid", "status", "mode", "started", "bytes_to_scrub", "total"):
         assert status["scrub"][key] == doc["scrub"][key], key
     assert per_device(status) == per_device(doc)
+    # The file holds the JSON of scrub start (the engine writes it, the command prints it).
     path = Path(state_env["BTRFSX_STATE_DIR"]) / "scrub" / f"{fs.fsid}.json"
-    assert json.loads(path.read_text())["scrub"]["fsid"] == fs.fsid
+    saved = json.loads(path.read_text())
+    assert saved.pop("pid") > 0 and saved.pop("pid_started") >= 0 and saved.pop("boot_id")
+    assert saved == doc
     rc, out, err = run_btrfsx("scrub", "status", "--offline", "-d", fs.dev, env=state_env)
     assert re.search(r"^status\s+finished$", out, re.M) and "devid 3" in out
 

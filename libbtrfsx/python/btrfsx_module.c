@@ -962,16 +962,18 @@ static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
 	struct btrfsx_scrub_options opts = { 0 };
 	struct btrfsx_scrub_result *result = NULL;
 	int readonly, no_readahead, metadata_only, stop;
+	PyObject *ret, *state_dir = NULL;
 	enum btrfsx_error err;
-	PyObject *ret;
 
-	if (!PyArg_ParseTuple(args, "O&ppOOdKp:scrub_offline", path_list_converter, &list,
+	if (!PyArg_ParseTuple(args, "O&ppOOdKpO&:scrub_offline", path_list_converter, &list,
 			      &readonly, &no_readahead, &ctx.callback, &ctx.cancel,
-			      &opts.progress_interval, &opts.memory_bytes, &metadata_only))
+			      &opts.progress_interval, &opts.memory_bytes, &metadata_only,
+			      optional_path, &state_dir))
 		return NULL;
 	stop = progress_start(&ctx);
 	if (stop < 0) {
 		path_list_free(&list);
+		Py_XDECREF(state_dir);
 		return NULL;
 	}
 	/* Already cancelled: the library stops before the first block. */
@@ -982,10 +984,12 @@ static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
 	opts.progress = scrub_progress;
 	opts.progress_arg = &ctx;
 	opts.cancel = &ctx.stop;
+	opts.state_dir = path_or_null(state_dir);
 	Py_BEGIN_ALLOW_THREADS
 	err = btrfsx_scrub_offline(list.paths, list.count, &opts, &result);
 	Py_END_ALLOW_THREADS
 	path_list_free(&list);
+	Py_XDECREF(state_dir);
 	if (ctx.raised[0]) {
 		btrfsx_scrub_result_free(result);
 		restore_raised(&ctx);
@@ -1550,8 +1554,7 @@ static PyMethodDef methods[] = {
 	  "io_stats_sample(path, sysfs_root) -> (list, warnings)" },
 	{ "scrub_offline", py_scrub_offline, METH_VARARGS,
 	  "scrub_offline(paths, readonly, no_readahead, progress, cancel, interval, memory, "
-	  "metadata_only) -> "
-	  "(dict, warnings)" },
+	  "metadata_only, state_dir) -> (dict, warnings)" },
 	{ "monitor_history", py_monitor_history, METH_VARARGS,
 	  "monitor_history(db, filesystem, since, until) -> (list, warnings)" },
 	{ "monitor_projections", py_monitor_projections, METH_VARARGS,

@@ -578,6 +578,8 @@ static int probe_scrub(int argc, char **argv)
 		return usage();
 	opts.progress_arg = &log;
 	opts.cancel = &cancel;
+	/* The tests' state directory: a scrub records its run there, never in /var/lib/btrfsx. */
+	opts.state_dir = getenv("PROBE_STATE_DIR");
 	err = btrfsx_scrub_offline((const char *const *)argv + i + 1, (size_t)(argc - i - 1),
 				   use_opts ? &opts : NULL, &result);
 	begin_report(err);

@@ -1218,7 +1218,8 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
                   progress: Optional[Callable[[ScrubProgress], object]] = None,
                   progress_interval: float = 0.5,
                   cancel: Optional[threading.Event] = None,
-                  memory: int = 0, metadata_only: bool = False) -> ScrubResult:
+                  memory: int = 0, metadata_only: bool = False,
+                  state_dir: Optional[Path] = None) -> ScrubResult:
     """Verify (and unless @readonly, repair) every copy of every block of an
     unmounted filesystem.
 
@@ -1232,10 +1233,13 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
     buffers in all (0: 48 MiB, 96 MiB for sha256 and blake2b, at least
     1 MiB); more reads faster on deep
     storage. @metadata_only: verify the superblocks and tree blocks only,
-    not the data (``result.metadata_only``). A cancelled scrub raises CancelledError whose ``result`` is the partial
-    :class:`ScrubResult`; an exception raised by @progress, and
-    KeyboardInterrupt, stop the scrub and propagate. Do not call btrfsx from
-    @progress: it runs inside the library call.
+    not the data (``result.metadata_only``). A cancelled scrub raises
+    CancelledError whose ``result`` is the partial :class:`ScrubResult`; an
+    exception raised by @progress, and KeyboardInterrupt, stop the scrub and
+    propagate. Do not call btrfsx from @progress: it runs inside the library
+    call. The run is recorded in @state_dir (default /var/lib/btrfsx) as
+    ``btrfsx scrub start`` records it: ``btrfsx scrub status`` and the
+    monitor see it.
 
     Finding uncorrectable errors is not an exception: see
     ``result.uncorrectable``. MountedError when the kernel has the filesystem
@@ -1250,7 +1254,7 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
         raw, warnings = _btrfsx.scrub_offline(_path_list(paths), readonly, not readahead,
                                               _progress_adapter(progress), cancel,
                                               float(progress_interval), int(memory),
-                                              bool(metadata_only))
+                                              bool(metadata_only), state_dir)
     except BtrfsxError as e:
         if e.partial is not None:
             e.result = ScrubResult._from(e.partial, e.warnings)
