@@ -16,12 +16,11 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "fsops/mounted-fs.h"
-#include "fsops/read-policy.h"
 #include "monitor/history.h"
 #include "monitor/metrics.h"
 #include "monitor/projection.h"
+#include "monitor/record.h"
 #include "monitor/sample.h"
-#include "scrub/scrub.h"
 
 #define DEFAULT_KEEP (400 * 86400)
 
@@ -120,141 +119,22 @@ static const char *const record_usage[] = {
 	NULL
 };
 
-/* The last offline scrub of the filesystem, from its status file. */
-static void take_scrub(const struct bx_ctx *ctx, struct bx_mon_sample *s)
+/* One filesystem recorded: a line (text) or an object of the "recorded" list (JSON). */
+static void show_recorded(void *arg, const struct bx_mon_sample *s)
 {
-	struct bx_mon_scrub *sc = &s->scrub;
-	const struct bx_scrub_result *res;
-	const struct bx_scrub_counters *c;
-	struct bx_scrub_status *st;
-	char path[PATH_MAX];
-	int ret;
+	struct bx_out *out = arg;
+	char fsid[BX_FSID_STR_LEN];
 
-	bx_scrub_status_path(ctx->state_dir, s->fsid, path, sizeof(path));
-	ret = bx_scrub_status_load(path, &st);
-	if (ret) {
-		if (ret != -ENOENT)
-			bx_warn("%s", bx_error_message(ret));
-		bx_error_clear();
-		return;
-	}
-	res = bx_scrub_status_result(st);
-	c = &res->total;
-	sc->known = true;
-	snprintf(sc->status, sizeof(sc->status), "%s", bx_scrub_status_state(st));
-	sc->started = (int64_t)res->started;
-	sc->duration = res->duration;
-	sc->bytes_scrubbed = c->data_bytes_scrubbed + c->tree_bytes_scrubbed;
-	sc->errors = c->read_errors + c->super_errors + c->verify_errors + c->csum_errors +
-		     c->parity_errors;
-	sc->corrected = c->corrected_errors + c->super_corrected;
-	sc->uncorrectable = c->uncorrectable_errors;
-	bx_scrub_status_free(st);
-}
-
-static int record_one(struct bx_ctx *ctx, struct bx_mon_db *db, const char *arg, int64_t now,
-		      int64_t keep)
-{
-	char mountpoint[PATH_MAX], fsid[BX_FSID_STR_LEN];
-	struct bx_mon_sample s;
-	int ret;
-
-	if (!realpath(arg, mountpoint))
-		return bx_error(-errno, "%s: %m", arg);
-	ret = bx_mon_collect(mountpoint, ctx->sysfs_root, now, &s);
-	if (ret)
-		return ret;
-	take_scrub(ctx, &s);
-	ret = bx_mon_db_add(db, &s, keep);
-	if (ret == -EEXIST) {
-		/* Another record (a second timer) stored this moment: one sample is enough. */
-		bx_warn("%s: %s", s.mountpoint, bx_error_message(ret));
-		bx_error_clear();
-		bx_mon_sample_release(&s);
-		return 0;
-	}
-	if (!ret) {
-		bx_fsid_unparse(s.fsid, fsid);
-		bx_out_obj_begin(ctx->out, NULL, BX_OBJ_INLINE, NULL);
-		bx_out_textf(ctx->out, "recorded");
-		bx_out_str(ctx->out, "mountpoint", s.mountpoint, BX_F_NO_NAME);
-		bx_out_str(ctx->out, "fsid", fsid, 0);
-		bx_out_str(ctx->out, "label", s.label, BX_F_JSON_ONLY);
-		bx_out_s64(ctx->out, "time", s.fig.time, BX_F_JSON_ONLY);
-		bx_out_size(ctx->out, "metadata_room", s.fig.metadata_room, 0, 0);
-		bx_out_size(ctx->out, "free_strict", s.fig.free_strict, 0, 0);
-		bx_out_obj_end(ctx->out);
-	}
-	bx_mon_sample_release(&s);
-	return ret;
-}
-
-/* The first mount point of every mounted btrfs; free() *@paths and the strings. */
-static int mounted_filesystems(char ***paths, int *nr)
-{
-	struct bx_rp_mounts mounts;
-	int ret = bx_rp_scan_mounts("/proc/self/mountinfo", NULL, &mounts);
-
-	*nr = 0;
-	if (ret)
-		return ret;
-	*paths = calloc(mounts.nr + 1, sizeof(**paths));
-	for (size_t i = 0; *paths && i < mounts.nr; i++) {
-		bool seen = false;
-
-		for (size_t j = 0; j < i; j++)
-			seen = seen || !strcmp(mounts.mounts[j].fsid, mounts.mounts[i].fsid);
-		if (!seen && !((*paths)[(*nr)++] = strdup(mounts.mounts[i].mountpoint)))
-			ret = bx_error(-ENOMEM, "out of memory");
-	}
-	if (!*paths)
-		ret = bx_error(-ENOMEM, "out of memory");
-	free(mounts.mounts);
-	return ret;
-}
-
-static void free_paths(char **paths, int nr)
-{
-	for (int i = 0; paths && i < nr; i++)
-		free(paths[i]);
-	free(paths);
-}
-
-/*
- * Records each of @paths; one that cannot be sampled does not cost the others
- * theirs. @found: the paths were found mounted, and one unmounted since is
- * only a warning.
- */
-static int record_all(struct bx_ctx *ctx, struct bx_mon_db *db, char **paths, int nr,
-		      bool found, int64_t now, int64_t keep)
-{
-	char first_error[1024] = "";
-	int ret, first_ret = 0, nr_failed = 0;
-
-	bx_out_list_begin(ctx->out, "recorded");
-	for (int i = 0; i < nr; i++) {
-		ret = record_one(ctx, db, paths[i], now, keep);
-		if (!ret)
-			continue;
-		if (found && (ret == -ENOENT || bx_error_last_kind() == BX_ERROR_KIND_NOT_BTRFS)) {
-			bx_warn("%s (unmounted meanwhile?)", bx_error_message(ret));
-			continue;
-		}
-		if (!nr_failed++) {
-			first_ret = ret;
-			snprintf(first_error, sizeof(first_error), "%s", bx_error_message(ret));
-		} else {
-			bx_warn("%s", bx_error_message(ret));
-		}
-	}
-	bx_out_list_end(ctx->out);
-	if (nr_failed == 1)
-		return bx_error(first_ret, "%s", first_error);
-	if (nr_failed) {
-		bx_warn("%s", first_error);
-		return bx_error(first_ret, "%d of %d filesystems not recorded", nr_failed, nr);
-	}
-	return 0;
+	bx_fsid_unparse(s->fsid, fsid);
+	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
+	bx_out_textf(out, "recorded");
+	bx_out_str(out, "mountpoint", s->mountpoint, BX_F_NO_NAME);
+	bx_out_str(out, "fsid", fsid, 0);
+	bx_out_str(out, "label", s->label, BX_F_JSON_ONLY);
+	bx_out_s64(out, "time", s->fig.time, BX_F_JSON_ONLY);
+	bx_out_size(out, "metadata_room", s->fig.metadata_room, 0, 0);
+	bx_out_size(out, "free_strict", s->fig.free_strict, 0, 0);
+	bx_out_obj_end(out);
 }
 
 static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
@@ -265,7 +145,9 @@ static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
-	int64_t keep = DEFAULT_KEEP, now;
+	struct bx_mon_record_opts o = { .sysfs_root = ctx->sysfs_root, .state_dir = ctx->state_dir,
+					.keep = DEFAULT_KEEP, .recorded = show_recorded,
+					.arg = ctx->out };
 	char db_path[PATH_MAX], state_db[PATH_MAX], **mounted = NULL;
 	struct bx_mon_db *db;
 	int opt, ret, nr_mounted = 0;
@@ -280,7 +162,7 @@ static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 				return ret;
 			break;
 		case 'k':
-			ret = parse_duration_option("--keep", optarg, &keep);
+			ret = parse_duration_option("--keep", optarg, &o.keep);
 			if (ret)
 				return ret;
 			break;
@@ -288,9 +170,9 @@ static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 			return bx_opt_result(opt);
 		}
 	}
-	ret = bx_monitor_now(&now);
+	ret = bx_monitor_now(&o.now);
 	if (!ret && optind == argc)
-		ret = mounted_filesystems(&mounted, &nr_mounted);
+		ret = bx_mon_mounted_filesystems(&mounted, &nr_mounted);
 	if (!ret && optind == argc && !nr_mounted)
 		ret = bx_error(-ENOENT, "no btrfs filesystem is mounted: nothing to record");
 	/* The state directory is btrfsx's to make; another history's must exist. */
@@ -299,13 +181,15 @@ static int cmd_record(struct bx_ctx *ctx, int argc, char **argv)
 				     BX_MON_WRITE_MAKE_DIR, &db);
 	if (!ret) {
 		bx_out_str(ctx->out, "db", db_path, BX_F_JSON_ONLY);
+		bx_out_list_begin(ctx->out, "recorded");
 		if (mounted)
-			ret = record_all(ctx, db, mounted, nr_mounted, true, now, keep);
+			ret = bx_mon_record(db, mounted, nr_mounted, true, &o);
 		else
-			ret = record_all(ctx, db, argv + optind, argc - optind, false, now, keep);
+			ret = bx_mon_record(db, argv + optind, argc - optind, false, &o);
+		bx_out_list_end(ctx->out);
 		bx_mon_db_close(db);
 	}
-	free_paths(mounted, nr_mounted);
+	bx_mon_paths_free(mounted, nr_mounted);
 	return ret;
 }
 
