@@ -167,7 +167,8 @@ static int print_all_copies(struct bx_out *out, const char *path, bool full)
 	bx_out_list_begin(out, "superblocks");
 	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
 		struct btrfs_super_block sb;
-		enum bx_sb_status status = bx_read_super_copy(fd, size, i, &sb);
+		enum bx_sb_status status = bx_read_super_copy(fd, size, i, &sb,
+							      BX_IO_TIMEOUT_DEFAULT);
 		char heading[96];
 
 		snprintf(heading, sizeof(heading), "superblock copy %d at %llu: %s", i,

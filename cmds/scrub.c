@@ -20,7 +20,7 @@
 #include "cmds/scrub.h"
 #include "common/error.h"
 #include "fsops/offline.h"
-#include "disk/io.h"
+#include "disk/timed-io.h"
 #include "common/units.h"
 #include "scrub/scrub.h"
 
@@ -61,8 +61,9 @@ static const char *const start_usage[] = {
 	"                   blake2b; at least 1MiB): more reads faster on deep",
 	"                   storage and costs as much",
 	"--io-timeout <seconds>",
-	"                   give up when a read of a device has not completed",
-	"                   after this long: the device stalls (default 60; 0: wait)",
+	"                   give up when a read or write of a device has not",
+	"                   completed after this long: the device stalls (default",
+	"                   60; 0: wait)",
 	"",
 	"Exit status: 0 nothing bad is left, 1 failure, 2 usage, 3 uncorrectable errors.",
 	NULL
@@ -307,9 +308,8 @@ static int cmd_start(struct bx_ctx *ctx, int argc, char **argv)
 	ret = parse_start(ctx, argc, argv, &a);
 	if (ret)
 		return ret;
-	/* Before the open: it reads the devices too. */
-	bx_io_set_timeout((unsigned int)a.io_timeout);
-	ret = bx_open_offline_scrub(&fs, argv + optind, argc - optind, a.readonly);
+	ret = bx_open_offline_scrub(&fs, argv + optind, argc - optind, a.readonly,
+				    (unsigned int)a.io_timeout);
 	if (ret)
 		return ret;
 	fs->writes = ctx->writes;

@@ -293,7 +293,7 @@ static bool member_mounted_at(const char *path, char *mnt, size_t len)
 	if (fd < 0)
 		return false;
 	if (!ioctl(fd, BLKGETSIZE64, &size) &&
-	    bx_read_super_copy(fd, size, 0, &sb) == BX_SB_OK)
+	    bx_read_super_copy(fd, size, 0, &sb, BX_IO_TIMEOUT_DEFAULT) == BX_SB_OK)
 		mounted = bx_fs_is_mounted("/sys", sb.fsid, mnt, len);
 	close(fd);
 	return mounted;

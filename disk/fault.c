@@ -149,9 +149,10 @@ static int simulate_crash(struct bx_fs *fs)
 
 		if (!dropped(&fs->writes, i))
 			continue;
-		ret = bx_write_fully(rec->dev->fd, rec->old, rec->len, rec->physical);
-		if (!ret && fdatasync(rec->dev->fd) < 0)
-			ret = -errno;
+		ret = bx_pwrite_timed(rec->dev->fd, rec->old, rec->len, rec->physical,
+				      rec->dev->io_timeout);
+		if (!ret)
+			ret = bx_fdatasync_timed(rec->dev->fd, rec->dev->io_timeout);
 		nr_dropped++;
 	}
 	bx_fault_forget(fs, NULL);

@@ -10,31 +10,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "disk/timed-io.h"
 #include "disk/volumes.h"
 
 /*
- * No read of a member device waits longer than the I/O timeout: a device
- * that stalls (a dying disk retrying, a hung path) makes the read fail with
- * -ETIMEDOUT instead of blocking the command forever. The read is given up,
- * not cancelled (the kernel cannot cancel it): until it completes, every
- * other read of that device fails at once with -ETIMEDOUT; after that, the
- * device is read again. The timeout holds for the whole process (seconds,
- * 0: wait forever); where io_uring cannot be set up, reads wait forever.
- */
-#define BX_IO_TIMEOUT_DEFAULT 60
-void bx_io_set_timeout(unsigned int seconds);
-unsigned int bx_io_timeout(void);
-
-/*
- * pread of @len bytes at @offset of @fd (O_DIRECT allowed: aligned offset and
- * length) until done or the end: the bytes read (less than @len only at the
- * end of the device), a negative errno, or -ETIMEDOUT.
- */
-ssize_t bx_pread_timed(int fd, void *buf, size_t len, uint64_t offset);
-
-/*
- * Reads @len bytes at @physical. -EIO with a message on a short or failed
- * read, -ETIMEDOUT when the device stalls.
+ * Reads @len bytes at @physical, waiting at most the device's io_timeout.
+ * -EIO with a message on a short or failed read, -ETIMEDOUT when the device
+ * stalls.
  */
 int bx_read_physical(const struct bx_device *dev, void *buf, size_t len, uint64_t physical);
 

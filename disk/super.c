@@ -37,7 +37,7 @@ void bx_readahead_super_copies(int fd)
 }
 
 enum bx_sb_status bx_read_super_copy(int fd, uint64_t dev_size, int mirror,
-				     struct btrfs_super_block *sb)
+				     struct btrfs_super_block *sb, unsigned int timeout)
 {
 	uint64_t offset = btrfs_sb_offset(mirror);
 	uint8_t csum[BTRFS_CSUM_SIZE];
@@ -46,7 +46,7 @@ enum bx_sb_status bx_read_super_copy(int fd, uint64_t dev_size, int mirror,
 
 	if (offset + BTRFS_SUPER_INFO_SIZE > dev_size)
 		return BX_SB_BEYOND_DEVICE;
-	got = bx_pread_timed(fd, sb, sizeof(*sb), offset);
+	got = bx_pread_timed(fd, sb, sizeof(*sb), offset, timeout);
 	if (got == -ETIMEDOUT)
 		return BX_SB_TIMEOUT;
 	if (got != (ssize_t)sizeof(*sb))

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "disk/timed-io.h"
 #include "format/ctree.h"
 
 /* Why a superblock copy was rejected, or BX_SB_OK. */
@@ -20,9 +21,12 @@ enum bx_sb_status {
 
 const char *bx_sb_status_str(enum bx_sb_status status);
 
-/* Reads and validates superblock copy @mirror of an open file descriptor. */
+/*
+ * Reads and validates superblock copy @mirror of an open file descriptor,
+ * waiting at most @timeout seconds (disk/timed-io.h).
+ */
 enum bx_sb_status bx_read_super_copy(int fd, uint64_t dev_size, int mirror,
-				     struct btrfs_super_block *sb);
+				     struct btrfs_super_block *sb, unsigned int timeout);
 
 /* Asks the kernel to start reading every superblock copy of an open descriptor (no wait). */
 void bx_readahead_super_copies(int fd);

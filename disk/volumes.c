@@ -89,12 +89,13 @@ static int device_read_supers(struct bx_device *dev)
 
 	dev->sb_mirror = -1;
 	for (int i = 0; i < BTRFS_SUPER_MIRROR_MAX; i++) {
-		dev->sb_status[i] = bx_read_super_copy(dev->fd, dev->size, i, &copy);
+		dev->sb_status[i] = bx_read_super_copy(dev->fd, dev->size, i, &copy,
+						       dev->io_timeout);
 		dev->sb_generation[i] = 0;
 		if (dev->sb_status[i] == BX_SB_TIMEOUT)
 			return bx_error(-ETIMEDOUT, "%s: superblock copy %d: the read did not complete "
 					"within %u s (the device stalls)", dev->path, i,
-					bx_io_timeout());
+					dev->io_timeout);
 		if (dev->sb_status[i] != BX_SB_OK)
 			continue;
 		dev->sb_generation[i] = le64toh(copy.generation);
@@ -123,7 +124,8 @@ static int device_read_supers(struct bx_device *dev)
 	return 0;
 }
 
-static int device_open(const char *path, unsigned int flags, struct bx_device **out)
+static int device_open(const char *path, unsigned int flags, unsigned int io_timeout,
+		       struct bx_device **out)
 {
 	int oflags = (flags & BX_OPEN_WRITE) ? O_RDWR : O_RDONLY;
 	struct bx_device *dev = calloc(1, sizeof(*dev));
@@ -133,6 +135,7 @@ static int device_open(const char *path, unsigned int flags, struct bx_device **
 	if (!dev)
 		return bx_error(-ENOMEM, "out of memory");
 	dev->fd = -1;
+	dev->io_timeout = io_timeout;
 	dev->path = strdup(path);
 	if (!dev->path) {
 		free(dev);
@@ -251,7 +254,7 @@ static void fs_scan_members(struct bx_fs *fs, unsigned int flags)
 
 		if (fs_has_path(fs, name))
 			continue;
-		ret = device_open(name, flags, &dev);
+		ret = device_open(name, flags, fs->io_timeout, &dev);
 		if (ret) {
 			fs->member_busy |= ret == -EBUSY;
 			snprintf(fs->scan_failures + used, sizeof(fs->scan_failures) - used, "%s%s",
@@ -450,7 +453,7 @@ static int open_named(struct bx_fs *fs, char *const *paths, int nr_paths, unsign
 
 		if (fs_has_path(fs, paths[i]))
 			return bx_error(-EINVAL, "%s: named twice", paths[i]);
-		ret = device_open(paths[i], flags, &dev);
+		ret = device_open(paths[i], flags, fs->io_timeout, &dev);
 		if (ret)
 			return ret;
 		if (i == 0)
@@ -482,6 +485,12 @@ static int fs_open_named(struct bx_fs *fs, char *const *paths, int nr_paths, uns
 
 int bx_fs_open(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags)
 {
+	return bx_fs_open_timed(out, paths, nr_paths, flags, BX_IO_TIMEOUT_DEFAULT);
+}
+
+int bx_fs_open_timed(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags,
+		     unsigned int io_timeout)
+{
 	struct bx_fs *fs;
 	int ret;
 
@@ -492,6 +501,7 @@ int bx_fs_open(struct bx_fs **out, char *const *paths, int nr_paths, unsigned in
 		return bx_error(-ENOMEM, "out of memory");
 	fs->flags = flags;
 	fs->readahead = true;
+	fs->io_timeout = io_timeout;
 	ret = fs_open_named(fs, paths, nr_paths, flags);
 	if (ret)
 		goto fail;

@@ -22,6 +22,7 @@ struct bx_device {
 	char *path;
 	int fd;
 	bool writable;
+	unsigned int io_timeout;      /* seconds a request waits (disk/timed-io.h); 0: forever */
 	uint64_t size;                /* bytes the device or file really has */
 	struct btrfs_dev_item item;   /* from the chunk tree once it is read */
 	struct btrfs_super_block sb;  /* this device's newest valid copy */
@@ -52,6 +53,7 @@ struct bx_fs {
 	uint64_t nr_missing;
 	struct bx_chunk_map chunks;
 	struct bx_block_cache *cache;
+	unsigned int io_timeout;      /* every member's: bx_fs_open_timed() */
 	bool readahead;               /* forward readahead on tree walks */
 	bool bad_mirrors_counted;     /* the caller (scrub) reports bad copies: no warning */
 	unsigned int flags;
@@ -87,6 +89,14 @@ int bx_open_raw(const char *path, int *fd, uint64_t *size);
  * with a message (bx_error_message) naming the device and the reason.
  */
 int bx_fs_open(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags);
+
+/*
+ * bx_fs_open() whose requests to the devices (reads and writes, members
+ * found by scanning included) give up after @io_timeout seconds (0: wait
+ * forever); bx_fs_open() waits BX_IO_TIMEOUT_DEFAULT.
+ */
+int bx_fs_open_timed(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags,
+		     unsigned int io_timeout);
 void bx_fs_close(struct bx_fs *fs);
 
 struct bx_device *bx_fs_device(struct bx_fs *fs, uint64_t devid);

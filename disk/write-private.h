@@ -10,9 +10,6 @@
 
 #include "disk/volumes.h"
 
-/* pwrite until @len bytes are written; 0 or a negative errno. */
-int bx_write_fully(int fd, const uint8_t *buf, size_t len, uint64_t physical);
-
 #ifdef BTRFSX_FAULT_INJECTION
 /* Before each write: the stop (every write after it fails) and the pause. */
 int bx_fault_before_write(struct bx_fs *fs);

@@ -16,28 +16,26 @@
 #include "disk/write.h"
 #include "disk/write-private.h"
 
-int bx_write_fully(int fd, const uint8_t *buf, size_t len, uint64_t physical)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, buf + done, len - done, (off_t)(physical + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 void bx_write_log_release(struct bx_fs *fs)
 {
 	bx_fault_forget(fs, NULL);
 }
 
 /* ---- writes ---- */
+
+/* The message of a write (@physical) or, for UINT64_MAX, a flush of @dev that failed with @err. */
+static int device_failed(const struct bx_device *dev, int err, uint64_t physical)
+{
+	char what[64] = "flush";
+
+	if (physical != UINT64_MAX)
+		snprintf(what, sizeof(what), "write at %llu", (unsigned long long)physical);
+	if (err == -ETIMEDOUT)
+		return bx_error(err, "%s: %s did not complete within %u s (the device stalls)",
+				dev->path, what, dev->io_timeout);
+	errno = -err;
+	return bx_error(err, "%s: %s failed: %m", dev->path, what);
+}
 
 /*
  * A flushed write is read back from the device, past the page cache: a disk
@@ -89,18 +87,16 @@ int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, 
 		ret = bx_fault_remember(fs, dev, len, physical);
 	if (ret)
 		return ret;
-	ret = bx_write_fully(dev->fd, buf, len, physical);
-	if (ret) {
-		errno = -ret;
-		return bx_error(ret, "%s: write at %llu failed: %m", dev->path,
-				(unsigned long long)physical);
-	}
+	ret = bx_pwrite_timed(dev->fd, buf, len, physical, dev->io_timeout);
+	if (ret)
+		return device_failed(dev, ret, physical);
 	fs->nr_writes++;
 	ret = bx_fault_after_write(fs);
 	if (ret)
 		return ret;
-	if (fdatasync(dev->fd) < 0)
-		return bx_error(-errno, "%s: flush failed: %m", dev->path);
+	ret = bx_fdatasync_timed(dev->fd, dev->io_timeout);
+	if (ret)
+		return device_failed(dev, ret, UINT64_MAX);
 	bx_fault_forget(fs, dev);
 	return verify_written(dev, buf, len, physical);
 }
@@ -153,7 +149,8 @@ int bx_write_super_copies(struct bx_fs *fs, struct bx_device *dev,
 	/* Backup copies first: the primary, which mounts read, changes last. */
 	for (int i = BTRFS_SUPER_MIRROR_MAX - 1; i >= 0; i--) {
 		struct btrfs_super_block sb;
-		enum bx_sb_status status = bx_read_super_copy(dev->fd, dev->size, i, &sb);
+		enum bx_sb_status status = bx_read_super_copy(dev->fd, dev->size, i, &sb,
+							      dev->io_timeout);
 		int ret;
 
 		if (status == BX_SB_BEYOND_DEVICE)
@@ -161,7 +158,7 @@ int bx_write_super_copies(struct bx_fs *fs, struct bx_device *dev,
 		if (status == BX_SB_TIMEOUT)
 			return bx_error(-ETIMEDOUT, "%s: superblock copy %d: the read did not complete "
 					"within %u s (the device stalls)", dev->path, i,
-					bx_io_timeout());
+					dev->io_timeout);
 		if (status != BX_SB_OK) {
 			bx_warn("%s: superblock copy %d left alone: %s", dev->path, i,
 				bx_sb_status_str(status));
@@ -257,13 +254,12 @@ static int req_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* One pwritev of @nr adjacent requests, finished on short writes. */
+/* One write of @nr adjacent requests. */
 static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t nr)
 {
 	struct bx_device *dev = reqs[0].dev;
 	struct iovec iov[IOV_MAX];
 	uint64_t at = reqs[0].physical, end = reqs[nr - 1].physical + reqs[nr - 1].len;
-	size_t first = 0;
 	int ret = bx_fault_before_write(fs);
 
 	if (!ret)
@@ -274,27 +270,9 @@ static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t n
 		return ret;
 	for (size_t i = 0; i < nr; i++)
 		iov[i] = (struct iovec){ (void *)reqs[i].buf, reqs[i].len };
-	while (at < end) {
-		ssize_t n = pwritev(dev->fd, iov + first, (int)(nr - first), (off_t)at);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return bx_error(n < 0 ? -errno : -EIO, "%s: write at %llu failed: %m",
-					dev->path, (unsigned long long)at);
-		at += (uint64_t)n;
-		/* Skip what was written, trimming a partly written vector. */
-		while (n > 0 && first < nr) {
-			if ((size_t)n >= iov[first].iov_len) {
-				n -= (ssize_t)iov[first].iov_len;
-				first++;
-			} else {
-				iov[first].iov_base = (uint8_t *)iov[first].iov_base + n;
-				iov[first].iov_len -= (size_t)n;
-				n = 0;
-			}
-		}
-	}
+	ret = bx_pwritev_timed(dev->fd, iov, (int)nr, at, dev->io_timeout);
+	if (ret)
+		return device_failed(dev, ret, at);
 	fs->nr_writes++;
 	return bx_fault_after_write(fs);
 }
@@ -302,7 +280,7 @@ static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t n
 struct flush_job {
 	struct bx_device *dev;
 	pthread_t thread;
-	int err;
+	int err;			/* 0 or a negative errno */
 	bool started;
 };
 
@@ -310,7 +288,7 @@ static void *flush_thread(void *arg)
 {
 	struct flush_job *job = arg;
 
-	job->err = fdatasync(job->dev->fd) < 0 ? errno : 0;
+	job->err = bx_fdatasync_timed(job->dev->fd, job->dev->io_timeout);
 	return NULL;
 }
 
@@ -328,10 +306,8 @@ static int flush_devices(struct flush_job *jobs, size_t nr)
 	for (size_t i = 0; i < nr; i++) {
 		if (jobs[i].started)
 			pthread_join(jobs[i].thread, NULL);
-		if (jobs[i].err && !ret) {
-			errno = jobs[i].err;
-			ret = bx_error(-jobs[i].err, "%s: flush failed: %m", jobs[i].dev->path);
-		}
+		if (jobs[i].err && !ret)
+			ret = device_failed(jobs[i].dev, jobs[i].err, UINT64_MAX);
 	}
 	return ret;
 }

@@ -81,7 +81,7 @@ static bool member_mount_point(const char *path, char *mnt, size_t len)
 		bx_error_clear();
 		return false;
 	}
-	mounted = bx_read_super_copy(fd, size, 0, &sb) == BX_SB_OK &&
+	mounted = bx_read_super_copy(fd, size, 0, &sb, BX_IO_TIMEOUT_DEFAULT) == BX_SB_OK &&
 		  bx_fs_is_mounted("/sys", sb.fsid, mnt, len);
 	close(fd);
 	return mounted;

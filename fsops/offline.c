@@ -5,9 +5,10 @@
 #include "common/error.h"
 #include "fsops/offline.h"
 #include "disk/device-claim.h"
+#include "disk/timed-io.h"
 
-int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags,
-		    const char *online_path)
+static int open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags,
+			const char *online_path, unsigned int io_timeout)
 {
 	char mnt[4096];
 	struct bx_fs *fs, *checked;
@@ -20,7 +21,7 @@ int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsign
 			return ret;
 	}
 	/* Read-only first: the fsid tells whether the kernel has it mounted. */
-	ret = bx_fs_open(&fs, paths, nr_paths, BX_OPEN_SB_ONLY | BX_OPEN_NO_SCAN);
+	ret = bx_fs_open_timed(&fs, paths, nr_paths, BX_OPEN_SB_ONLY | BX_OPEN_NO_SCAN, io_timeout);
 	if (ret)
 		return ret;
 	if (bx_fs_is_mounted("/sys", fs->fsid, mnt, sizeof(mnt))) {
@@ -36,7 +37,7 @@ int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsign
 	 * seek for each copy).
 	 */
 	checked = fs;
-	ret = bx_fs_open(&fs, paths, nr_paths, flags | BX_OPEN_EXCL);
+	ret = bx_fs_open_timed(&fs, paths, nr_paths, flags | BX_OPEN_EXCL, io_timeout);
 	bx_fs_close(checked);
 	if (ret)
 		return ret;
@@ -50,9 +51,15 @@ int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsign
 	return 0;
 }
 
-int bx_open_offline_scrub(struct bx_fs **fs, char *const *paths, int nr_paths, bool readonly)
+int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags,
+		    const char *online_path)
 {
-	return bx_open_offline(fs, paths, nr_paths,
-			       BX_OPEN_DEGRADED | (readonly ? 0 : BX_OPEN_WRITE),
-			       "the online path (btrfs scrub)");
+	return open_offline(out, paths, nr_paths, flags, online_path, BX_IO_TIMEOUT_DEFAULT);
+}
+
+int bx_open_offline_scrub(struct bx_fs **fs, char *const *paths, int nr_paths, bool readonly,
+			  unsigned int io_timeout)
+{
+	return open_offline(fs, paths, nr_paths, BX_OPEN_DEGRADED | (readonly ? 0 : BX_OPEN_WRITE),
+			    "the online path (btrfs scrub)", io_timeout);
 }

@@ -27,8 +27,11 @@ int bx_open_offline(struct bx_fs **fs, char *const *paths, int nr_paths, unsigne
 /*
  * Opens the filesystem of @paths for an offline scrub: bx_open_offline()
  * read-write unless @readonly, missing members allowed (degraded: their
- * copies are not scrubbed).
+ * copies are not scrubbed), every read and write of the devices given up
+ * after @io_timeout seconds (0: wait forever; bx_open_offline() waits
+ * BX_IO_TIMEOUT_DEFAULT).
  */
-int bx_open_offline_scrub(struct bx_fs **fs, char *const *paths, int nr_paths, bool readonly);
+int bx_open_offline_scrub(struct bx_fs **fs, char *const *paths, int nr_paths, bool readonly,
+			  unsigned int io_timeout);
 
 #endif

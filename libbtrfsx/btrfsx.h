@@ -578,7 +578,13 @@ struct btrfsx_scrub_options {
 					   status` and the monitor (<state_dir>/scrub/<fsid>.json,
 					   as the command keeps it); NULL: /var/lib/btrfsx.
 					   Since 0.2 */
+	unsigned int io_timeout;	/* seconds a read or write of a device may take
+					   before the device counts as stalled; 0: 60 (as
+					   the command), BTRFSX_IO_TIMEOUT_NONE: wait. Since 0.2 */
 };
+
+/* btrfsx_scrub_options.io_timeout: wait however long a device takes. Since 0.2 */
+#define BTRFSX_IO_TIMEOUT_NONE (~0u)
 
 /**
  * btrfsx_scrub_offline() - verify (and unless readonly, repair) every copy of
@@ -595,7 +601,8 @@ struct btrfsx_scrub_options {
  * BTRFSX_ERROR_MOUNTED when the kernel has it mounted, BTRFSX_ERROR_BUSY
  * when another program holds a member or an image file is attached to a
  * loop device, BTRFSX_ERROR_PERMISSION for a read-only device without
- * @opts->readonly. Devices are read in parallel; the counters equal the
+ * @opts->readonly, BTRFSX_ERROR_IO when a device stalls (a read or write
+ * not done after @opts->io_timeout seconds). Devices are read in parallel; the counters equal the
  * kernel scrub's for the same filesystem. Missing members: a warning each.
  * The run is recorded as `btrfsx scrub start` records it, "running" while
  * it runs, then its result, in @opts->state_dir: `btrfsx scrub status` and

@@ -89,6 +89,7 @@ static enum btrfsx_error from_errno(int err)
 	case EPROTO:		/* a kernel file that cannot be parsed */
 		return BTRFSX_ERROR_CORRUPTED;
 	case EIO:
+	case ETIMEDOUT:		/* a device stalls */
 		return BTRFSX_ERROR_IO;
 	case ENODEV:
 	case ENXIO:

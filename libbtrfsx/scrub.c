@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "disk/timed-io.h"
 #include "fsops/offline.h"
 #include "scrub/scrub.h"
 #include "libbtrfsx/libbtrfsx-private.h"
@@ -161,6 +162,14 @@ static int scrub(struct bx_fs *fs, const struct btrfsx_scrub_options *opts,
 	return ret;
 }
 
+/* The engine's timeout (0: wait) for the public one (0: the default). */
+static unsigned int io_timeout(unsigned int public_timeout)
+{
+	if (public_timeout == BTRFSX_IO_TIMEOUT_NONE)
+		return 0;
+	return public_timeout ? public_timeout : BX_IO_TIMEOUT_DEFAULT;
+}
+
 PUBLIC enum btrfsx_error btrfsx_scrub_offline(const char *const *paths, size_t nr_paths,
 					      const struct btrfsx_scrub_options *opts,
 					      struct btrfsx_scrub_result **result)
@@ -180,7 +189,8 @@ PUBLIC enum btrfsx_error btrfsx_scrub_offline(const char *const *paths, size_t n
 	if (opts->progress_interval < 0)
 		return bx_api_result(bx_error(-EINVAL, "progress interval %g is negative",
 					      opts->progress_interval));
-	ret = bx_open_offline_scrub(&fs, (char *const *)paths, (int)nr_paths, opts->readonly);
+	ret = bx_open_offline_scrub(&fs, (char *const *)paths, (int)nr_paths, opts->readonly,
+				    io_timeout(opts->io_timeout));
 	if (ret)
 		return bx_api_result(ret);
 	ret = scrub(fs, opts, result);

@@ -375,7 +375,7 @@ static int open_one(struct mkfs *mk, size_t index)
 				"%llu MiB per device", path, (unsigned long long)d->size,
 				BX_MKFS_MIN_DEV_SIZE >> 20);
 	/* An old btrfs that the kernel has mounted through another member. */
-	if (bx_read_super_copy(d->dev->fd, d->real_size, 0, &old) == BX_SB_OK &&
+	if (bx_read_super_copy(d->dev->fd, d->real_size, 0, &old, d->dev->io_timeout) == BX_SB_OK &&
 	    bx_fs_is_mounted("/sys", old.fsid, mnt, sizeof(mnt)))
 		return bx_error(-EBUSY, "%s: holds a btrfs filesystem that is mounted at %s; "
 				"unmount it first", path, mnt);

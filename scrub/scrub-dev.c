@@ -346,7 +346,7 @@ static void check_read(struct dev_reader *r, struct slot *s)
 		s->rerr[i] = 0;
 		if (s->d->sec[i].kind == SEC_NONE || (uint64_t)(i + 1) * ss <= good)
 			continue;
-		ret = scrub_pread(r->fd, s->buf + (size_t)i * ss, ss,
+		ret = scrub_pread(r->ctx, r->fd, s->buf + (size_t)i * ss, ss,
 				  s->d->physical + (uint64_t)i * ss);
 		s->rerr[i] = ret != 0;
 		if (scrub_stalled(r->ctx, ret, r->dev))
@@ -443,7 +443,7 @@ static void verify_tree(struct dev_reader *r, struct slot *s, uint32_t i)
 			bad_reads += s->rerr[k];
 	} else {
 		/* The block runs past this read: read it whole. */
-		int ret = scrub_pread(r->fd, r->w->tmp, ctx->nodesize, phys);
+		int ret = scrub_pread(r->ctx, r->fd, r->w->tmp, ctx->nodesize, phys);
 
 		block = r->w->tmp;
 		if (scrub_stalled(ctx, ret, r->dev))
@@ -646,7 +646,7 @@ static int submit_slot(struct dev_reader *r, unsigned int idx)
 	s->busy = true;
 	if (!r->ring_ok) {
 		/* No io_uring here: read synchronously and verify at once. */
-		int ret = scrub_pread(r->fd, s->buf, d->len, d->physical);
+		int ret = scrub_pread(r->ctx, r->fd, s->buf, d->len, d->physical);
 
 		s->res = ret ? -EIO : (int)d->len;
 		if (!scrub_stalled(r->ctx, ret, r->dev)) {
@@ -863,10 +863,10 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev)
 			break;
 		if (!r.inflight && !r.hashing)
 			continue;
-		ret = scrub_wait_cqe(&r.ring, &cqe);
+		ret = scrub_wait_cqe(r.ctx, &r.ring, &cqe);
 		if (ret == -ETIMEDOUT) {
 			ret = bx_error(ret, "%s: no read completed within %u s (the device stalls); "
-				       "see --io-timeout", dev->path, bx_io_timeout());
+				       "see --io-timeout", dev->path, dev->io_timeout);
 			break;
 		}
 		if (ret < 0) {
@@ -892,7 +892,7 @@ int scrub_device(struct scrub_worker *w, struct bx_device *dev)
 	while (r.ring_ok && r.inflight && ret != -ETIMEDOUT) {
 		struct io_uring_cqe *cqe;
 
-		if (scrub_wait_cqe(&r.ring, &cqe) < 0)
+		if (scrub_wait_cqe(r.ctx, &r.ring, &cqe) < 0)
 			break;
 		r.inflight -= io_uring_cqe_get_data64(cqe) != HASHED_TAG;
 		io_uring_cqe_seen(&r.ring, cqe);

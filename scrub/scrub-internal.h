@@ -185,7 +185,7 @@ enum bx_scrub_fix scrub_fix(struct scrub_ctx *ctx, bool good, struct bx_device *
 			    const void *buf, size_t len, uint64_t physical);
 
 /* pread of @len bytes until done; 0, -EIO (short or failed) or -ETIMEDOUT (stalled). */
-int scrub_pread(int fd, void *buf, size_t len, uint64_t physical);
+int scrub_pread(const struct scrub_ctx *ctx, int fd, void *buf, size_t len, uint64_t physical);
 
 /*
  * When @ret is -ETIMEDOUT (a read of @dev did not complete within the I/O
@@ -197,7 +197,7 @@ bool scrub_stalled(struct scrub_ctx *ctx, int ret, const struct bx_device *dev);
 /* io_uring_wait_cqe bounded by the I/O timeout: 0, -ETIMEDOUT or a negative errno. */
 struct io_uring;
 struct io_uring_cqe;
-int scrub_wait_cqe(struct io_uring *ring, struct io_uring_cqe **cqe);
+int scrub_wait_cqe(const struct scrub_ctx *ctx, struct io_uring *ring, struct io_uring_cqe **cqe);
 
 void scrub_progress_add(struct scrub_ctx *ctx, uint64_t bytes);
 

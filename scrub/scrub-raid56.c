@@ -214,7 +214,7 @@ static int submit_batch(struct raid56_chunk *r, int bi)
 			continue;
 		}
 		if (!r->ring_ok) {
-			int ret = scrub_pread(r->fds[i], b->buf[i], len, phys);
+			int ret = scrub_pread(r->ctx, r->fds[i], b->buf[i], len, phys);
 
 			if (scrub_stalled(r->ctx, ret, r->chunk->stripes[i].dev))
 				return -ETIMEDOUT;
@@ -243,12 +243,12 @@ static int wait_batch(struct raid56_chunk *r, int bi)
 	while (r->b[bi].pending) {
 		struct io_uring_cqe *cqe;
 		uint64_t data;
-		int ret = scrub_wait_cqe(&r->ring, &cqe);
+		int ret = scrub_wait_cqe(r->ctx, &r->ring, &cqe);
 
 		if (ret == -ETIMEDOUT) {
 			r->stalled = true;
 			return bx_error(ret, "no read of the chunk's devices completed within %u s "
-					"(a device stalls); see --io-timeout", bx_io_timeout());
+					"(a device stalls); see --io-timeout", r->ctx->fs->io_timeout);
 		}
 		if (ret < 0)
 			return bx_error(ret, "io_uring wait failed: %s", strerror(-ret));
@@ -279,7 +279,7 @@ static int batch_states(struct raid56_chunk *r, struct r56_batch *b)
 			if ((uint64_t)(s + 1) * r->sectorsize <= good)
 				continue;
 			if (r->fds[i] >= 0)
-				ret = scrub_pread(r->fds[i],
+				ret = scrub_pread(r->ctx, r->fds[i],
 						  b->buf[i] + (size_t)s * r->sectorsize,
 						  r->sectorsize, phys + (uint64_t)s * r->sectorsize);
 			if (ret)

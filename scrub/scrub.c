@@ -244,9 +244,9 @@ enum bx_scrub_fix scrub_fix(struct scrub_ctx *ctx, bool good, struct bx_device *
 	return BX_SCRUB_CORRECTED;
 }
 
-int scrub_pread(int fd, void *buf, size_t len, uint64_t physical)
+int scrub_pread(const struct scrub_ctx *ctx, int fd, void *buf, size_t len, uint64_t physical)
 {
-	ssize_t n = bx_pread_timed(fd, buf, len, physical);
+	ssize_t n = bx_pread_timed(fd, buf, len, physical, ctx->fs->io_timeout);
 
 	if (n == -ETIMEDOUT)
 		return -ETIMEDOUT;
@@ -259,13 +259,13 @@ bool scrub_stalled(struct scrub_ctx *ctx, int ret, const struct bx_device *dev)
 		return false;
 	scrub_set_fatal(ctx, bx_error(-ETIMEDOUT, "%s: a read did not complete within %u s (the "
 				      "device stalls); see --io-timeout", dev->path,
-				      bx_io_timeout()));
+				      dev->io_timeout));
 	return true;
 }
 
-int scrub_wait_cqe(struct io_uring *ring, struct io_uring_cqe **cqe)
+int scrub_wait_cqe(const struct scrub_ctx *ctx, struct io_uring *ring, struct io_uring_cqe **cqe)
 {
-	unsigned int timeout = bx_io_timeout();
+	unsigned int timeout = ctx->fs->io_timeout;
 	struct __kernel_timespec ts = { .tv_sec = timeout };
 	int ret;
 
@@ -401,7 +401,8 @@ static void scrub_super_copy(struct scrub_ctx *ctx, struct bx_device *dev, int i
 	struct bx_fs *fs = ctx->fs;
 	uint64_t offset = btrfs_sb_offset(i);
 	struct btrfs_super_block sb;
-	enum bx_sb_status status = bx_read_super_copy(dev->fd, dev->size, i, &sb);
+	enum bx_sb_status status = bx_read_super_copy(dev->fd, dev->size, i, &sb,
+						      dev->io_timeout);
 	struct bx_scrub_error e = { .what = BX_SCRUB_SUPER, .fault = BX_SCRUB_SUPER_ERROR,
 				    .logical = offset, .len = BTRFS_SUPER_INFO_SIZE,
 				    .devid = dev->devid, .physical = offset };

@@ -924,6 +924,22 @@ def throttled_device(loopdevs, tmp_path):
 
 
 @pytest.mark.root
+def test_scrub_io_timeout(py, throttled_device):
+    """A device whose reads do not come back (the throttle) stalls: the call
+    gives up after its own io_timeout with an I/O error naming the device."""
+    dev, group, _ = throttled_device
+    doc = py('''
+        from pathlib import Path
+        (Path(sys.argv[2]) / "cgroup.procs").write_text(str(os.getpid()))
+        emit(error(btrfsx.scrub_offline, sys.argv[1], readonly=True, io_timeout=1))
+    ''', dev, group, timeout=60)
+    assert doc["class"] == "BtrfsxIOError" and doc["code"] == "IO"
+    assert f"{dev}: superblock copy 0: the read did not complete within 1 s" in doc["message"]
+    bad = py('emit(error(btrfsx.scrub_offline, sys.argv[1], io_timeout=-1))', dev)
+    assert bad["class"] == "InvalidArgumentError" and "io_timeout" in bad["message"]
+
+
+@pytest.mark.root
 @pytest.mark.parametrize("call", ["fs_info_offline", "usage", "scrub_offline"])
 def test_long_calls_release_the_gil(py, throttled_device, call):
     """The call's first read of the device blocks on the throttle; a Python

@@ -965,10 +965,10 @@ static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
 	PyObject *ret, *state_dir = NULL;
 	enum btrfsx_error err;
 
-	if (!PyArg_ParseTuple(args, "O&ppOOdKpO&:scrub_offline", path_list_converter, &list,
+	if (!PyArg_ParseTuple(args, "O&ppOOdKpO&I:scrub_offline", path_list_converter, &list,
 			      &readonly, &no_readahead, &ctx.callback, &ctx.cancel,
 			      &opts.progress_interval, &opts.memory_bytes, &metadata_only,
-			      optional_path, &state_dir))
+			      optional_path, &state_dir, &opts.io_timeout))
 		return NULL;
 	stop = progress_start(&ctx);
 	if (stop < 0) {
@@ -1554,7 +1554,7 @@ static PyMethodDef methods[] = {
 	  "io_stats_sample(path, sysfs_root) -> (list, warnings)" },
 	{ "scrub_offline", py_scrub_offline, METH_VARARGS,
 	  "scrub_offline(paths, readonly, no_readahead, progress, cancel, interval, memory, "
-	  "metadata_only, state_dir) -> (dict, warnings)" },
+	  "metadata_only, state_dir, io_timeout) -> (dict, warnings)" },
 	{ "monitor_history", py_monitor_history, METH_VARARGS,
 	  "monitor_history(db, filesystem, since, until) -> (list, warnings)" },
 	{ "monitor_projections", py_monitor_projections, METH_VARARGS,
@@ -1626,6 +1626,7 @@ static const struct constant constants[] = {
 	CONSTANT(PLAN_ADD), CONSTANT(PLAN_REMOVE), CONSTANT(PLAN_RESIZE), CONSTANT(PLAN_HINT),
 	CONSTANT(PLAN_CONVERT), CONSTANT(PLAN_REPLACE), CONSTANT(PLAN_RELOCATE),
 	CONSTANT(PLAN_POSSIBLE), CONSTANT(PLAN_IMPOSSIBLE), CONSTANT(PLAN_NOT_REACHED),
+	CONSTANT(IO_TIMEOUT_NONE),
 	{ NULL, 0 }
 };
 

@@ -74,14 +74,15 @@ static enum bx_sb_status validate(const struct btrfs_super_block *sb, int mirror
 	if (ftruncate(memfd, (off_t)dev_size) ||
 	    pwrite(memfd, sb, sizeof(*sb), (off_t)offset) != (ssize_t)sizeof(*sb))
 		abort();
-	status = bx_read_super_copy(memfd, dev_size, mirror, copy);
+	status = bx_read_super_copy(memfd, dev_size, mirror, copy, BX_IO_TIMEOUT_DEFAULT);
 	if (status == BX_SB_OK) {
 		if (memcmp(copy, sb, sizeof(*sb)))
 			abort();
 		parse_chunks(copy);
 	}
 	/* A device one byte too short has no room for this copy. */
-	if (bx_read_super_copy(memfd, dev_size - 1, mirror, copy) != BX_SB_BEYOND_DEVICE)
+	if (bx_read_super_copy(memfd, dev_size - 1, mirror, copy, BX_IO_TIMEOUT_DEFAULT) !=
+	    BX_SB_BEYOND_DEVICE)
 		abort();
 	free(copy);
 	return status;

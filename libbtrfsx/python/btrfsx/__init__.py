@@ -1219,7 +1219,7 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
                   progress_interval: float = 0.5,
                   cancel: Optional[threading.Event] = None,
                   memory: int = 0, metadata_only: bool = False,
-                  state_dir: Optional[Path] = None) -> ScrubResult:
+                  state_dir: Optional[Path] = None, io_timeout: int = 60) -> ScrubResult:
     """Verify (and unless @readonly, repair) every copy of every block of an
     unmounted filesystem.
 
@@ -1239,7 +1239,9 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
     propagate. Do not call btrfsx from @progress: it runs inside the library
     call. The run is recorded in @state_dir (default /var/lib/btrfsx) as
     ``btrfsx scrub start`` records it: ``btrfsx scrub status`` and the
-    monitor see it.
+    monitor see it. @io_timeout: seconds a read or write of a device may
+    take before the device counts as stalled and the scrub stops with
+    :class:`BtrfsxIOError` (``--io-timeout``; 0: wait however long).
 
     Finding uncorrectable errors is not an exception: see
     ``result.uncorrectable``. MountedError when the kernel has the filesystem
@@ -1250,11 +1252,14 @@ def scrub_offline(paths: Paths, *, readonly: bool = False, readahead: bool = Tru
         raise _invalid(f"progress_interval must be positive, not {progress_interval}")
     if not 0 <= memory < 1 << 64:
         raise _invalid(f"memory must be a byte count, not {memory}")
+    if not 0 <= io_timeout < _btrfsx.IO_TIMEOUT_NONE:
+        raise _invalid(f"io_timeout must be 0 or more seconds, not {io_timeout}")
     try:
         raw, warnings = _btrfsx.scrub_offline(_path_list(paths), readonly, not readahead,
                                               _progress_adapter(progress), cancel,
                                               float(progress_interval), int(memory),
-                                              bool(metadata_only), state_dir)
+                                              bool(metadata_only), state_dir,
+                                              int(io_timeout) or _btrfsx.IO_TIMEOUT_NONE)
     except BtrfsxError as e:
         if e.partial is not None:
             e.result = ScrubResult._from(e.partial, e.warnings)
