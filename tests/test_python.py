@@ -16,6 +16,7 @@ the pytest process.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import platform
@@ -24,6 +25,7 @@ import shutil
 import sqlite3
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -95,10 +97,11 @@ PRELUDE = '''
 import dataclasses, datetime, json, os, sys, threading
 import btrfsx
 
-_scrub_offline = btrfsx.scrub_offline
-def scrub_offline(*args, state_dir=os.environ["BTRFSX_TEST_STATE_DIR"], **kw):
-    return _scrub_offline(*args, state_dir=state_dir, **kw)
-btrfsx.scrub_offline = scrub_offline
+if os.environ.get("BTRFSX_TEST_STATE_DIR"):
+    _scrub_offline = btrfsx.scrub_offline
+    def scrub_offline(*args, state_dir=os.environ["BTRFSX_TEST_STATE_DIR"], **kw):
+        return _scrub_offline(*args, state_dir=state_dir, **kw)
+    btrfsx.scrub_offline = scrub_offline
 
 def _plain(o):
     if dataclasses.is_dataclass(o):
@@ -918,9 +921,21 @@ def throttled_device(loopdevs, tmp_path):
         yield loops.devs[0], group, rule
     finally:
         limit.write_text(f"{rule} 0")
-        for pid in (group / "cgroup.procs").read_text().split():
-            (BLKIO / "cgroup.procs").write_text(pid)
-        group.rmdir()
+        # A read a call gave up on ends once the limit is lifted; until then
+        # the kernel's worker that issued it keeps the group busy.
+        for _ in range(100):
+            for pid in (group / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    (BLKIO / "cgroup.procs").write_text(pid)
+            try:
+                group.rmdir()
+                break
+            except OSError as e:
+                if e.errno != errno.EBUSY:
+                    raise
+                time.sleep(0.1)
+        else:
+            group.rmdir()
 
 
 @pytest.mark.root
