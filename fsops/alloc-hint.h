@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fields.h"
 #include "disk/write-plan.h"
 
 /* Which kernel interface carries the hint of a mounted filesystem. */
@@ -19,14 +20,18 @@ enum bx_hint_iface {
 	BX_HINT_IFACE_TYPE,   /* kakra's fork: devinfo/<devid>/type, the whole field */
 };
 
+/* What struct btrfsx_hint_state and Python's HintState take as it is (common/fields.h). */
+#define BX_HINT_STATE_FIELDS(X)					\
+	X(uint64_t, devid, )					\
+	X(char, path, [4096])					\
+	X(uint64_t, type, )	/* the whole type field */	\
+	X(uint64_t, hint, )	/* its hint bits */		\
+	X(bool, mounted, )					\
+	X(bool, effective, )	/* the running kernel honours it */
+
 struct bx_hint_state {
-	uint64_t devid;
-	char path[4096];
-	uint64_t type;        /* the whole type field */
-	uint64_t hint;        /* its hint bits */
-	bool mounted;
+	BX_HINT_STATE_FIELDS(BX_FIELD_MEMBER)
 	enum bx_hint_iface iface;
-	bool effective;       /* the running kernel honours it */
 };
 
 /* Options of bx_hint_set. */

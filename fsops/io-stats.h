@@ -11,15 +11,20 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "common/fields.h"
 #include "fsops/mounted-fs.h"
 
+/* What struct btrfsx_io_stats and Python's IoStats take as it is (common/fields.h). */
+#define BX_DEV_READS_FIELDS(X)							\
+	X(uint64_t, devid, )							\
+	X(char, path, [1024])	/* the device as the kernel reports it */	\
+	X(bool, present, )	/* false: missing device or no stat file */	\
+	X(uint64_t, reads, )	/* completed read requests */			\
+	X(uint64_t, read_bytes, )	/* sectors read * 512 */
+
 struct bx_dev_reads {
-	uint64_t devid;
-	char path[1024];      /* the device as the kernel reports it */
+	BX_DEV_READS_FIELDS(BX_FIELD_MEMBER)
 	char stat_path[PATH_MAX + 64];  /* the stat file read; "" if none was found */
-	bool present;         /* false: missing device or no stat file */
-	uint64_t reads;       /* completed read requests */
-	uint64_t read_bytes;  /* sectors read * 512 */
 };
 
 /*

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fields.h"
 #include "model/allocator.h"
 
 /* The kernel's SPACE_INFO flag of the global block reserve slot. */
@@ -212,41 +213,59 @@ int bx_usage_read(char *const *paths, int nr_paths, const char *sysfs_root,
 		  struct bx_usage_input *in);
 
 /* btrfs-progs' Overall section, computed the same way. */
+/*
+ * The list is what struct btrfsx_usage and Python's Usage take as it is
+ * (common/fields.h); the estimates are progs_free_estimated and
+ * progs_free_min there.
+ */
+#define BX_USAGE_OVERALL_FIELDS(X)						\
+	X(uint64_t, device_size, )						\
+	X(uint64_t, device_allocated, )						\
+	X(int64_t, device_unallocated, )	/* progs shows it signed */	\
+	X(uint64_t, device_missing, )						\
+	X(uint64_t, device_slack, )						\
+	X(uint64_t, used, )							\
+	X(double, data_ratio, )							\
+	X(double, metadata_ratio, )						\
+	X(char, multiple_profiles, [32])	/* "" or e.g. "data, metadata" */
+
 struct bx_usage_overall {
-	uint64_t device_size;
-	uint64_t device_allocated;
-	int64_t device_unallocated;	/* progs shows it signed */
-	uint64_t device_missing;
-	uint64_t device_slack;
-	uint64_t used;
+	BX_USAGE_OVERALL_FIELDS(BX_FIELD_MEMBER)
 	uint64_t free_estimated;	/* data free in chunks + unallocated / data ratio */
 	uint64_t free_min;		/* ... / the highest ratio in use */
-	double data_ratio;
-	double metadata_ratio;
-	char multiple_profiles[32];	/* "" or e.g. "data, metadata" */
 };
 
-/* Devices sharing one hint value. */
+/* Devices sharing one hint value: btrfsx_usage_class, UsageClass. */
+#define BX_USAGE_CLASS_FIELDS(X)							\
+	X(uint64_t, hint, )								\
+	X(uint32_t, devices, )								\
+	X(uint64_t, size, )	/* sum of total_bytes */				\
+	X(uint64_t, unallocated, )	/* sum of holes above the reserved first MiB */	\
+	X(uint64_t, data_allocatable, )	/* device bytes of it a data-only fill takes */	\
+	X(uint64_t, metadata_allocatable, )	/* ... a metadata-only fill takes */
+
 struct bx_usage_class {
-	uint64_t hint;
-	uint32_t devices;
-	uint64_t size;			/* sum of total_bytes */
-	uint64_t unallocated;		/* sum of holes above the reserved first MiB */
-	uint64_t data_allocatable;	/* device bytes of it a data-only fill takes */
-	uint64_t metadata_allocatable;	/* device bytes of it a metadata-only fill takes */
+	BX_USAGE_CLASS_FIELDS(BX_FIELD_MEMBER)
 };
+
+/*
+ * One device: the list is what btrfsx_usage_device and UsageDevice take as
+ * it is; the path is copied, the rest is the command's.
+ */
+#define BX_USAGE_DEVICE_FIELDS(X)							\
+	X(uint64_t, devid, )								\
+	X(uint64_t, hint, )								\
+	X(bool, missing, )								\
+	X(uint64_t, size, )								\
+	X(uint64_t, slack, )								\
+	X(uint64_t, unallocated, )	/* total_bytes - bytes in device extents */	\
+	X(uint64_t, data, )	/* device bytes in extents of each chunk type */	\
+	X(uint64_t, metadata, )								\
+	X(uint64_t, system, )
 
 struct bx_usage_dev_row {
-	uint64_t devid;
+	BX_USAGE_DEVICE_FIELDS(BX_FIELD_MEMBER)
 	const char *path;		/* points into the input */
-	uint64_t hint;
-	bool missing;
-	uint64_t size;
-	uint64_t slack;
-	uint64_t unallocated;		/* total_bytes - bytes in device extents */
-	uint64_t data;			/* device bytes in extents of each chunk type */
-	uint64_t metadata;
-	uint64_t system;
 	/* device bytes in extents of each bx_usage_report.types[k] (nr_types entries) */
 	const uint64_t *allocated;
 	uint64_t data_allocatable;	/* device bytes of it a data-only fill takes */
@@ -287,29 +306,36 @@ uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in);
 #define BX_USAGE_W_HINTS_IGNORED (1U << 2)	/* mounted kernel ignores the hints */
 #define BX_USAGE_W_BALANCE_TARGET (1U << 3)	/* a balance converts: new chunks get its target */
 
+/*
+ * The model's figures: the list is what struct btrfsx_usage and Python's
+ * Usage take as it is. data_on_metadata_devices: device bytes of data chunks
+ * on metadata_only and metadata_preferred devices now.
+ */
+#define BX_USAGE_MODEL_FIELDS(X)								\
+	X(bool, hints_honoured, )	/* the model ran with hints */				\
+	X(bool, mixed, )									\
+	X(uint64_t, data_size, )	/* logical, in data block groups */			\
+	X(uint64_t, data_used, )								\
+	X(uint64_t, metadata_size, )	/* logical, in metadata block groups (not mixed) */	\
+	X(uint64_t, metadata_used, )								\
+	X(uint64_t, data_free_in_chunks, )							\
+	X(uint64_t, data_new_chunks, )	/* logical bytes of the simulated data chunks */	\
+	X(uint64_t, free_estimated, )								\
+	X(uint64_t, free_strict, )								\
+	X(bool, have_statfs, )									\
+	X(uint64_t, free_statfs, )								\
+	X(uint64_t, metadata_free_in_chunks, )							\
+	X(uint64_t, metadata_room, )								\
+	X(uint64_t, metadata_room_after_data, )							\
+	X(uint64_t, metadata_needed, )	/* 50% of metadata_used: the warning threshold */	\
+	X(uint64_t, data_on_metadata_devices, )
+
 struct bx_usage_report {
 	struct bx_usage_overall overall;
-	bool hints_honoured;		/* the model ran with hints */
+	BX_USAGE_MODEL_FIELDS(BX_FIELD_MEMBER)
 	uint32_t model_flags;		/* BX_ALLOC_* the model ran with */
 	uint64_t data_type;		/* type and profile of the next data chunk */
 	uint64_t metadata_type;		/* ... of the next metadata chunk */
-	bool mixed;
-	uint64_t data_size;		/* logical, in data block groups */
-	uint64_t data_used;
-	uint64_t metadata_size;		/* logical, in metadata block groups (not mixed) */
-	uint64_t metadata_used;
-	uint64_t data_free_in_chunks;
-	uint64_t data_new_chunks;	/* logical bytes of the simulated data chunks */
-	uint64_t free_estimated;
-	uint64_t free_strict;
-	bool have_statfs;
-	uint64_t free_statfs;
-	uint64_t metadata_free_in_chunks;
-	uint64_t metadata_room;
-	uint64_t metadata_room_after_data;
-	uint64_t metadata_needed;	/* 50% of metadata_used: the warning threshold */
-	uint64_t data_on_metadata_devices; /* device bytes of data chunks on metadata_only and
-					      metadata_preferred devices now */
 	uint64_t data_may_take_metadata_room; /* data_allocatable of metadata_preferred */
 	uint32_t warnings;		/* BX_USAGE_W_* */
 	size_t nr_classes;

@@ -39,13 +39,8 @@ static void public_state(const struct bx_hint_state *in, struct btrfsx_hint_stat
 	if (!out)
 		return;
 	memset(out, 0, sizeof(*out));
-	out->devid = in->devid;
-	snprintf(out->path, sizeof(out->path), "%s", in->path);
-	out->type = in->type;
-	out->hint = in->hint;
-	out->mounted = in->mounted;
+	BX_HINT_STATE_FIELDS(BX_FIELD_COPY)
 	out->iface = public_iface(in->iface);
-	out->effective = in->effective;
 }
 
 PUBLIC enum btrfsx_error btrfsx_hint_get(const char *sysfs_root, const char *device,

@@ -9,6 +9,11 @@
 #include "fsops/mounted-fs.h"
 #include "libbtrfsx/libbtrfsx-private.h"
 
+static void public_stats(const struct bx_dev_reads *in, struct btrfsx_io_stats *out)
+{
+	BX_DEV_READS_FIELDS(BX_FIELD_COPY)
+}
+
 static int sample(const char *sysfs_root, const struct bx_mounted_fs *fs,
 		  struct btrfsx_io_stats *stats)
 {
@@ -20,13 +25,8 @@ static int sample(const char *sysfs_root, const struct bx_mounted_fs *fs,
 	ret = bx_read_dev_reads(sysfs_root, fs, reads);
 	if (!ret)
 		bx_warn_no_dev_reads(fs, reads);
-	for (size_t i = 0; !ret && i < fs->nr_devs; i++) {
-		stats[i].devid = reads[i].devid;
-		snprintf(stats[i].path, sizeof(stats[i].path), "%s", reads[i].path);
-		stats[i].present = reads[i].present;
-		stats[i].reads = reads[i].reads;
-		stats[i].read_bytes = reads[i].read_bytes;
-	}
+	for (size_t i = 0; !ret && i < fs->nr_devs; i++)
+		public_stats(&reads[i], &stats[i]);
 	free(reads);
 	return ret;
 }

@@ -104,29 +104,39 @@ PUBLIC void btrfsx_plan_free(struct btrfsx_plan *plan)
 	free(plan);
 }
 
+static void public_short_device(const struct bx_plan_short_dev *in,
+				struct btrfsx_plan_short_device *out)
+{
+	BX_PLAN_SHORT_DEVICE_FIELDS(BX_FIELD_COPY)
+}
+
+static int public_short(const struct bx_plan_short *in, struct btrfsx_plan_short *out)
+{
+	BX_PLAN_SHORT_FIELDS(BX_FIELD_COPY)
+	out->flags = in->type;
+	out->nr_devices = in->nr_devs;
+	out->devices = calloc(in->nr_devs + 1, sizeof(*out->devices));
+	if (!out->devices)
+		return -ENOMEM;
+	for (size_t d = 0; d < in->nr_devs; d++)
+		public_short_device(&in->devs[d], &out->devices[d]);
+	return 0;
+}
+
 static int fill_shorts(const struct bx_plan_step *st, struct btrfsx_plan_step *out)
 {
 	out->shorts = calloc(st->nr_short + 1, sizeof(*out->shorts));
 	if (!out->shorts)
 		return -ENOMEM;
 	for (size_t k = 0; k < st->nr_short; k++) {
-		const struct bx_plan_short *sh = &st->shorts[k];
-		struct btrfsx_plan_short *o = &out->shorts[k];
-
-		*o = (struct btrfsx_plan_short){ sh->type, sh->missing, sh->chunks, sh->nr_devs, NULL };
-		o->devices = calloc(sh->nr_devs + 1, sizeof(*o->devices));
 		out->nr_short = k + 1;
-		if (!o->devices)
+		if (public_short(&st->shorts[k], &out->shorts[k]))
 			return -ENOMEM;
-		for (size_t d = 0; d < sh->nr_devs; d++)
-			o->devices[d] = (struct btrfsx_plan_short_device){
-				sh->devs[d].devid, sh->devs[d].hint, sh->devs[d].tier,
-				sh->devs[d].unallocated };
 	}
 	return 0;
 }
 
-static int fill_steps(const struct bx_plan_result *res, struct btrfsx_plan *plan)
+static void public_step(const struct bx_plan_step *in, struct btrfsx_plan_step *out)
 {
 	static const enum btrfsx_plan_status status[] = {
 		[BX_PLAN_STEP_DONE] = BTRFSX_PLAN_POSSIBLE,
@@ -134,29 +144,35 @@ static int fill_steps(const struct bx_plan_result *res, struct btrfsx_plan *plan
 		[BX_PLAN_STEP_NOT_REACHED] = BTRFSX_PLAN_NOT_REACHED,
 	};
 
+	BX_PLAN_STEP_FIELDS(BX_FIELD_COPY)
+	public_change(&in->change, &out->change);
+	bx_plan_describe_change(&in->change, out->description, sizeof(out->description));
+	out->status = status[in->status];
+}
+
+static int fill_steps(const struct bx_plan_result *res, struct btrfsx_plan *plan)
+{
 	plan->steps = calloc(res->nr_steps + 1, sizeof(*plan->steps));
 	if (!plan->steps)
 		return -ENOMEM;
 	plan->nr_steps = res->nr_steps;
 	for (size_t i = 0; i < res->nr_steps; i++) {
-		const struct bx_plan_step *st = &res->steps[i];
-		struct btrfsx_plan_step *o = &plan->steps[i];
-
-		public_change(&st->change, &o->change);
-		bx_plan_describe_change(&st->change, o->description, sizeof(o->description));
-		o->devid = st->devid;
-		o->status = status[st->status];
-		o->tight = st->tight;
-		snprintf(o->reason, sizeof(o->reason), "%s", st->reason);
-		o->moved_chunks = st->moved_chunks;
-		o->moved_bytes = st->moved_bytes;
-		o->moved_length = st->moved_length;
-		o->new_chunks = st->new_chunks;
-		o->new_length = st->new_length;
-		o->copied_bytes = st->copied_bytes;
-		if (fill_shorts(st, o))
+		public_step(&res->steps[i], &plan->steps[i]);
+		if (fill_shorts(&res->steps[i], &plan->steps[i]))
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+static int public_chunk(const struct bx_plan_chunk *in, struct btrfsx_plan_chunk *out)
+{
+	BX_PLAN_CHUNK_FIELDS(BX_FIELD_COPY)
+	out->flags = in->type;
+	out->nr_devids = in->num_stripes;
+	out->devids = calloc(in->num_stripes + 1, sizeof(*out->devids));
+	if (!out->devids)
+		return -ENOMEM;
+	memcpy(out->devids, in->devids, in->num_stripes * sizeof(*out->devids));
 	return 0;
 }
 
@@ -165,17 +181,9 @@ static int fill_chunks(const struct bx_plan_chunk *src, size_t n, struct btrfsx_
 	*out = calloc(n + 1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		const struct bx_plan_chunk *c = &src[i];
-
-		(*out)[i] = (struct btrfsx_plan_chunk){ c->step, c->logical, c->length, c->used,
-							c->used_before, c->existed, c->type,
-							c->num_stripes, NULL };
-		(*out)[i].devids = calloc(c->num_stripes + 1, sizeof(uint64_t));
-		if (!(*out)[i].devids)
+	for (size_t i = 0; i < n; i++)
+		if (public_chunk(&src[i], &(*out)[i]))
 			return -ENOMEM;
-		memcpy((*out)[i].devids, c->devids, c->num_stripes * sizeof(uint64_t));
-	}
 	return 0;
 }
 

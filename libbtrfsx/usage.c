@@ -15,88 +15,57 @@ static uint32_t public_warnings(uint32_t warnings)
 	       ((warnings & BX_USAGE_W_HINTS_IGNORED) ? BTRFSX_USAGE_W_HINTS_IGNORED : 0);
 }
 
+static void public_overall(const struct bx_usage_overall *in, struct btrfsx_usage *out)
+{
+	BX_USAGE_OVERALL_FIELDS(BX_FIELD_COPY)
+	out->progs_free_estimated = in->free_estimated;
+	out->progs_free_min = in->free_min;
+}
+
 static void fill_overall(const struct bx_usage_input *in, const struct bx_usage_overall *ov,
 			 struct btrfsx_usage *u)
 {
 	memcpy(u->fsid, in->fsid, sizeof(u->fsid));
 	u->mounted = in->mounted;
 	snprintf(u->path, sizeof(u->path), "%s", in->path);
-	u->device_size = ov->device_size;
-	u->device_allocated = ov->device_allocated;
-	u->device_unallocated = ov->device_unallocated;
-	u->device_missing = ov->device_missing;
-	u->device_slack = ov->device_slack;
-	u->used = ov->used;
-	u->progs_free_estimated = ov->free_estimated;
-	u->progs_free_min = ov->free_min;
-	u->data_ratio = ov->data_ratio;
-	u->metadata_ratio = ov->metadata_ratio;
-	snprintf(u->multiple_profiles, sizeof(u->multiple_profiles), "%s", ov->multiple_profiles);
+	public_overall(ov, u);
 	u->have_global_reserve = in->have_global_reserve;
 	u->global_reserve = in->global_reserve;
 	u->global_reserve_used = in->global_reserve_used;
 }
 
-static void fill_model(const struct bx_usage_report *rep, unsigned int flags,
-		       struct btrfsx_usage *u)
+static void fill_model(const struct bx_usage_report *in, unsigned int flags,
+		       struct btrfsx_usage *out)
 {
-	u->hints_honoured = rep->hints_honoured;
-	u->strict = flags & BX_USAGE_STRICT;
-	u->mixed = rep->mixed;
-	u->data_profile = rep->data_type;
-	u->metadata_profile = rep->metadata_type;
-	u->data_size = rep->data_size;
-	u->data_used = rep->data_used;
-	u->metadata_size = rep->metadata_size;
-	u->metadata_used = rep->metadata_used;
-	u->data_free_in_chunks = rep->data_free_in_chunks;
-	u->data_new_chunks = rep->data_new_chunks;
-	u->free_estimated = rep->free_estimated;
-	u->free_strict = rep->free_strict;
-	u->have_statfs = rep->have_statfs;
-	u->free_statfs = rep->free_statfs;
-	u->metadata_free_in_chunks = rep->metadata_free_in_chunks;
-	u->metadata_room = rep->metadata_room;
-	u->metadata_room_after_data = rep->metadata_room_after_data;
-	u->metadata_needed = rep->metadata_needed;
-	u->data_on_metadata_devices = rep->data_on_metadata_devices;
-	u->warnings = public_warnings(rep->warnings);
+	BX_USAGE_MODEL_FIELDS(BX_FIELD_COPY)
+	out->strict = flags & BX_USAGE_STRICT;
+	out->data_profile = in->data_type;
+	out->metadata_profile = in->metadata_type;
+	out->warnings = public_warnings(in->warnings);
+}
+
+static void public_class(const struct bx_usage_class *in, struct btrfsx_usage_class *out)
+{
+	BX_USAGE_CLASS_FIELDS(BX_FIELD_COPY)
+}
+
+static void public_device(const struct bx_usage_dev_row *in, struct btrfsx_usage_device *out)
+{
+	BX_USAGE_DEVICE_FIELDS(BX_FIELD_COPY)
+	snprintf(out->path, sizeof(out->path), "%s", in->missing ? "" : in->path);
 }
 
 static void fill_classes(const struct bx_usage_report *rep, struct btrfsx_usage *u)
 {
-	for (size_t i = 0; i < rep->nr_classes; i++) {
-		const struct bx_usage_class *c = &rep->classes[i];
-
-		u->classes[i] = (struct btrfsx_usage_class){
-			.hint = c->hint,
-			.devices = c->devices,
-			.size = c->size,
-			.unallocated = c->unallocated,
-			.data_allocatable = c->data_allocatable,
-			.metadata_allocatable = c->metadata_allocatable,
-		};
-	}
+	for (size_t i = 0; i < rep->nr_classes; i++)
+		public_class(&rep->classes[i], &u->classes[i]);
 	u->nr_classes = rep->nr_classes;
 }
 
 static void fill_devices(const struct bx_usage_report *rep, struct btrfsx_usage *u)
 {
-	for (size_t i = 0; i < rep->nr_dev_rows; i++) {
-		const struct bx_usage_dev_row *r = &rep->dev_rows[i];
-		struct btrfsx_usage_device *d = &u->devices[i];
-
-		d->devid = r->devid;
-		snprintf(d->path, sizeof(d->path), "%s", r->missing ? "" : r->path);
-		d->hint = r->hint;
-		d->missing = r->missing;
-		d->size = r->size;
-		d->slack = r->slack;
-		d->unallocated = r->unallocated;
-		d->data = r->data;
-		d->metadata = r->metadata;
-		d->system = r->system;
-	}
+	for (size_t i = 0; i < rep->nr_dev_rows; i++)
+		public_device(&rep->dev_rows[i], &u->devices[i]);
 	u->nr_devices = rep->nr_dev_rows;
 }
 

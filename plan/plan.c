@@ -99,8 +99,10 @@ static int record(struct bx_plan_chunk **arr, size_t *nr, size_t *cap, size_t st
 		*cap = ncap;
 	}
 	r = &(*arr)[*nr];
-	*r = (struct bx_plan_chunk){ step, c->logical, c->length, c->used, c->used_before,
-				     !c->is_new, c->type, c->num_stripes, NULL };
+	*r = (struct bx_plan_chunk){ .step = step, .logical = c->logical, .length = c->length,
+				     .used = c->used, .used_before = c->used_before,
+				     .existed = !c->is_new, .type = c->type,
+				     .num_stripes = c->num_stripes };
 	r->devids = calloc(c->num_stripes + 1, sizeof(*r->devids));
 	if (!r->devids)
 		return OOM();
@@ -528,7 +530,8 @@ static int tier_cmp(const void *a, const void *b)
 static int fill_short(const struct plan_state *s, const struct shortage *sh,
 		      struct bx_plan_short *out)
 {
-	*out = (struct bx_plan_short){ sh->type, sh->missing, sh->chunks, 0, NULL };
+	*out = (struct bx_plan_short){ .type = sh->type, .missing = sh->missing,
+				       .chunks = sh->chunks };
 	out->devs = calloc(s->nr_devs + 1, sizeof(*out->devs));
 	if (!out->devs)
 		return OOM();
@@ -538,7 +541,8 @@ static int fill_short(const struct plan_state *s, const struct shortage *sh,
 		if (!s->adevs[i].writable || tier == BX_TIER_NEVER)
 			continue;
 		out->devs[out->nr_devs++] = (struct bx_plan_short_dev){
-			s->adevs[i].devid, s->adevs[i].hint, (uint32_t)tier, ps_unallocated(s, i) };
+			.devid = s->adevs[i].devid, .hint = s->adevs[i].hint, .tier = (uint32_t)tier,
+			.unallocated = ps_unallocated(s, i) };
 	}
 	qsort(out->devs, out->nr_devs, sizeof(*out->devs), tier_cmp);
 	return 0;

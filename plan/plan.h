@@ -51,6 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fields.h"
 #include "fsops/misplaced.h"
 #include "fsops/usage.h"
 
@@ -101,57 +102,80 @@ enum bx_plan_status {
 	BX_PLAN_STEP_NOT_REACHED,	/* an earlier change is impossible */
 };
 
-/* A device that may take chunks of a type which lacks room, as the failed change leaves it. */
+/*
+ * A device that may take chunks of a type which lacks room, as the failed
+ * change leaves it: btrfsx_plan_short_device, PlanShortDevice (common/fields.h).
+ */
+#define BX_PLAN_SHORT_DEVICE_FIELDS(X)							\
+	X(uint64_t, devid, )								\
+	X(uint64_t, hint, )								\
+	X(uint32_t, tier, )	/* the allocator's tier for the type (1 first) */	\
+	X(uint64_t, unallocated, )
+
 struct bx_plan_short_dev {
-	uint64_t devid;
-	uint64_t hint;
-	uint32_t tier;			/* the allocator's tier for the type (1 first) */
-	uint64_t unallocated;
+	BX_PLAN_SHORT_DEVICE_FIELDS(BX_FIELD_MEMBER)
 };
 
-/* Chunks of one type that a change cannot place. */
+/*
+ * Chunks of one type that a change cannot place. The list is what
+ * btrfsx_plan_short and PlanShort take as it is (the type is their flags).
+ */
+#define BX_PLAN_SHORT_FIELDS(X)					\
+	X(uint64_t, missing, )	/* used bytes without room */	\
+	X(uint32_t, chunks, )	/* chunks that could not move */
+
 struct bx_plan_short {
+	BX_PLAN_SHORT_FIELDS(BX_FIELD_MEMBER)
 	uint64_t type;			/* type and profile of the chunks it needs */
-	uint64_t missing;		/* used bytes without room */
-	uint32_t chunks;		/* chunks that could not move */
 	size_t nr_devs;
 	struct bx_plan_short_dev *devs;	/* the devices the type may use, best tier first */
 };
 
+/*
+ * One change and what it does. The list is what btrfsx_plan_step and
+ * PlanStep take as it is (the change, its description and the status are
+ * converted). tight: possible, but uncertain: it moves or copies the only
+ * metadata or system block group with room while the devices are nearly
+ * full. The kernel's space reservation may then allocate another chunk or
+ * fail (ENOSPC, seen ending in a transaction abort). A warning says so.
+ */
+#define BX_PLAN_STEP_FIELDS(X)									\
+	X(uint64_t, devid, )	/* the device it acts on (add: the new devid) */		\
+	X(char, reason, [1024])	/* impossible: why, for people */				\
+	X(bool, tight, )									\
+	X(uint64_t, moved_chunks, )	/* chunks relocated (or rewritten) */			\
+	X(uint64_t, moved_bytes, )	/* their used bytes when it began: what is copied */	\
+	X(uint64_t, moved_length, )	/* their logical size */				\
+	X(uint64_t, new_chunks, )	/* chunks allocated for them */				\
+	X(uint64_t, new_length, )								\
+	X(uint64_t, copied_bytes, )	/* replace: bytes copied to the new device */
+
 struct bx_plan_step {
 	struct bx_plan_change change;
-	uint64_t devid;			/* the device it acts on (add: the new devid) */
 	enum bx_plan_status status;
-	char reason[1024];		/* impossible: why, for people */
-	/*
-	 * Possible, but uncertain: it moves or copies the only metadata or
-	 * system block group with room while the devices are nearly full. The
-	 * kernel's space reservation may then allocate another chunk or fail
-	 * (ENOSPC, seen ending in a transaction abort). A warning says so.
-	 */
-	bool tight;
+	BX_PLAN_STEP_FIELDS(BX_FIELD_MEMBER)
 	bool tight_abort;		/* tight: the kernel may abort the transaction (a warning) */
-	uint64_t moved_chunks;		/* chunks relocated (or rewritten) */
-	uint64_t moved_bytes;		/* their used bytes when it began: what is copied */
-	uint64_t moved_length;		/* their logical size */
-	uint64_t new_chunks;		/* chunks allocated for them */
-	uint64_t new_length;
-	uint64_t copied_bytes;		/* replace: bytes copied to the new device */
 	size_t first_moved, nr_moved;	/* its chunks in bx_plan_result.moved */
 	size_t first_created, nr_created;	/* and in bx_plan_result.created */
 	size_t nr_short;
 	struct bx_plan_short *shorts;
 };
 
-/* A chunk that a change moves, or one it creates. */
+/*
+ * A chunk that a change moves, or one it creates. The list is what
+ * btrfsx_plan_chunk and PlanChunk take as it is. used: moved, the used bytes
+ * when its change began (what it copies); created, the bytes placed in it.
+ */
+#define BX_PLAN_CHUNK_FIELDS(X)							\
+	X(size_t, step, )	/* index of the change */			\
+	X(uint64_t, logical, )							\
+	X(uint64_t, length, )							\
+	X(uint64_t, used, )							\
+	X(uint64_t, used_before, )	/* used bytes in the filesystem now */	\
+	X(bool, existed, )	/* in the filesystem now (false: a change made it) */
+
 struct bx_plan_chunk {
-	size_t step;			/* index of the change */
-	uint64_t logical;
-	uint64_t length;
-	uint64_t used;			/* moved: used bytes when its change began (what it
-					 * copies); created: bytes placed in it */
-	uint64_t used_before;		/* used bytes in the filesystem now */
-	bool existed;			/* in the filesystem now (false: an earlier change made it) */
+	BX_PLAN_CHUNK_FIELDS(BX_FIELD_MEMBER)
 	uint64_t type;
 	uint32_t num_stripes;
 	uint64_t *devids;		/* in stripe order */

@@ -15,7 +15,11 @@
 #include <btrfsx.h>
 
 /* The engines' field lists (common/fields.h): the tables of the results they describe. */
+#include "fsops/alloc-hint.h"
+#include "fsops/io-stats.h"
+#include "fsops/usage.h"
 #include "monitor/sample.h"
+#include "plan/plan.h"
 #include "relocate/relocate.h"
 #include "scrub/scrub.h"
 
@@ -176,57 +180,30 @@ static const struct field fs_info_fields[] = {
 	END_FIELDS
 };
 
+#define HINT_STATE(type, name, dims) FIELD(struct btrfsx_hint_state, name),
 static const struct field hint_state_fields[] = {
-	FIELD(struct btrfsx_hint_state, devid),
-	FIELD(struct btrfsx_hint_state, path),
-	FIELD(struct btrfsx_hint_state, type),
-	FIELD(struct btrfsx_hint_state, hint),
-	FIELD(struct btrfsx_hint_state, mounted),
+	BX_HINT_STATE_FIELDS(HINT_STATE)
 	FIELD_AS(struct btrfsx_hint_state, iface, "interface"),
-	FIELD(struct btrfsx_hint_state, effective),
 	END_FIELDS
 };
 
+#define USAGE(type, name, dims) FIELD(struct btrfsx_usage, name),
 static const struct field usage_fields[] = {
+	BX_USAGE_OVERALL_FIELDS(USAGE)
+	BX_USAGE_MODEL_FIELDS(USAGE)
 	FIELD(struct btrfsx_usage, fsid),
 	FIELD(struct btrfsx_usage, mounted),
 	FIELD(struct btrfsx_usage, path),
-	FIELD(struct btrfsx_usage, device_size),
-	FIELD(struct btrfsx_usage, device_allocated),
-	FIELD(struct btrfsx_usage, device_unallocated),
-	FIELD(struct btrfsx_usage, device_missing),
-	FIELD(struct btrfsx_usage, device_slack),
-	FIELD(struct btrfsx_usage, used),
 	FIELD(struct btrfsx_usage, progs_free_estimated),
 	FIELD(struct btrfsx_usage, progs_free_min),
-	FIELD(struct btrfsx_usage, data_ratio),
-	FIELD(struct btrfsx_usage, metadata_ratio),
-	FIELD(struct btrfsx_usage, hints_honoured),
-	FIELD(struct btrfsx_usage, mixed),
 	FIELD(struct btrfsx_usage, data_profile),
 	FIELD(struct btrfsx_usage, metadata_profile),
-	FIELD(struct btrfsx_usage, data_size),
-	FIELD(struct btrfsx_usage, data_used),
-	FIELD(struct btrfsx_usage, metadata_size),
-	FIELD(struct btrfsx_usage, metadata_used),
-	FIELD(struct btrfsx_usage, data_free_in_chunks),
-	FIELD(struct btrfsx_usage, free_estimated),
-	FIELD(struct btrfsx_usage, free_strict),
-	FIELD(struct btrfsx_usage, have_statfs),
-	FIELD(struct btrfsx_usage, free_statfs),
-	FIELD(struct btrfsx_usage, metadata_free_in_chunks),
-	FIELD(struct btrfsx_usage, metadata_room),
-	FIELD(struct btrfsx_usage, metadata_room_after_data),
-	FIELD(struct btrfsx_usage, metadata_needed),
-	FIELD(struct btrfsx_usage, data_on_metadata_devices),
 	/* "warnings" in Python is the list of messages every result carries */
 	FIELD_AS(struct btrfsx_usage, warnings, "warning_flags"),
 	FIELD(struct btrfsx_usage, have_global_reserve),
 	FIELD(struct btrfsx_usage, global_reserve),
 	FIELD(struct btrfsx_usage, global_reserve_used),
-	FIELD(struct btrfsx_usage, multiple_profiles),
 	FIELD(struct btrfsx_usage, strict),
-	FIELD(struct btrfsx_usage, data_new_chunks),
 	END_FIELDS
 };
 
@@ -237,27 +214,16 @@ static const struct field usage_space_fields[] = {
 	END_FIELDS
 };
 
+#define USAGE_CLASS(type, name, dims) FIELD(struct btrfsx_usage_class, name),
 static const struct field usage_class_fields[] = {
-	FIELD(struct btrfsx_usage_class, hint),
-	FIELD(struct btrfsx_usage_class, devices),
-	FIELD(struct btrfsx_usage_class, size),
-	FIELD(struct btrfsx_usage_class, unallocated),
-	FIELD(struct btrfsx_usage_class, data_allocatable),
-	FIELD(struct btrfsx_usage_class, metadata_allocatable),
+	BX_USAGE_CLASS_FIELDS(USAGE_CLASS)
 	END_FIELDS
 };
 
+#define USAGE_DEVICE(type, name, dims) FIELD(struct btrfsx_usage_device, name),
 static const struct field usage_device_fields[] = {
-	FIELD(struct btrfsx_usage_device, devid),
+	BX_USAGE_DEVICE_FIELDS(USAGE_DEVICE)
 	FIELD(struct btrfsx_usage_device, path),
-	FIELD(struct btrfsx_usage_device, hint),
-	FIELD(struct btrfsx_usage_device, missing),
-	FIELD(struct btrfsx_usage_device, size),
-	FIELD(struct btrfsx_usage_device, slack),
-	FIELD(struct btrfsx_usage_device, unallocated),
-	FIELD(struct btrfsx_usage_device, data),
-	FIELD(struct btrfsx_usage_device, metadata),
-	FIELD(struct btrfsx_usage_device, system),
 	END_FIELDS
 };
 
@@ -280,12 +246,9 @@ static const struct field apply_result_fields[] = {
 	END_FIELDS
 };
 
+#define IO_STATS(type, name, dims) FIELD(struct btrfsx_io_stats, name),
 static const struct field io_stats_fields[] = {
-	FIELD(struct btrfsx_io_stats, devid),
-	FIELD(struct btrfsx_io_stats, path),
-	FIELD(struct btrfsx_io_stats, present),
-	FIELD(struct btrfsx_io_stats, reads),
-	FIELD(struct btrfsx_io_stats, read_bytes),
+	BX_DEV_READS_FIELDS(IO_STATS)
 	END_FIELDS
 };
 
@@ -1256,43 +1219,30 @@ static const struct field plan_change_fields[] = {
 	END_FIELDS
 };
 
+#define PLAN_SHORT_DEVICE(type, name, dims) FIELD(struct btrfsx_plan_short_device, name),
 static const struct field plan_short_device_fields[] = {
-	FIELD(struct btrfsx_plan_short_device, devid),
-	FIELD(struct btrfsx_plan_short_device, hint),
-	FIELD(struct btrfsx_plan_short_device, tier),
-	FIELD(struct btrfsx_plan_short_device, unallocated),
+	BX_PLAN_SHORT_DEVICE_FIELDS(PLAN_SHORT_DEVICE)
 	END_FIELDS
 };
 
+#define PLAN_SHORT(type, name, dims) FIELD(struct btrfsx_plan_short, name),
 static const struct field plan_short_fields[] = {
+	BX_PLAN_SHORT_FIELDS(PLAN_SHORT)
 	FIELD(struct btrfsx_plan_short, flags),
-	FIELD(struct btrfsx_plan_short, missing),
-	FIELD(struct btrfsx_plan_short, chunks),
 	END_FIELDS
 };
 
+#define PLAN_STEP(type, name, dims) FIELD(struct btrfsx_plan_step, name),
 static const struct field plan_step_fields[] = {
+	BX_PLAN_STEP_FIELDS(PLAN_STEP)
 	FIELD(struct btrfsx_plan_step, description),
-	FIELD(struct btrfsx_plan_step, devid),
 	FIELD(struct btrfsx_plan_step, status),
-	FIELD(struct btrfsx_plan_step, tight),
-	FIELD(struct btrfsx_plan_step, reason),
-	FIELD(struct btrfsx_plan_step, moved_chunks),
-	FIELD(struct btrfsx_plan_step, moved_bytes),
-	FIELD(struct btrfsx_plan_step, moved_length),
-	FIELD(struct btrfsx_plan_step, new_chunks),
-	FIELD(struct btrfsx_plan_step, new_length),
-	FIELD(struct btrfsx_plan_step, copied_bytes),
 	END_FIELDS
 };
 
+#define PLAN_CHUNK(type, name, dims) FIELD(struct btrfsx_plan_chunk, name),
 static const struct field plan_chunk_fields[] = {
-	FIELD(struct btrfsx_plan_chunk, step),
-	FIELD(struct btrfsx_plan_chunk, logical),
-	FIELD(struct btrfsx_plan_chunk, length),
-	FIELD(struct btrfsx_plan_chunk, used),
-	FIELD(struct btrfsx_plan_chunk, used_before),
-	FIELD(struct btrfsx_plan_chunk, existed),
+	BX_PLAN_CHUNK_FIELDS(PLAN_CHUNK)
 	FIELD(struct btrfsx_plan_chunk, flags),
 	END_FIELDS
 };
