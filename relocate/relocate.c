@@ -34,7 +34,7 @@
 #include "format/ctree.h"
 #include "format/hints.h"
 #include "disk/volumes.h"
-#include "relocate/relocate.h"
+#include "relocate/relocate-model.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/btrfsx"
 #define POLL_SECONDS 0.1
@@ -244,80 +244,6 @@ static int read_state(struct relocation *r, struct bx_usage_input *in,
 
 /* ---- planning ---- */
 
-static bool selected(const struct relocation *r, const struct bx_misplaced_chunk *c)
-{
-	return c->cls == BX_PLACE_FORBIDDEN || !r->o->forbidden_only;
-}
-
-static bool created_here(const struct relocation *r, uint64_t logical)
-{
-	for (size_t i = 0; i < r->nr_created; i++)
-		if (r->created[i] == logical)
-			return true;
-	return false;
-}
-
-/* @n chunks of a report as placement sees them (stripes point into the report). */
-static struct bx_place_chunk *place_chunks(const struct bx_misplaced_chunk *chunks, size_t n)
-{
-	struct bx_place_chunk *pc = calloc(n + 1, sizeof(*pc));
-
-	for (size_t i = 0; pc && i < n; i++) {
-		const struct bx_misplaced_chunk *c = &chunks[i];
-
-		pc[i] = (struct bx_place_chunk){ c->logical, c->length, c->used, c->type,
-						 c->num_stripes, c->stripes };
-	}
-	return pc;
-}
-
-/* "1,2" into @buf: the devids of @model's devices whose tier for @type is @tier. */
-static void tier_devids(const struct bx_place_model *m, uint64_t type, uint32_t tier, char *buf,
-			size_t len)
-{
-	size_t used = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < m->nr_devs && used < len; i++) {
-		char hint[32];
-
-		if (!m->devs[i].writable ||
-		    (uint32_t)bx_alloc_hint_tier(m->devs[i].hint, type, m->params.flags, NULL) != tier)
-			continue;
-		bx_hint_describe(m->devs[i].hint, hint, sizeof(hint));
-		used += (size_t)snprintf(buf + used, len - used, "%sdevid %llu (%s)", used ? ", " : "",
-					 (unsigned long long)m->devs[i].devid, hint);
-	}
-}
-
-/* The reason there is no room, into @buf: per kind, how much and where. */
-static void describe_shortfall(const struct bx_place_model *m, const struct bx_place_room *room,
-			       size_t nr_moves, char *buf, size_t len)
-{
-	size_t used = 0;
-
-	used += (size_t)snprintf(buf, len, "the allocator model has no room for every chunk to move:");
-	for (int k = 0; k < BX_PLACE_NR_KINDS && used < len; k++) {
-		uint64_t type = m->new_type[k];
-		char missing[32], devs[512];
-
-		if (!room->short_moves[k])
-			continue;
-		bx_pretty_size(room->missing[k], 0, missing, sizeof(missing));
-		tier_devids(m, type, bx_place_best_tier(m, type), devs, sizeof(devs));
-		used += (size_t)snprintf(buf + used, len - used, " %s needs %s more on its "
-					 "preferred devices (%s) for %u chunk%s;",
-					 bx_place_type_name(type), missing, *devs ? devs : "none",
-					 room->short_moves[k], room->short_moves[k] == 1 ? "" : "s");
-	}
-	if (used < len && room->nr_fit)
-		snprintf(buf + used, len - used, " the first %zu of the %zu planned chunks fit "
-			 "(--limit %zu moves those)", room->nr_fit, nr_moves, room->nr_fit);
-	else if (used < len)
-		snprintf(buf + used, len - used, " free space on those devices (or other hints) "
-			 "must come first");
-}
-
 /*
  * The room check of moving @n chunks of @rep, starting at @chunks: 0 when
  * all fit, else -ENOSPC with the reason recorded and copied into the result.
@@ -326,49 +252,19 @@ static int check_room(struct relocation *r, const struct bx_usage_input *in,
 		      const struct bx_misplaced_report *rep,
 		      const struct bx_misplaced_chunk *chunks, size_t n)
 {
-	struct bx_place_chunk *moves;
-	struct bx_usage_model um;
-	struct bx_place_model pm;
-	struct bx_place_room room;
-	int ret;
+	int ret = bx_relocate_room(in, rep, chunks, n, r->res->reason, sizeof(r->res->reason));
 
-	if (!rep->hints_effective || !n)
-		return 0;	/* forced: the kernel places by its own rules */
-	moves = place_chunks(chunks, n);
-	if (!moves)
-		return bx_error(-ENOMEM, "out of memory");
-	ret = bx_misplaced_model(in, &um, &pm);
-	if (!ret) {
-		ret = bx_place_room(&pm, moves, n, rep->pool, &room);
-		if (ret)
-			ret = bx_error(ret, "the allocator model failed: %s", strerror(-ret));
-		else if (room.nr_fit < n) {
-			describe_shortfall(&pm, &room, n, r->res->reason, sizeof(r->res->reason));
-			ret = bx_error_as(-ENOSPC, BX_ERROR_KIND_NO_SPACE, "%s: %s", r->path,
-					  r->res->reason);
-		}
-		bx_usage_model_release(&um);
-	}
-	free(moves);
+	if (ret == -ENOSPC)
+		ret = bx_error_as(ret, BX_ERROR_KIND_NO_SPACE, "%s: %s", r->path, r->res->reason);
 	return ret;
 }
 
-/* How many of the start report's chunks the options select, in order. */
-static size_t plan(struct relocation *r, const struct bx_misplaced_report *rep, uint64_t *bytes)
+static bool created_here(const struct relocation *r, uint64_t logical)
 {
-	uint64_t sum = 0;
-	size_t n = 0;
-
-	while (n < rep->nr_chunks && selected(r, &rep->chunks[n])) {
-		if (r->o->limit && n >= r->o->limit)
-			break;
-		if (r->o->max_bytes && sum + rep->chunks[n].used > r->o->max_bytes)
-			break;
-		sum += rep->chunks[n].used;
-		n++;
-	}
-	*bytes = sum;
-	return n;
+	for (size_t i = 0; i < r->nr_created; i++)
+		if (r->created[i] == logical)
+			return true;
+	return false;
 }
 
 /* ---- one kernel balance call ---- */
@@ -394,31 +290,6 @@ static void *balance_thread(void *arg)
 	pthread_cond_signal(&b->cond);
 	pthread_mutex_unlock(&b->lock);
 	return NULL;
-}
-
-/* The balance arguments that select exactly the chunk at @logical of @type. */
-static void balance_args_for(uint64_t logical, uint64_t type, struct btrfs_ioctl_balance_args *a)
-{
-	struct btrfs_balance_args one = {
-		.flags = BTRFS_BALANCE_ARGS_VRANGE,
-		.vstart = logical,
-		.vend = logical + 1,
-	};
-
-	memset(a, 0, sizeof(*a));
-	if (type & BTRFS_BLOCK_GROUP_DATA) {
-		a->flags |= BTRFS_BALANCE_DATA;
-		a->data = one;
-	}
-	/* Mixed block groups: the kernel wants data and metadata with the same arguments. */
-	if (type & BTRFS_BLOCK_GROUP_METADATA) {
-		a->flags |= BTRFS_BALANCE_METADATA;
-		a->meta = one;
-	}
-	if (type & BTRFS_BLOCK_GROUP_SYSTEM) {
-		a->flags |= BTRFS_BALANCE_SYSTEM;
-		a->sys = one;
-	}
 }
 
 static void wait_a_little(struct balance_call *b, double seconds)
@@ -448,7 +319,7 @@ static int balance_one(struct relocation *r, const struct bx_misplaced_chunk *c,
 	double t0 = now();
 	int ret;
 
-	balance_args_for(c->logical, c->type, &b.args);
+	bx_relocate_balance_args(c->logical, c->type, &b.args);
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.cond, NULL);
 	/* Signals go to the calling thread, which turns them into a cancel. */
@@ -496,14 +367,6 @@ static int balance_one(struct relocation *r, const struct bx_misplaced_chunk *c,
 
 /* ---- what the kernel did ---- */
 
-static const struct bx_usage_chunk *find_chunk(const struct bx_usage_input *in, uint64_t logical)
-{
-	for (size_t i = 0; i < in->nr_chunks; i++)
-		if (in->chunks[i].logical == logical)
-			return &in->chunks[i];
-	return NULL;
-}
-
 static int remember_created(struct relocation *r, uint64_t logical)
 {
 	uint64_t *grown = realloc(r->created, (r->nr_created + 1) * sizeof(*grown));
@@ -513,70 +376,6 @@ static int remember_created(struct relocation *r, uint64_t logical)
 	r->created = grown;
 	r->created[r->nr_created++] = logical;
 	return 0;
-}
-
-/*
- * Fills @rel->new_chunks with the chunks of @after that @before lacks, in
- * address order (the order the kernel created them), each compared with
- * the model's next chunk of its type, run forward from @before.
- */
-static int compare_new_chunks(struct relocation *r, const struct bx_usage_input *before,
-			      const struct bx_usage_input *after, const struct bx_place_chunk *old,
-			      struct bx_relocated *rel)
-{
-	struct bx_usage_model um;
-	struct bx_place_model pm;
-	struct bx_alloc_sim *sim = NULL;
-	int ret;
-
-	rel->as_modelled = true;
-	rel->new_chunks = calloc(after->nr_chunks + 1, sizeof(*rel->new_chunks));
-	if (!rel->new_chunks)
-		return bx_error(-ENOMEM, "out of memory");
-	/*
-	 * The model with the stored hints, as the plan predicted: a kernel that
-	 * ignores them (a forced run) is compared with the same prediction.
-	 */
-	ret = bx_misplaced_model(before, &um, &pm);
-	if (ret)
-		return ret;
-	ret = bx_alloc_sim_new(um.devs, um.nr, &um.params, &sim);
-	for (size_t i = 0; !ret && i < after->nr_chunks; i++) {
-		const struct bx_usage_chunk *c = &after->chunks[i];
-		struct bx_relocate_new_chunk *n;
-		struct bx_alloc_chunk model;
-		int step;
-
-		if (find_chunk(before, c->logical))
-			continue;
-		n = &rel->new_chunks[rel->nr_new++];
-		n->logical = c->logical;
-		n->type = c->type;
-		n->length = c->length;
-		n->num_stripes = c->num_stripes;
-		n->devids = calloc(c->num_stripes + 1, sizeof(*n->devids));
-		if (!n->devids) {
-			ret = bx_error(-ENOMEM, "out of memory");
-			break;
-		}
-		for (uint32_t s = 0; s < c->num_stripes; s++)
-			n->devids[s] = after->stripes[c->first_stripe + s].devid;
-		step = bx_alloc_sim_step(sim, c->type, &model);
-		n->as_modelled = step == 0 && model.num_stripes == c->num_stripes &&
-				 model.length == c->length;
-		for (uint32_t s = 0; n->as_modelled && s < c->num_stripes; s++)
-			n->as_modelled = model.stripes[s].devid == n->devids[s] &&
-					 model.stripes[s].physical ==
-					 after->stripes[c->first_stripe + s].physical;
-		if (!n->as_modelled)
-			rel->as_modelled = false;
-		n->improves = bx_place_kind(c->type) != bx_place_kind(old->type) ||
-			      bx_place_improves(&pm, old, n->devids, n->num_stripes);
-		ret = remember_created(r, c->logical);
-	}
-	bx_alloc_sim_free(sim);
-	bx_usage_model_release(&um);
-	return ret;
 }
 
 static void describe_devids(const uint64_t *devids, uint32_t n, char *buf, size_t len)
@@ -677,7 +476,7 @@ static int explain_misplaced_again(struct relocation *r, const struct bx_usage_i
 		if (pm.devs[i].writable &&
 		    (uint32_t)bx_alloc_hint_tier(pm.devs[i].hint, n->type, pm.params.flags, NULL) == tier)
 			free_bytes += bx_alloc_device_unallocated(&pm.devs[i]);
-	tier_devids(&pm, n->type, tier, pref, sizeof(pref));
+	bx_relocate_tier_devids(&pm, n->type, tier, pref, sizeof(pref));
 	bx_usage_model_release(&um);
 	describe_devids(n->devids, n->num_stripes, devs, sizeof(devs));
 	describe_devids(rel->devids, rel->num_stripes, old_devs, sizeof(old_devs));
@@ -751,7 +550,7 @@ static const struct bx_misplaced_chunk *next_chunk(struct relocation *r,
 	for (size_t i = 0; i < rep->nr_chunks; i++) {
 		const struct bx_misplaced_chunk *c = &rep->chunks[i];
 
-		if (!selected(r, c) || created_here(r, c->logical))
+		if (!bx_relocate_selected(r->o, c) || created_here(r, c->logical))
 			continue;
 		if (r->o->max_bytes && r->prog.bytes_done + c->used > r->o->max_bytes) {
 			r->res->stop = BX_RELOCATE_LIMIT;
@@ -850,7 +649,9 @@ static int move_one(struct relocation *r, const struct bx_usage_input *before,
 	ret = read_state(r, &after, &after_rep);
 	if (ret)
 		return ret;
-	ret = compare_new_chunks(r, before, &after, &old, rel);
+	ret = bx_relocate_new_chunks(before, &after, &old, rel);
+	for (size_t i = 0; !ret && i < rel->nr_new; i++)
+		ret = remember_created(r, rel->new_chunks[i].logical);
 	/* Forced on a kernel that ignores hints too: a chunk put back no better ends the run. */
 	for (size_t i = 0; !ret && i < rel->nr_new; i++) {
 		if (rel->new_chunks[i].improves)
@@ -936,10 +737,11 @@ static int start(struct relocation *r, struct bx_usage_input *in)
 			return ret;
 		res->forced = r->o->force;
 	}
-	res->nr_planned = plan(r, &res->start, &res->planned_bytes);
+	res->nr_planned = bx_relocate_select(&res->start, r->o, &res->planned_bytes);
 	r->prog.chunks_total = res->nr_planned;
 	r->prog.bytes_total = res->planned_bytes;
-	if (res->start.nr_chunks && !res->nr_planned && selected(r, &res->start.chunks[0])) {
+	if (res->start.nr_chunks && !res->nr_planned &&
+	    bx_relocate_selected(r->o, &res->start.chunks[0])) {
 		char used[32];
 
 		bx_pretty_size(res->start.chunks[0].used, 0, used, sizeof(used));

@@ -7,7 +7,6 @@
  * test), and once the abandoned request has completed (data arrived, room
  * was made) the device is used again. The timeout is each call's.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
