@@ -130,7 +130,10 @@ static int public_result(const struct bx_scrub_result *res, struct btrfsx_scrub_
 static int scrub(struct bx_fs *fs, const struct btrfsx_scrub_options *opts,
 		 struct btrfsx_scrub_result **out)
 {
-	struct progress_relay relay = { .opts = opts };
+	/* A flag set before the call stops the scrub before it reads a block. */
+	struct progress_relay relay = { .opts = opts,
+					.stop = opts->cancel &&
+						__atomic_load_n(opts->cancel, __ATOMIC_RELAXED) };
 	char status_path[PATH_MAX];
 	struct bx_scrub_opts engine = {
 		.readonly = opts->readonly,

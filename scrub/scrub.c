@@ -621,10 +621,11 @@ static void report_progress(struct scrub_ctx *ctx, struct scrub_thread *threads,
 			bx_scrub_counters_add(&p.total, &threads[i].w.c[d]);
 	for (size_t d = 0; d < res->nr_devs; d++)
 		bx_scrub_counters_add(&p.total, &res->devs[d].c);
-	if (ctx->opts->status_path)
-		save_running(ctx, res, &p);
+	/* The caller first: its answer may cancel, and the file waits for its flush. */
 	if (ctx->opts->progress)
 		ctx->opts->progress(ctx->opts->progress_arg, &p);
+	if (ctx->opts->status_path)
+		save_running(ctx, res, &p);
 }
 
 /* The run's result, for `scrub status` and the monitor; a failure is a warning. */
