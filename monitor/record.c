@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "disk/device-claim.h"
 #include "fsops/read-policy.h"
 #include "monitor/record.h"
 #include "scrub/scrub.h"
@@ -41,6 +42,30 @@ void bx_mon_take_scrub(const char *state_dir, struct bx_mon_sample *s)
 	bx_scrub_status_free(st);
 }
 
+/*
+ * @path (resolved) must be where a btrfs filesystem is mounted. A mount point
+ * whose filesystem was unmounted leaves its directory behind, often on
+ * another btrfs (the root's): opened, it would be that other filesystem,
+ * sampled under the name the sysadmin gave for the first.
+ */
+static int check_mount_point(const char *path)
+{
+	struct bx_mount_entry *mounts = NULL;
+	size_t nr = 0;
+	bool found = false;
+	int ret = bx_list_btrfs_mounts("/proc/self/mountinfo", &mounts, &nr);
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < nr && !found; i++)
+		found = !strcmp(mounts[i].mountpoint, path);
+	free(mounts);
+	if (!found)
+		return bx_error(-EINVAL, "%s: not where a btrfs filesystem is mounted "
+				"(unmounted?)", path);
+	return 0;
+}
+
 static int record_one(struct bx_mon_db *db, const char *arg, const struct bx_mon_record_opts *o)
 {
 	char mountpoint[PATH_MAX];
@@ -49,6 +74,9 @@ static int record_one(struct bx_mon_db *db, const char *arg, const struct bx_mon
 
 	if (!realpath(arg, mountpoint))
 		return bx_error(-errno, "%s: %m", arg);
+	ret = check_mount_point(mountpoint);
+	if (ret)
+		return ret;
 	ret = bx_mon_collect(mountpoint, o->sysfs_root, o->now, &s);
 	if (ret)
 		return ret;

@@ -597,7 +597,7 @@ def test_bad_input(fs, state, tmp_path, run_btrfsx):
     assert "no history yet" in err
     failures = [
         (("record", str(tmp_path / "nowhere")), "No such file"),
-        (("record", "/proc"), "not on a mounted btrfs"),
+        (("record", "/proc"), "/proc: not where a btrfs filesystem is mounted"),
         (("record", "--db", str(tmp_path), str(fs)), "cannot open the history"),
         (("record", "--db", "/proc/monitor.db", str(fs)), "/proc/monitor.db"),
     ]

@@ -144,6 +144,14 @@ def test_stale_filesystem_and_unmounted_between_samples(loopdevs, mkfs, mounted,
         rc, out, err = run_btrfsx("monitor", "record", gone, env=env_at(state, 3), check=1)
         assert "No such file" in err, err
         assert history_is_whole(state) == before
+        # its directory left behind on another btrfs: that one is not sampled under its name
+        left_behind = keep / "gone"
+        left_behind.mkdir()
+        rc, out, err = run_btrfsx("monitor", "record", left_behind, env=env_at(state, 3),
+                                  check=1)
+        assert f"{left_behind}: not where a btrfs filesystem is mounted (unmounted?)" in err
+        assert history_is_whole(state) == before
+        left_behind.rmdir()
         record(run_btrfsx, state, keep, 3)
         line, out = check(run_btrfsx, state, 3, code=0)
         assert line.startswith("BTRFSX OK - "), line
