@@ -13,8 +13,7 @@
 #include "common/error.h"
 #include "fsops/io-stats.h"
 
-/* The stat file of a block device: by device number, else by its name. */
-static bool find_stat(const char *sysfs_root, const char *dev_path, char *out, size_t len)
+bool bx_blk_stat_path(const char *sysfs_root, const char *dev_path, char *out, size_t len)
 {
 	char resolved[PATH_MAX];
 	const char *name;
@@ -36,20 +35,22 @@ static bool find_stat(const char *sysfs_root, const char *dev_path, char *out, s
 	return access(out, R_OK) == 0;
 }
 
-static int parse_stat(const char *path, uint64_t *reads, uint64_t *sectors)
+int bx_blk_stat_read(const char *path, struct bx_blk_counters *c)
 {
-	unsigned long long r, merged, s;
+	unsigned long long f[7];
 	FILE *fp = fopen(path, "re");
 	int n;
 
 	if (!fp)
 		return bx_error(-errno, "%s: %m", path);
-	n = fscanf(fp, "%llu %llu %llu", &r, &merged, &s);
+	n = fscanf(fp, "%llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4],
+		   &f[5], &f[6]);
 	fclose(fp);
-	if (n != 3)
+	if (n != 7)
 		return bx_error(-EPROTO, "%s: cannot parse the block device statistics", path);
-	*reads = r;
-	*sectors = s;
+	/* Sectors are 512 bytes in this file, whatever the device's sector size. */
+	*c = (struct bx_blk_counters){ .reads = f[0], .read_bytes = f[2] * 512,
+				       .writes = f[4], .write_bytes = f[6] * 512 };
 	return 0;
 }
 
@@ -58,20 +59,22 @@ int bx_read_dev_reads(const char *sysfs_root, const struct bx_mounted_fs *fs,
 {
 	for (size_t i = 0; i < fs->nr_devs; i++) {
 		struct bx_dev_reads *d = &out[i];
-		uint64_t sectors = 0;
+		struct bx_blk_counters c;
 		int ret;
 
 		memset(d, 0, sizeof(*d));
 		d->devid = fs->devs[i].devid;
 		snprintf(d->path, sizeof(d->path), "%s", fs->devs[i].path);
-		if (!d->path[0] || !find_stat(sysfs_root, d->path, d->stat_path, sizeof(d->stat_path))) {
+		if (!d->path[0] ||
+		    !bx_blk_stat_path(sysfs_root, d->path, d->stat_path, sizeof(d->stat_path))) {
 			d->stat_path[0] = '\0';
 			continue;
 		}
-		ret = parse_stat(d->stat_path, &d->reads, &sectors);
+		ret = bx_blk_stat_read(d->stat_path, &c);
 		if (ret)
 			return ret;
-		d->read_bytes = sectors * 512;
+		d->reads = c.reads;
+		d->read_bytes = c.read_bytes;
 		d->present = true;
 	}
 	return 0;

@@ -7,8 +7,9 @@
 #ifndef BTRFSX_IO_STATS_H
 #define BTRFSX_IO_STATS_H
 
-#include <stdbool.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/fields.h"
@@ -26,6 +27,23 @@ struct bx_dev_reads {
 	BX_DEV_READS_FIELDS(BX_FIELD_MEMBER)
 	char stat_path[PATH_MAX + 64];  /* the stat file read; "" if none was found */
 };
+
+/* A block device's counters (Documentation/block/stat.rst fields 1, 3, 5 and 7). */
+struct bx_blk_counters {
+	uint64_t reads;       /* completed read requests */
+	uint64_t read_bytes;
+	uint64_t writes;      /* completed write requests */
+	uint64_t write_bytes;
+};
+
+/*
+ * The stat file of block device @dev_path under @sysfs_root, by device
+ * number, else by name, into @out; false when there is none.
+ */
+bool bx_blk_stat_path(const char *sysfs_root, const char *dev_path, char *out, size_t len);
+
+/* Reads the counters of stat file @path. */
+int bx_blk_stat_read(const char *path, struct bx_blk_counters *c);
 
 /*
  * Fills @out (room for fs->nr_devs entries) with the current counters of
