@@ -15,6 +15,7 @@
 
 #include "cmds/commands.h"
 #include "cmds/property.h"
+#include "cmds/read-policy-recommend.h"
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/read-policy.h"
@@ -555,6 +556,8 @@ static const struct bx_cmd read_policy_cmds[] = {
 	{ "list", cmd_list, list_usage, NULL, BX_CMD_JSON },
 	{ "forget", cmd_forget, forget_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
 	{ "tunables", cmd_tunables, tunables_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
+	{ "recommend", bx_cmd_read_policy_recommend, bx_read_policy_recommend_usage, NULL,
+	  BX_CMD_JSON | BX_CMD_WRITES },
 	{ NULL },
 };
 

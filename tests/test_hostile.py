@@ -86,6 +86,10 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
     "read-policy tunables": [
         ("{P}",), ("{M}", "{S}"), ("{M}", "roundrobin_rot_nonlocal_inc", "{N}"),
     ],
+    "read-policy recommend": [
+        ("{P}",), ("--seconds", "{N}", "{M}"), ("--readers", "{N}", "{M}"),
+        ("--pattern", "{S}", "{M}"), (), ("{M}", "extra"),
+    ],
     "property get": [
         ("{P}",), ("{B}", "{S}"), ("-t", "{S}", "{B}"), ("{P}", "allocation_hint"),
     ],
