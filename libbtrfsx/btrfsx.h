@@ -473,6 +473,119 @@ struct btrfsx_io_stats {
 enum btrfsx_error btrfsx_io_stats_sample(const char *path, const char *sysfs_root,
 					 struct btrfsx_io_stats **stats, size_t *nr_stats);
 
+/* ---- Which read policy reads a mounted filesystem fastest, measured ---- */
+
+#define BTRFSX_RECOMMEND_MAX_WORKLOADS 8
+
+/* Patterns of btrfsx_recommend_options.patterns. */
+#define BTRFSX_RECOMMEND_SEQUENTIAL (1u << 0)
+#define BTRFSX_RECOMMEND_RANDOM (1u << 1)
+
+/* A workload the probe replayed and the policy that read it fastest. */
+struct btrfsx_recommend_workload {
+	unsigned int readers;		/* each with one 64 KiB request in flight */
+	bool random;			/* false: sequential, each reader its own slice */
+	char fastest[64];		/* the fastest candidate ("devid:3") */
+	double rate;			/* its bytes a second */
+};
+
+/* A candidate policy and what it read. */
+struct btrfsx_recommend_candidate {
+	char policy[64];		/* canonical: "pid", "round-robin:65536", "devid:2" */
+	double rates[BTRFSX_RECOMMEND_MAX_WORKLOADS];	/* bytes a second, per workload */
+	double worst_ratio;		/* min over workloads of rate / that workload's fastest */
+};
+
+/* A member device the probe read, and what else it did meanwhile. */
+struct btrfsx_recommend_device {
+	uint64_t devid;
+	char device[1024];
+	bool stats_available;		/* its block device has counters */
+	uint64_t probe_bytes;		/* what the probe read from it */
+	uint64_t other_read_bytes;	/* what others read meanwhile */
+	uint64_t other_write_bytes;	/* ... and wrote */
+	bool disturbed;			/* enough to disturb its figures (a warning too) */
+};
+
+struct btrfsx_recommendation {
+	char fsid[37];
+	char mountpoint[4096];
+	bool affects_reads;		/* false: no RAID1-family chunk; nothing probed or picked */
+	bool metadata_region;		/* the probe read metadata: no mirrored data chunk */
+	uint64_t region_bytes;		/* the chunk bytes the probe read from */
+	double seconds;			/* the probe took */
+	char recommended[64];		/* the pick, "" when none */
+	char reason[2048];		/* why, with the figures */
+	char current[64];		/* the active policy */
+	bool offered;			/* the running kernel takes the pick */
+	char not_offered[512];		/* ... and why not */
+	bool applied;			/* set and recorded for every mount */
+	bool changed;			/* the kernel's policy was another before */
+	char persistent[64];		/* the record for every mount, "" if none */
+	bool disturbed;			/* some device's figures are */
+	size_t nr_workloads;
+	struct btrfsx_recommend_workload workloads[BTRFSX_RECOMMEND_MAX_WORKLOADS];
+	size_t nr_candidates;
+	struct btrfsx_recommend_candidate *candidates;	/* pid, round-robin:65536, :262144,
+							   :1048576, devid:N in devid order */
+	size_t nr_devices;
+	struct btrfsx_recommend_device *devices;	/* by devid */
+};
+
+/*
+ * Called from the calling thread after each replay: @done of @total replays,
+ * @seconds since the probe began; returning non-zero cancels the probe.
+ */
+typedef int (*btrfsx_recommend_progress_fn)(void *arg, size_t done, size_t total,
+					    double seconds);
+
+struct btrfsx_recommend_options {
+	double seconds;			/* the probe's bound; 0 for 30 */
+	const unsigned int *readers;	/* reader counts (1 to 64); NULL for 1 and 8 */
+	size_t nr_readers;		/* at most 4 */
+	unsigned int patterns;		/* BTRFSX_RECOMMEND_*; 0 for both */
+	bool apply;			/* set the pick and record it for every mount */
+	btrfsx_recommend_progress_fn progress;	/* may be NULL */
+	void *progress_arg;
+	const volatile sig_atomic_t *cancel;	/* may be NULL; non-zero stops the probe */
+};
+
+/**
+ * btrfsx_read_policy_recommend() - measure which read policy reads the mounted
+ * filesystem holding @path fastest, and pick one.
+ * @opts: NULL for 30 seconds, 1 and 8 readers, sequential and random.
+ * @sysfs_root, @config_dir: NULL for the defaults.
+ * @out: the recommendation; free with btrfsx_recommendation_free().
+ *
+ * Every candidate (pid, round-robin with min_contig_read 64K, 256K and 1M,
+ * devid of each device holding copies) is replayed for every workload over
+ * the RAID1-family chunks the filesystem holds, straight from its member
+ * devices (read-only, O_DIRECT, 64 KiB requests), twice, within @opts->seconds;
+ * the pick is the fastest policy with one workload, else the one whose
+ * worst workload comes closest to that workload's fastest. Devices others
+ * read or wrote meanwhile are marked disturbed, with a warning. Needs root
+ * (the chunk tree, the block devices). Without RAID1-family chunks the
+ * result says so (affects_reads false) and nothing is probed. With
+ * @opts->apply the pick is set and recorded as btrfsx_read_policy_set() with
+ * BTRFSX_READ_POLICY_PERSIST does: BTRFSX_ERROR_NOT_SUPPORTED (with *@out
+ * filled) when the running kernel does not offer it. BTRFSX_ERROR_CANCELLED
+ * when cancelled (nothing recommended, nothing applied);
+ * BTRFSX_ERROR_INVALID_ARGUMENT when @opts->seconds is too short for the
+ * replays (the message says how long).
+ * Since: 0.2
+ */
+enum btrfsx_error btrfsx_read_policy_recommend(const char *path,
+					       const struct btrfsx_recommend_options *opts,
+					       const char *sysfs_root, const char *config_dir,
+					       struct btrfsx_recommendation **out);
+
+/**
+ * btrfsx_recommendation_free() - free a result of btrfsx_read_policy_recommend();
+ * NULL is fine.
+ * Since: 0.2
+ */
+void btrfsx_recommendation_free(struct btrfsx_recommendation *r);
+
 /* ---- Offline scrub ---- */
 
 /* The kernel scrub's counters (same names and units), and two of btrfsx's. */

@@ -106,7 +106,7 @@ def test_exported_symbols_are_the_header_functions():
     symbols = [line.split()[2] for line in out.splitlines()
                if line.split()[1] != "A"]      # the version node itself
     assert {s.split("@")[0] for s in symbols} == header_functions()
-    assert len(header_functions()) == 26
+    assert len(header_functions()) == 28
     # a function is in the node of the release that added it (its Since:)
     since = dict(re.findall(r"\* (btrfsx_\w+)\(\).*?Since: (\d+\.\d+)", HEADER.read_text(),
                             flags=re.S))
@@ -616,6 +616,43 @@ def test_io_stats_fake_sysfs(raid1, probe, tmp_path):
     stat.write_text("garbage\n")
     failed(probe("io-stats", raid1.mnt, root), CORRUPTED,
            "cannot parse the block device statistics")
+
+
+def test_read_policy_recommend(probe, tmp_path):
+    """The library's recommendation: the command line's figures and keys, a
+    kernel without the policies (NOT_SUPPORTED with the result when applying),
+    a fake experimental tree that takes it, cancelling from the callback."""
+    fs = read_policy_tests.Fs(tmp_path / "fs", 2, "raid1", "raid1")
+    try:
+        with open(fs.mnt / "data", "wb") as f:
+            f.write(os.urandom(16 << 20))
+        subprocess.run(["sync"], check=True)
+        rec = ok(probe("rp-recommend", fs.mnt, "2.4", "1", "1", "0", "-", "-"))
+        assert rec["fsid"] == fs.fsid and rec["affects_reads"] is True
+        assert [c["policy"] for c in rec["candidates"]] == [
+            "pid", "round-robin:65536", "round-robin:262144", "round-robin:1048576",
+            "devid:1", "devid:2"]
+        assert rec["workloads"] == [{"readers": 1, "pattern": "sequential",
+                                     "fastest": rec["recommended"]}]
+        assert [d["device"] for d in rec["devices"]] == fs.devs
+        assert all(d["probe_bytes"] > 0 for d in rec["devices"])
+        report = probe("rp-recommend", fs.mnt, "2.4", "1", "1", "1", "-", "-")
+        if rec["recommended"] != "pid" and report["error"] != OK:
+            failed(report, NOT_SUPPORTED, "cannot apply")
+            assert report["result"]["recommended"] and report["result"]["applied"] is False
+        fake = read_policy_tests.make_fake(tmp_path, fs.fsid, "experimental")
+        applied = ok(probe("rp-recommend", fs.mnt, "2.4", "1", "1", "1", fake.root,
+                           fake.config))
+        assert applied["applied"] is True and applied["persistent"] == applied["recommended"]
+        failed(probe("rp-recommend", fs.mnt, "2.4", "1", "1", "cancel", "-", "-"), CANCELLED,
+               "nothing recommended, nothing applied")
+        failed(probe("rp-recommend", fs.mnt, "0.5", "-", "0", "0", "-", "-"), INVALID_ARGUMENT,
+               "give at least --seconds")
+        failed(probe("rp-recommend", fs.mnt, "1", "0", "0", "0", "-", "-"), INVALID_ARGUMENT,
+               "invalid reader count 0")
+        failed(probe("rp-recommend", tmp_path, "1", "-", "0", "0", "-", "-"), NOT_BTRFS)
+    finally:
+        fs.close()
 
 
 def test_io_stats_errors(probe, tmp_path):

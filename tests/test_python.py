@@ -601,6 +601,62 @@ def test_read_policy_bad_paths(py, tmp_path):
     assert "not on a mounted btrfs filesystem" in stats["message"]
 
 
+@pytest.mark.root
+def test_read_policy_recommend(raid1, py, tmp_path):
+    """The probe through Python: the same figures as the command line's keys,
+    progress after each replay, --apply on a kernel with the policies (a fake
+    tree), NotSupportedError with the recommendation on this kernel, and
+    cancelling through the callback and the event."""
+    with open(raid1.mnt / "rec.bin", "wb") as f:
+        f.write(os.urandom(16 * MiB))
+    subprocess.run(["sync"], check=True)
+    fake = make_fake(tmp_path, raid1.fsid, "experimental")
+    docs = py('''
+        mnt, root, config = sys.argv[1:4]
+        ticks = []
+        quick = dict(seconds=2.4, readers=[1], random=False)
+        rec = btrfsx.read_policy_recommend(mnt, progress=ticks.append, **quick)
+        emit(rec)
+        emit(ticks)
+        emit(type(rec.candidates[0]).__name__ + " " + type(rec.workloads[0]).__name__)
+        emit(btrfsx.read_policy_recommend(mnt, apply=True, sysfs_root=root, config_dir=config,
+                                          **quick))
+        emit(error(btrfsx.read_policy_recommend, mnt, apply=True, **quick))
+        emit(error(btrfsx.read_policy_recommend, mnt, progress=lambda t: True, **quick))
+        stop = threading.Event()
+        stop.set()
+        emit(error(btrfsx.read_policy_recommend, mnt, cancel=stop, **quick))
+        emit(error(btrfsx.read_policy_recommend, mnt, seconds=0.5))
+        emit(error(btrfsx.read_policy_recommend, sys.argv[4]))
+        try:
+            btrfsx.read_policy_recommend(mnt, sequential=False, random=False)
+        except ValueError as e:
+            emit(str(e))
+    ''', raid1.mnt, fake.root, fake.config, tmp_path)
+    rec, ticks, classes, applied, refused, cancelled, preset, short, not_btrfs, neither = docs
+    assert rec["fsid"] == raid1.fsid and rec["affects_reads"] is True
+    assert [c["policy"] for c in rec["candidates"]] == [
+        "pid", "round-robin:65536", "round-robin:262144", "round-robin:1048576", "devid:1",
+        "devid:2"]
+    assert all(len(c["rates"]) == 1 and c["rates"][0] > 0 for c in rec["candidates"])
+    assert rec["workloads"][0]["readers"] == 1 and rec["workloads"][0]["random"] is False
+    assert rec["workloads"][0]["fastest"] == rec["recommended"]
+    assert [d["devid"] for d in rec["devices"]] == [1, 2]
+    assert [t["done"] for t in ticks] == list(range(1, 13)) and ticks[-1]["total"] == 12
+    assert classes == "RecommendCandidate RecommendWorkload"
+    assert applied["applied"] is True and applied["persistent"] == applied["recommended"]
+    assert applied["offered"] is True and applied["not_offered"] is None
+    if refused.get("class") is not None and rec["recommended"] != "pid":
+        assert refused["class"] == "NotSupportedError"
+        assert refused["result"]["recommended"] and refused["result"]["applied"] is False
+    for stopped in (cancelled, preset):
+        assert stopped["class"] == "CancelledError" and stopped["result"] is None
+        assert "nothing recommended, nothing applied" in stopped["message"]
+    assert short["class"] == "InvalidArgumentError" and "give at least" in short["message"]
+    assert not_btrfs["class"] == "NotBtrfsError" or "not on a mounted btrfs" in not_btrfs["message"]
+    assert neither == "sequential, random or both"
+
+
 # --------------------------------------------------------------------------- io stats
 
 STAT = "{reads} 0 {sectors} 10 0 0 0 0 0 20 30 0 0 0 0 0 0\n"

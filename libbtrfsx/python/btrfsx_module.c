@@ -20,6 +20,7 @@
 #include "fsops/usage.h"
 #include "monitor/sample.h"
 #include "plan/plan.h"
+#include "recommend/recommend.h"
 #include "relocate/relocate.h"
 #include "scrub/scrub.h"
 
@@ -966,6 +967,169 @@ static PyObject *py_scrub_offline(PyObject *module, PyObject *args)
 	return ret;
 }
 
+/* ---- read-policy recommendations ---- */
+
+#define RECOMMEND_CANDIDATE(type, name, dims) FIELD(struct btrfsx_recommend_candidate, name),
+static const struct field recommend_candidate_fields[] = {
+	BX_REC_CANDIDATE_FIELDS(RECOMMEND_CANDIDATE)
+	END_FIELDS
+};
+
+#define RECOMMEND_DEVICE(type, name, dims) FIELD(struct btrfsx_recommend_device, name),
+static const struct field recommend_device_fields[] = {
+	BX_REC_DEVICE_FIELDS(RECOMMEND_DEVICE)
+	END_FIELDS
+};
+
+static const struct field recommend_workload_fields[] = {
+	FIELD(struct btrfsx_recommend_workload, readers),
+	FIELD(struct btrfsx_recommend_workload, random),
+	FIELD(struct btrfsx_recommend_workload, fastest),
+	FIELD(struct btrfsx_recommend_workload, rate),
+	END_FIELDS
+};
+
+#define RECOMMENDATION(type, name, dims) FIELD(struct btrfsx_recommendation, name),
+static const struct field recommendation_fields[] = {
+	BX_REC_RESULT_FIELDS(RECOMMENDATION)
+	END_FIELDS
+};
+
+static PyObject *double_list(const double *values, size_t n)
+{
+	PyObject *list = PyList_New((Py_ssize_t)n);
+
+	for (size_t i = 0; list && i < n; i++) {
+		PyObject *v = PyFloat_FromDouble(values[i]);
+
+		if (!v) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+	}
+	return list;
+}
+
+static PyObject *recommendation_to_dict(const struct btrfsx_recommendation *r)
+{
+	PyObject *dict = to_dict(r, recommendation_fields);
+	PyObject *candidates = dict ? PyList_New((Py_ssize_t)r->nr_candidates) : NULL;
+
+	for (size_t i = 0; candidates && i < r->nr_candidates; i++) {
+		const struct btrfsx_recommend_candidate *c = &r->candidates[i];
+		PyObject *item = to_dict(c, recommend_candidate_fields);
+
+		if (!item || put_new(item, "rates", double_list(c->rates, r->nr_workloads))) {
+			Py_XDECREF(item);
+			Py_CLEAR(candidates);
+			break;
+		}
+		PyList_SET_ITEM(candidates, (Py_ssize_t)i, item);
+	}
+	if (dict && (put_new(dict, "candidates", candidates) ||
+		     put_new(dict, "workloads", to_list(r->workloads, r->nr_workloads,
+							sizeof(r->workloads[0]),
+							recommend_workload_fields)) ||
+		     put_new(dict, "devices", to_list(r->devices, r->nr_devices,
+						      sizeof(r->devices[0]),
+						      recommend_device_fields))))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+struct recommend_tick {
+	size_t done, total;
+	double seconds;
+};
+
+static PyObject *recommend_tick_to_dict(const void *arg)
+{
+	const struct recommend_tick *t = arg;
+
+	return Py_BuildValue("{s:n,s:n,s:d}", "done", (Py_ssize_t)t->done, "total",
+			     (Py_ssize_t)t->total, "seconds", t->seconds);
+}
+
+static int recommend_progress(void *arg, size_t done, size_t total, double seconds)
+{
+	struct recommend_tick tick = { done, total, seconds };
+
+	return progress_tick(arg, recommend_tick_to_dict, &tick);
+}
+
+/* A sequence of reader counts, or None, into @readers; -1 with an exception. */
+static int reader_counts(PyObject *seq, unsigned int *readers, size_t *nr)
+{
+	PyObject *fast;
+
+	*nr = 0;
+	if (seq == Py_None)
+		return 0;
+	fast = PySequence_Fast(seq, "readers must be a sequence of counts or None");
+	if (!fast)
+		return -1;
+	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
+		unsigned long v = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(fast, i));
+
+		if (PyErr_Occurred() || *nr == BTRFSX_RECOMMEND_MAX_WORKLOADS / 2) {
+			if (!PyErr_Occurred())
+				PyErr_SetString(PyExc_ValueError, "at most 4 reader counts");
+			Py_DECREF(fast);
+			return -1;
+		}
+		readers[(*nr)++] = (unsigned int)v;
+	}
+	Py_DECREF(fast);
+	return 0;
+}
+
+static PyObject *py_read_policy_recommend(PyObject *module, PyObject *args)
+{
+	PyObject *path = NULL, *sysfs_root = NULL, *config_dir = NULL, *readers_seq, *ret;
+	unsigned int readers[BTRFSX_RECOMMEND_MAX_WORKLOADS / 2];
+	struct btrfsx_recommend_options opts = { 0 };
+	struct btrfsx_recommendation *result = NULL;
+	struct progress_context ctx = { 0 };
+	enum btrfsx_error err;
+	int apply, stop;
+
+	if (!PyArg_ParseTuple(args, "O&dOIpOOO&O&:read_policy_recommend", PyUnicode_FSConverter,
+			      &path, &opts.seconds, &readers_seq, &opts.patterns, &apply,
+			      &ctx.callback, &ctx.cancel, optional_path, &sysfs_root,
+			      optional_path, &config_dir))
+		return NULL;
+	stop = reader_counts(readers_seq, readers, &opts.nr_readers);
+	if (!stop)
+		stop = progress_start(&ctx);
+	if (stop < 0) {
+		release_paths(path, sysfs_root, config_dir);
+		return NULL;
+	}
+	ctx.stop = stop;
+	opts.readers = opts.nr_readers ? readers : NULL;
+	opts.apply = apply;
+	opts.progress = recommend_progress;
+	opts.progress_arg = &ctx;
+	opts.cancel = &ctx.stop;
+	Py_BEGIN_ALLOW_THREADS
+	err = btrfsx_read_policy_recommend(PyBytes_AS_STRING(path), &opts, path_or_null(sysfs_root),
+					   path_or_null(config_dir), &result);
+	Py_END_ALLOW_THREADS
+	release_paths(path, sysfs_root, config_dir);
+	if (ctx.raised[0]) {
+		btrfsx_recommendation_free(result);
+		restore_raised(&ctx);
+		return NULL;
+	}
+	if (err)
+		ret = raise_error(module, err, result ? recommendation_to_dict(result) : NULL);
+	else
+		ret = with_warnings(recommendation_to_dict(result));
+	btrfsx_recommendation_free(result);
+	return ret;
+}
+
 /* ---- misplaced chunks and their relocation ---- */
 
 static PyObject *u64_list(const uint64_t *values, size_t n)
@@ -1502,6 +1666,9 @@ static PyMethodDef methods[] = {
 	  "read_policy_apply(path, sysfs_root, config_dir) -> (list, warnings)" },
 	{ "io_stats_sample", py_io_stats_sample, METH_VARARGS,
 	  "io_stats_sample(path, sysfs_root) -> (list, warnings)" },
+	{ "read_policy_recommend", py_read_policy_recommend, METH_VARARGS,
+	  "read_policy_recommend(path, seconds, readers, patterns, apply, progress, cancel, "
+	  "sysfs_root, config_dir) -> (dict, warnings)" },
 	{ "scrub_offline", py_scrub_offline, METH_VARARGS,
 	  "scrub_offline(paths, readonly, no_readahead, progress, cancel, interval, memory, "
 	  "metadata_only, state_dir, io_timeout) -> (dict, warnings)" },
@@ -1569,6 +1736,7 @@ static const struct constant constants[] = {
 	CONSTANT(READ_POLICY_IFACE_EARLIER), CONSTANT(READ_POLICY_PERSIST),
 	CONSTANT(APPLY_APPLIED), CONSTANT(APPLY_UNCHANGED), CONSTANT(APPLY_FAILED),
 	CONSTANT(APPLY_NO_RECORD), CONSTANT(APPLY_NOT_MOUNTED),
+	CONSTANT(RECOMMEND_SEQUENTIAL), CONSTANT(RECOMMEND_RANDOM),
 	CONSTANT(MISPLACED_FORBIDDEN), CONSTANT(MISPLACED_OFF_PREFERENCE),
 	CONSTANT(RELOCATE_DONE), CONSTANT(RELOCATE_LIMIT), CONSTANT(RELOCATE_DRY_RUN),
 	CONSTANT(RELOCATE_CANCELLED), CONSTANT(RELOCATE_NO_ROOM), CONSTANT(RELOCATE_ENOSPC),
@@ -1598,6 +1766,10 @@ static const struct {
 	{ "ReadPolicy", read_policy_fields },
 	{ "ApplyResult", apply_result_fields },
 	{ "IoStats", io_stats_fields },
+	{ "RecommendCandidate", recommend_candidate_fields },
+	{ "RecommendDevice", recommend_device_fields },
+	{ "RecommendWorkload", recommend_workload_fields },
+	{ "Recommendation", recommendation_fields },
 	{ "ScrubCounters", scrub_counter_fields },
 	{ "ScrubDevice", scrub_device_fields },
 	{ "ScrubError", scrub_error_fields },

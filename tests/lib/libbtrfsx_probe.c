@@ -411,6 +411,97 @@ static int probe_rp_apply(int argc, char **argv)
 	return end_report(err);
 }
 
+/* ---- read-policy recommend ---- */
+
+static int cancel_at_first(void *arg, size_t done, size_t total, double seconds)
+{
+	(void)arg;
+	(void)done;
+	(void)total;
+	(void)seconds;
+	return 1;
+}
+
+static void print_recommendation(const struct btrfsx_recommendation *r)
+{
+	open_block("result", '{');
+	j_str("fsid", r->fsid);
+	j_str("mountpoint", r->mountpoint);
+	j_bool("affects_reads", r->affects_reads);
+	j_str("recommended", r->recommended[0] ? r->recommended : NULL);
+	j_str("reason", r->reason);
+	j_str("current", r->current);
+	j_bool("offered", r->offered);
+	j_str("not_offered", r->not_offered[0] ? r->not_offered : NULL);
+	j_bool("applied", r->applied);
+	j_str("persistent", r->persistent[0] ? r->persistent : NULL);
+	j_bool("disturbed", r->disturbed);
+	j_str("region", r->metadata_region ? "metadata" : "data");
+	j_u64("region_bytes", r->region_bytes);
+	open_block("workloads", '[');
+	for (size_t w = 0; w < r->nr_workloads; w++) {
+		open_block(NULL, '{');
+		j_u64("readers", r->workloads[w].readers);
+		j_str("pattern", r->workloads[w].random ? "random" : "sequential");
+		j_str("fastest", r->workloads[w].fastest);
+		close_block('}');
+	}
+	close_block(']');
+	open_block("candidates", '[');
+	for (size_t c = 0; c < r->nr_candidates; c++) {
+		open_block(NULL, '{');
+		j_str("policy", r->candidates[c].policy);
+		open_block("rates", '[');
+		for (size_t w = 0; w < r->nr_workloads; w++)
+			j_double(NULL, r->candidates[c].rates[w]);
+		close_block(']');
+		close_block('}');
+	}
+	close_block(']');
+	open_block("devices", '[');
+	for (size_t d = 0; d < r->nr_devices; d++) {
+		open_block(NULL, '{');
+		j_u64("devid", r->devices[d].devid);
+		j_str("device", r->devices[d].device);
+		j_u64("probe_bytes", r->devices[d].probe_bytes);
+		close_block('}');
+	}
+	close_block(']');
+	close_block('}');
+}
+
+/*
+ * rp-recommend <path> <seconds> <readers,...|-> <patterns> <apply 0|1|cancel>
+ * <sysfs_root> <config_dir>: "cancel" cancels from the first progress call.
+ */
+static int probe_rp_recommend(int argc, char **argv)
+{
+	struct btrfsx_recommendation *r = NULL;
+	struct btrfsx_recommend_options opts = { 0 };
+	unsigned int readers[4];
+	enum btrfsx_error err;
+	char *save = NULL;
+
+	if (argc != 7)
+		return usage();
+	opts.seconds = strtod(argv[1], NULL);
+	for (char *tok = strtok_r(argv[2], ",", &save); tok && strcmp(tok, "-") &&
+	     opts.nr_readers < 4; tok = strtok_r(NULL, ",", &save))
+		readers[opts.nr_readers++] = (unsigned int)strtoul(tok, NULL, 0);
+	opts.readers = opts.nr_readers ? readers : NULL;
+	opts.patterns = (unsigned int)strtoul(argv[3], NULL, 0);
+	opts.apply = !strcmp(argv[4], "1");
+	if (!strcmp(argv[4], "cancel"))
+		opts.progress = cancel_at_first;
+	err = btrfsx_read_policy_recommend(arg_or_null(argv[0]), &opts, arg_or_null(argv[5]),
+					   arg_or_null(argv[6]), &r);
+	begin_report(err);
+	if (r)
+		print_recommendation(r);
+	btrfsx_recommendation_free(r);
+	return end_report(err);
+}
+
 /* ---- io-stats ---- */
 
 /* io-stats <path> <sysfs_root> */
@@ -934,6 +1025,7 @@ static const struct {
 	{ "rp-set", probe_rp_set },
 	{ "rp-apply", probe_rp_apply },
 	{ "io-stats", probe_io_stats },
+	{ "rp-recommend", probe_rp_recommend },
 	{ "scrub", probe_scrub },
 	{ "misplaced", probe_misplaced },
 	{ "relocate", probe_relocate },

@@ -59,12 +59,14 @@ __all__ = [
     "Plan", "PlanChange", "PlanChunk", "PlanOp", "PlanShort", "PlanShortDevice", "PlanStatus",
     "PlanStep",
     "NotMountedError", "NotSupportedError", "PermissionDeniedError", "ReadPolicy",
+    "RecommendCandidate", "RecommendDevice", "RecommendWorkload", "Recommendation",
     "RelocateProgress", "RelocateResult", "RelocateStatus", "Relocated", "RelocatedNewChunk",
     "ReadPolicyChange", "ReadPolicyInterface", "ScrubCounters", "ScrubDevice", "ScrubError",
     "ScrubFile", "ScrubProgress", "ScrubResult", "Usage", "UsageClass", "UsageDevice",
     "UsageSpace", "UsageWarning", "fs_info_offline", "hint_get", "hint_name", "hint_parse",
     "hint_set", "io_stats_sample", "misplaced", "monitor_history", "monitor_projections",
-    "profile_name", "read_policy_apply", "read_policy_get", "read_policy_set",
+    "profile_name", "read_policy_apply", "read_policy_get", "read_policy_recommend",
+    "read_policy_set",
     "plan", "relocate_misplaced", "scrub_offline", "strerror", "type_name", "usage",
 ]
 
@@ -626,6 +628,73 @@ class IoStatsSample:
     """The read counters of every member device at one moment, by devid."""
     devices: list[IoStats]
     warnings: tuple[str, ...] = ()
+
+
+@_c_fields()
+@dataclasses.dataclass(frozen=True)
+class RecommendWorkload:
+    """A workload :func:`read_policy_recommend` replayed, and its fastest policy."""
+    readers: int                 #: each with one 64 KiB request in flight
+    random: bool                 #: False: sequential, each reader its own slice
+    fastest: str                 #: the fastest candidate ("devid:3")
+    rate: float                  #: its bytes a second
+
+
+@_c_fields(nested=("rates",))
+@dataclasses.dataclass(frozen=True)
+class RecommendCandidate:
+    """A candidate policy and what it read."""
+    policy: str                  #: canonical: "pid", "round-robin:65536", "devid:2"
+    worst_ratio: float           #: min over the workloads of rate / that workload's fastest
+    rates: list[float]           #: bytes a second, per workload (the workloads' order)
+
+
+@_c_fields()
+@dataclasses.dataclass(frozen=True)
+class RecommendDevice:
+    """A member device the probe read, and what else it did meanwhile."""
+    devid: int
+    device: str
+    stats_available: bool        #: its block device has counters
+    probe_bytes: int             #: what the probe read from it
+    other_read_bytes: int        #: what others read meanwhile
+    other_write_bytes: int       #: ... and wrote
+    disturbed: bool              #: enough to disturb its figures (a warning too)
+
+
+@_c_fields(nested=("workloads", "candidates", "devices"))
+@dataclasses.dataclass(frozen=True)
+class Recommendation:
+    """What :func:`read_policy_recommend` measured and picked."""
+    fsid: str
+    mountpoint: str
+    affects_reads: bool          #: False: no RAID1-family chunk, nothing probed or picked
+    metadata_region: bool        #: the probe read metadata: no mirrored data chunk
+    region_bytes: int            #: the chunk bytes the probe read from
+    seconds: float               #: the probe took
+    recommended: Optional[str]   #: the pick
+    reason: str                  #: why, with the figures
+    current: str                 #: the active policy
+    offered: bool                #: the running kernel takes the pick
+    not_offered: Optional[str]   #: ... and why not
+    applied: bool                #: set and recorded for every mount
+    changed: bool                #: the kernel's policy was another before
+    persistent: Optional[str]    #: the record for every mount
+    disturbed: bool              #: some device's figures are
+    workloads: list[RecommendWorkload]
+    candidates: list[RecommendCandidate]
+    devices: list[RecommendDevice]
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def _from(cls, raw: dict, warnings=()) -> "Recommendation":
+        return cls(**dict(raw, recommended=_text_or_none(raw["recommended"]),
+                          not_offered=_text_or_none(raw["not_offered"]),
+                          persistent=_text_or_none(raw["persistent"]),
+                          workloads=[RecommendWorkload(**w) for w in raw["workloads"]],
+                          candidates=[RecommendCandidate(**c) for c in raw["candidates"]],
+                          devices=[RecommendDevice(**d) for d in raw["devices"]]),
+                   warnings=warnings)
 
 
 @_c_fields()
@@ -1206,6 +1275,40 @@ def io_stats_sample(path: Path, *, sysfs_root: Optional[Path] = None) -> IoStats
     the read policy uses."""
     raw, warnings = _btrfsx.io_stats_sample(path, sysfs_root)
     return IoStatsSample([IoStats(**d) for d in raw], warnings)
+
+
+def read_policy_recommend(path: Path, *, seconds: float = 0,
+                          readers: Optional[Sequence[int]] = None, sequential: bool = True,
+                          random: bool = True, apply: bool = False,
+                          progress: Optional[Callable[[dict], object]] = None,
+                          cancel: Optional[threading.Event] = None,
+                          sysfs_root: Optional[Path] = None,
+                          config_dir: Optional[Path] = None) -> Recommendation:
+    """Measure which read policy reads the mounted filesystem holding @path
+    fastest, and pick one (``btrfsx read-policy recommend``).
+
+    Every candidate (pid, round-robin with min_contig_read 64K, 256K and 1M,
+    devid of each device) is replayed over the RAID1-family chunks the
+    filesystem holds, straight from its devices (read-only, O_DIRECT), for
+    @readers (default 1 and 8) readers reading sequentially and/or at random,
+    within @seconds (0: 30). @apply sets the pick and records it for every
+    mount (NotSupportedError, with the recommendation as ``result``, when the
+    running kernel does not offer it). @progress gets {"done", "total",
+    "seconds"} after each replay; a true return value, or setting @cancel,
+    cancels (CancelledError: nothing recommended, nothing applied)."""
+    patterns = (_btrfsx.RECOMMEND_SEQUENTIAL if sequential else 0) | \
+        (_btrfsx.RECOMMEND_RANDOM if random else 0)
+    if not patterns:
+        raise ValueError("sequential, random or both")
+    try:
+        raw, warnings = _btrfsx.read_policy_recommend(
+            path, float(seconds), None if readers is None else list(readers), patterns, apply,
+            progress, cancel, sysfs_root, config_dir)
+    except BtrfsxError as e:
+        if e.partial is not None:
+            e.result = Recommendation._from(e.partial, e.warnings)
+        raise
+    return Recommendation._from(raw, warnings)
 
 
 def _progress_adapter(progress: Optional[Callable[[ScrubProgress], object]]):
