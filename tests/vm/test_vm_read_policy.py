@@ -149,6 +149,12 @@ shares rr /mnt/a/f round-robin
 shares rr64k /mnt/a/f round-robin:64k
 shares pid /mnt/a/f pid
 
+# recommend: measured, applied through the real file and recorded
+btrfsx read-policy set /mnt/a pid >/dev/null
+capture recommend btrfsx --format json read-policy recommend --apply --seconds 4.2 --readers 1 --pattern sequential /mnt/a
+capture recommend_kernel cat $RP
+capture recommend_single btrfsx --format json read-policy recommend /mnt/s
+
 # persistence: a record, applied after a new mount
 capture persist_set btrfsx --format json read-policy set --persistent /mnt/a round-robin:128K
 capture persist_list btrfsx --format json read-policy list
@@ -375,6 +381,24 @@ def test_io_stats_follow_the_policy_raid10(guest):
         pct = shares(guest, f"r10_devid{devid}")
         _, second, third, _ = sorted(pct.values())
         assert pct[devid] >= 45 and third >= 45 and second <= 5, (devid, pct)
+
+
+def test_recommend_applies_through_the_kernel(guest):
+    fsid = guest.first("fsid")[0]
+    rc, doc, text = guest.json("recommend")
+    assert rc == 0, text
+    rec = doc["recommended"]
+    assert [c["policy"] for c in doc["candidates"]] == [
+        "pid", "round-robin:65536", "round-robin:262144", "round-robin:1048576", "devid:1",
+        "devid:2", "devid:3"]
+    assert doc["offered"] is True and doc["applied"] is True and doc["persistent"] == rec
+    assert doc["current"] == "pid" and doc["region"] == "data"
+    assert all(d["probe_bytes"] > 0 and not d["disturbed"] for d in doc["devices"])
+    assert active(kernel_text(guest, "recommend_kernel")) == rec
+    rc, doc, text = guest.json("persist_list")      # recorded, then replaced by set -p
+    assert doc["records"][0]["fsid"] == fsid
+    rc, doc, text = guest.json("recommend_single")
+    assert rc == 0 and doc["affects_reads"] is False and doc["recommended"] is None, text
 
 
 def test_persistent_record_applied_at_mount(guest):
