@@ -227,9 +227,11 @@ def static_helper(name: str, src: Path | None = None, libs: tuple = ()) -> Path:
 
 def guest_helpers() -> list[Path]:
     """The static helpers tests/vm/guest-*.c (guest-fill, guest-fsync) the
-    guests run, and bench/raw-read (bench/hdd's raw read)."""
+    guests run, bench/raw-read (bench/hdd's raw read) and bench/read-load
+    (bench/readpolicy's readers)."""
     return [static_helper(src.stem) for src in sorted(HERE.glob("guest-*.c"))] + \
-        [static_helper("raw-read", REPO / "bench" / "raw-read.c", ("-luring",))]
+        [static_helper("raw-read", REPO / "bench" / "raw-read.c", ("-luring",)),
+         static_helper("read-load", REPO / "bench" / "read-load.c")]
 
 
 def logwrites_replay() -> Path:
