@@ -627,7 +627,7 @@ def test_read_policy_recommend(probe, tmp_path):
         with open(fs.mnt / "data", "wb") as f:
             f.write(os.urandom(16 << 20))
         subprocess.run(["sync"], check=True)
-        rec = ok(probe("rp-recommend", fs.mnt, "2.4", "1", "1", "0", "-", "-"))
+        rec = ok(probe("rp-recommend", fs.mnt, "1.2", "1", "1", "0", "-", "-"))
         assert rec["fsid"] == fs.fsid and rec["affects_reads"] is True
         assert [c["policy"] for c in rec["candidates"]] == [
             "pid", "round-robin:65536", "round-robin:262144", "round-robin:1048576",
@@ -636,15 +636,15 @@ def test_read_policy_recommend(probe, tmp_path):
                                      "fastest": rec["recommended"]}]
         assert [d["device"] for d in rec["devices"]] == fs.devs
         assert all(d["probe_bytes"] > 0 for d in rec["devices"])
-        report = probe("rp-recommend", fs.mnt, "2.4", "1", "1", "1", "-", "-")
+        report = probe("rp-recommend", fs.mnt, "1.2", "1", "1", "1", "-", "-")
         if rec["recommended"] != "pid" and report["error"] != OK:
             failed(report, NOT_SUPPORTED, "cannot apply")
             assert report["result"]["recommended"] and report["result"]["applied"] is False
         fake = read_policy_tests.make_fake(tmp_path, fs.fsid, "experimental")
-        applied = ok(probe("rp-recommend", fs.mnt, "2.4", "1", "1", "1", fake.root,
+        applied = ok(probe("rp-recommend", fs.mnt, "1.2", "1", "1", "1", fake.root,
                            fake.config))
         assert applied["applied"] is True and applied["persistent"] == applied["recommended"]
-        failed(probe("rp-recommend", fs.mnt, "2.4", "1", "1", "cancel", "-", "-"), CANCELLED,
+        failed(probe("rp-recommend", fs.mnt, "1.2", "1", "1", "cancel", "-", "-"), CANCELLED,
                "nothing recommended, nothing applied")
         failed(probe("rp-recommend", fs.mnt, "0.5", "-", "0", "0", "-", "-"), INVALID_ARGUMENT,
                "give at least --seconds")

@@ -614,7 +614,7 @@ def test_read_policy_recommend(raid1, py, tmp_path):
     docs = py('''
         mnt, root, config = sys.argv[1:4]
         ticks = []
-        quick = dict(seconds=2.4, readers=[1], random=False)
+        quick = dict(seconds=1.2, readers=[1], random=False)
         rec = btrfsx.read_policy_recommend(mnt, progress=ticks.append, **quick)
         emit(rec)
         emit(ticks)

@@ -27,8 +27,8 @@ from test_read_policy import EXPERIMENTAL, Fs, make_fake
 pytestmark = pytest.mark.root
 
 MiB = 1 << 20
-# Short probes: one workload (6 candidates on two devices, twice: 0.2 s a replay).
-QUICK = ("--seconds", "2.4", "--readers", "1", "--pattern", "sequential")
+# Short probes: one workload (6 candidates on two devices, twice: 0.1 s a replay).
+QUICK = ("--seconds", "1.2", "--readers", "1", "--pattern", "sequential")
 CANDIDATES = ["pid", "round-robin:65536", "round-robin:262144", "round-robin:1048576",
               "devid:1", "devid:2"]
 
@@ -79,7 +79,7 @@ def test_kernel_without_policies_says_what_and_why_not(raid1, btrfsx_json):
     assert [d["devid"] for d in doc["devices"]] == [1, 2]
     assert [d["device"] for d in doc["devices"]] == raid1.devs
     assert all(d["probe_bytes"] > 0 and d["stats_available"] for d in doc["devices"])
-    assert 2.0 <= doc["seconds"] < 30
+    assert 1.0 <= doc["seconds"] < 30
     if rec == "pid":
         assert doc["offered"] is True and doc["not_offered"] is None
     else:
@@ -199,7 +199,7 @@ def test_sigint_during_the_probe(raid1, btrfsx, tmp_path):
     """Interrupted: exit 1, nothing recommended, nothing applied or recorded."""
     fake = make_fake(tmp_path, raid1.fsid, "experimental")
     proc = subprocess.Popen([btrfsx, "--format", "json", "read-policy", "recommend", "--progress",
-                             "--apply", "--seconds", "600", str(raid1.mnt)],
+                             "--apply", "--seconds", "6", *QUICK[2:], str(raid1.mnt)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=dict(os.environ, **fake.env))
     try:
