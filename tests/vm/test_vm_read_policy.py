@@ -47,12 +47,16 @@ ACCEPTED = {
     "round-robin:64K": "round-robin:65536",
     "round-robin:64k": "round-robin:65536",
     "round-robin:1M": "round-robin:1048576",
+    "round-robin:1MiB": "round-robin:1048576",
+    "round-robin:1G": "round-robin:1073741824",
+    "round-robin:262144": "round-robin:262144",
     "round-robin:3G": "round-robin:3221225472",
     "round-robin:4294963200": "round-robin:4294963200",
     "devid": "devid:1",
     "devid:1": "devid:1",
     "devid:2": "devid:2",
     "devid:3": "devid:3",
+    "devid:0x2": "devid:2",
 }
 
 # Written straight to the sysfs file: accepted (True) or EINVAL (False).
@@ -70,14 +74,32 @@ KERNEL_VERDICTS = [
     (" pid", False), ("pid\n\n", False), ("\n", False), ("x" * 40, False),
 ]
 
-# btrfsx's own refusals, beyond the kernel's: exit code, words of the message.
+# btrfsx's refusals: exit code (2: the request does not parse; 1: this kernel
+# or filesystem refuses it), words of the message. Beyond the kernel's own:
+# what it takes and cannot live with (4 GiB and up), what it would round.
 OURS = {
     "round-robin:4G": (1, "the size must be below 4GiB"),
     "round-robin:4294967296": (1, "the size must be below 4GiB"),
     "round-robin:8G": (1, "the size must be below 4GiB"),
-    "round-robin:123": (1, "not a multiple of the sector size 4096"),
-    "round-robin:6000": (1, "not a multiple of the sector size 4096"),
+    "round-robin:1T": (1, "the size must be below 4GiB"),
+    "round-robin:123": (1, "123 is not a multiple of the sector size 4096"),
+    "round-robin:6000": (1, "6000 is not a multiple of the sector size 4096"),
+    "round-robin:4097": (1, "4097 is not a multiple of the sector size 4096"),
+    "round-robin:0": (2, "the size must be greater than 0"),
+    "round-robin:-4096": (2, "is not a size"),
+    "round-robin:x": (2, "'x' is not a size"),
+    "round-robin:": (2, "'' is not a size"),
+    "round-robin:4k4": (2, "is not a size"),
+    "devid:4": (1, "device 4 is not part of filesystem"),
+    "devid:7": (1, "device 7 is not part of filesystem"),
+    "devid:0": (2, "'0' is not a device id"),
+    "devid:x": (2, "'x' is not a device id"),
+    "pid:1": (2, "pid takes no argument"),
     "latency": (1, "unknown read policy 'latency' (this kernel offers: pid, round-robin, devid)"),
+    "Round-Robin": (1, "unknown read policy 'Round-Robin'"),
+    "": (2, "invalid read policy ''"),
+    "round robin": (2, "invalid read policy 'round robin'"),
+    ":4096": (2, "invalid read policy ':4096'"),
 }
 
 GUEST = r"""
@@ -123,12 +145,18 @@ capture single_get btrfsx --format json read-policy get /mnt/s
 capture single_set btrfsx --format json read-policy set /mnt/s round-robin
 capture tunables btrfsx --format json read-policy tunables /mnt/a
 @ACCEPTED@
+# a policy already active is not written again; without its argument it is
+capture again_devid2 btrfsx --format json read-policy set /mnt/a devid:2
+capture again_devid2_same btrfsx --format json read-policy set /mnt/a devid:2
+capture again_devid btrfsx --format json read-policy set /mnt/a devid
+capture again_kernel cat $RP
 @KERNEL@
 @OURS@
 capture prop_set btrfsx --format json property set /mnt/a read_policy devid:2
 capture prop_kernel cat $RP
 capture prop_get btrfsx --format json property get /mnt/a read_policy
 capture prop_refused btrfsx --format json property set /mnt/a read_policy round-robin:4G
+capture prop_refused_6000 btrfsx --format json property set /mnt/a read_policy round-robin:6000
 capture prop_kernel_after cat $RP
 # What btrfsx refuses because the kernel takes it and dies, written straight:
 # to the single/dup filesystem, whose reads never ask the read policy.
@@ -208,6 +236,7 @@ mount -o device=/dev/vdb,device=/dev/vdc,device=/dev/vdd /dev/vda /mnt/a
 dd if=/dev/urandom of=/mnt/a/f bs=1M count=24 2>/dev/null
 sync
 RP=/sys/fs/btrfs/$(fsid_of /mnt/a)/read_policy
+capture r10_get btrfsx --format json read-policy get /mnt/a
 shares r10_rr /mnt/a/f round-robin
 shares r10_devid1 /mnt/a/f devid:1
 shares r10_devid4 /mnt/a/f devid:4
@@ -293,6 +322,15 @@ def test_every_value_form(guest):
         assert got["available"] == names
 
 
+def test_set_writes_only_what_changes(guest):
+    rc, doc, text = guest.json("again_devid2")
+    rc, same, text = guest.json("again_devid2_same")
+    assert rc == 0 and same["changed"] is False and same["policy"] == "devid:2", text
+    rc, doc, text = guest.json("again_devid")    # the kernel picks its default devid again
+    assert rc == 0 and doc["changed"] is True and doc["policy"] == "devid:1", text
+    assert active(kernel_text(guest, "again_kernel")) == "devid:1"
+
+
 def test_btrfsx_refuses_what_the_kernel_refuses(guest):
     """The kernel's verdict on each value, and btrfsx's: btrfsx never passes
     on a value the kernel refuses, and whatever it accepts is what the kernel
@@ -319,9 +357,11 @@ def test_btrfsx_refuses_what_the_kernel_refuses(guest):
 def test_btrfsx_refuses_what_the_kernel_cannot_live_with(guest):
     for i, (value, (code, words)) in enumerate(OURS.items()):
         rc, doc, text = guest.json(f"refuse_{i}")
-        assert rc == code, (value, text)
+        assert rc == code and doc["error"]["exit_code"] == code, (value, text)
         assert words in doc["error"]["message"], (value, doc)
         assert active(kernel_text(guest, f"refuse_kernel_{i}")) == "pid"
+    rc, doc, text = guest.json(f"refuse_{list(OURS).index('devid:7')}")
+    assert doc["error"]["code"] == 22 and "(its devices: 1 2 3)" in doc["error"]["message"]
     # ... and the kernel really takes 4 GiB: stored in 32 bits, shown as 0
     assert guest.first("rr4g_rc") == ["0"]
     assert active(kernel_text(guest, "rr4g_kernel")) == "round-robin:0"
@@ -336,6 +376,8 @@ def test_property(guest):
     assert rc == 0 and doc == {"__header": doc["__header"], "read_policy": "devid:2"}, text
     rc, doc, text = guest.json("prop_refused")
     assert rc == 1 and "below 4GiB" in doc["error"]["message"], text
+    rc, doc, text = guest.json("prop_refused_6000")
+    assert rc == 1 and "not a multiple of the sector size" in doc["error"]["message"], text
     assert active(kernel_text(guest, "prop_kernel_after")) == "devid:2"
 
 
@@ -373,6 +415,8 @@ def test_io_stats_follow_the_policy_raid1c3(guest):
 
 
 def test_io_stats_follow_the_policy_raid10(guest):
+    rc, doc, text = guest.json("r10_get")
+    assert doc["mirrored"] == ["data/raid10", "metadata/raid10", "system/raid10"], text
     pct = shares(guest, "r10_rr")
     assert all(abs(p - 25) <= 10 for p in pct.values()), pct
     # devid:N reads N's mirror pair from N, the other pair from its first copy:
