@@ -167,20 +167,28 @@ static void print_model(struct bx_out *out, const struct bx_usage_input *in,
 			const struct bx_usage_report *rep, unsigned int units)
 {
 	const char *balance = bx_usage_balance_name(in->balance);
-	char heading[192], profile[16], meta_profile[16], during[64] = "";
+	char heading[256], profile[16], meta_profile[16], during[64] = "", kernel[64] = "";
 
 	bx_usage_profile_label(rep->data_type, profile, sizeof(profile));
 	bx_usage_profile_label(rep->metadata_type, meta_profile, sizeof(meta_profile));
 	if (rep->warnings & BX_USAGE_W_BALANCE_TARGET)
 		snprintf(during, sizeof(during), " while the %s balance converts", balance);
-	snprintf(heading, sizeof(heading), "Allocator model (new data %s, metadata %s%s; hints %s):",
+	/* Unmounted, the hints are modelled as a kernel that honours them would: is this one? */
+	if (!in->mounted && in->kernel_hints >= 0)
+		snprintf(kernel, sizeof(kernel), ", which the running kernel %s",
+			 in->kernel_hints ? "does too" : "does not");
+	snprintf(heading, sizeof(heading), "Allocator model (new data %s, metadata %s%s; hints %s%s):",
 		 profile, meta_profile, during,
 		 !rep->hints_honoured ? "ignored" :
-		 (rep->model_flags & BX_ALLOC_STRICT) ? "strict" : "honoured");
+		 (rep->model_flags & BX_ALLOC_STRICT) ? "strict" : "honoured", kernel);
 	bx_out_textf(out, "%s", "");
 	bx_out_obj_begin(out, "model", BX_OBJ_LINES, heading);
 	bx_out_bool(out, "hints_honoured", rep->hints_honoured, BX_F_JSON_ONLY);
 	bx_out_str(out, "balance", balance, BX_F_JSON_ONLY);
+	if (in->kernel_hints < 0)
+		bx_out_str(out, "kernel_honours_hints", NULL, BX_F_JSON_ONLY);
+	else
+		bx_out_bool(out, "kernel_honours_hints", in->kernel_hints, BX_F_JSON_ONLY);
 	bx_out_bool(out, "strict", (rep->model_flags & BX_ALLOC_STRICT) != 0, BX_F_JSON_ONLY);
 	bx_out_str(out, "data_profile", bx_usage_profile_key(rep->data_type), BX_F_JSON_ONLY);
 	bx_out_str(out, "metadata_profile", bx_usage_profile_key(rep->metadata_type),

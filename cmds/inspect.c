@@ -504,7 +504,8 @@ static int cmd_dump_tree(struct bx_ctx *ctx, int argc, char **argv)
 	ret = parse_dump_tree_args(ctx, argc, argv, &args);
 	if (ret)
 		return ret;
-	ret = bx_fs_open(&ds.fs, argv + optind, argc - optind, 0);
+	/* Read-only: a degraded filesystem is dumped wherever a copy is left (one warning). */
+	ret = bx_fs_open(&ds.fs, argv + optind, argc - optind, BX_OPEN_DEGRADED);
 	if (ret)
 		return ret;
 	ds.fs->readahead = args.readahead;
@@ -830,7 +831,7 @@ static int cmd_read_file(struct bx_ctx *ctx, int argc, char **argv)
 	if (!*argv[optind])
 		return bx_usage_error("the file path is empty: name a file below the top-level "
 				      "subvolume, e.g. dir/file");
-	ret = bx_fs_open(&fr.fs, argv + optind + 1, argc - optind - 1, 0);
+	ret = bx_fs_open(&fr.fs, argv + optind + 1, argc - optind - 1, BX_OPEN_DEGRADED);
 	if (ret)
 		return ret;
 	bx_csum_cursor_init(&fr.csums, fr.fs);

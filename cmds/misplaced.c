@@ -167,6 +167,11 @@ void misplaced_print_summary(struct bx_out *out, const struct bx_misplaced_repor
 	bx_out_str(out, "mountpoint", rep->mounted ? rep->path : NULL, BX_F_JSON_ONLY);
 	bx_out_bool(out, "mounted", rep->mounted, BX_F_JSON_ONLY);
 	bx_out_bool(out, "hints_effective", rep->hints_effective, 0);
+	/* Unmounted, hints_effective assumes the next kernel honours them: does this one? */
+	if (rep->kernel_hints < 0)
+		bx_out_str(out, "kernel_honours_hints", NULL, 0);
+	else
+		bx_out_bool(out, "kernel_honours_hints", rep->kernel_hints, 0);
 	bx_out_u64(out, "chunks_checked", rep->chunks_checked, 0);
 	if (rep->have_rate) {
 		bx_pretty_size((uint64_t)rep->rate, units, rate, sizeof(rate));

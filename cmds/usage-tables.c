@@ -192,6 +192,7 @@ void bx_usage_device_json(struct bx_out *out, const struct bx_usage_report *rep,
 	bx_out_u64(out, "devid", r->devid, 0);
 	bx_out_str(out, "device", r->missing ? NULL : r->path, 0);
 	bx_out_bool(out, "missing", r->missing, 0);
+	bx_out_bool(out, "seed", r->seed, 0);
 	bx_out_hint(out, "hint", r->hint, 0);
 	bx_out_size(out, "size", r->size, units, 0);
 	bx_out_size(out, "unallocated", r->unallocated, units, 0);

@@ -102,7 +102,7 @@ enum bx_eb_status bx_check_tree_block(const struct bx_fs *fs, const uint8_t *buf
 		return BX_EB_BAD_CSUM;
 	if (le64toh(hdr->bytenr) != bytenr)
 		return BX_EB_BAD_BYTENR;
-	if (memcmp(hdr->fsid, fs->metadata_uuid, BTRFS_FSID_SIZE))
+	if (!bx_fs_block_fsid_ok(fs, hdr->fsid))
 		return BX_EB_BAD_FSID;
 	if (hdr->level >= BTRFS_MAX_LEVEL || (expect && expect->level >= 0 &&
 					      hdr->level != expect->level))
@@ -223,6 +223,7 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 {
 	struct bx_eb **slot = cache_slot(fs, bytenr);
 	char reasons[512] = "", read_error[256] = "";
+	bool only_missing = true;	/* the copies before failed on missing devices alone */
 	size_t used = 0;
 	int copies;
 
@@ -244,7 +245,8 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 		int ret = bx_read_tree_block_mirror(fs, bytenr, mirror, expect, &eb, &status);
 
 		if (ret == 0) {
-			if (mirror > 1 && !fs->bad_mirrors_counted)
+			/* A copy on a missing device is no news: the open said it is degraded. */
+			if (mirror > 1 && !fs->bad_mirrors_counted && !only_missing)
 				bx_warn("tree block %llu: mirror 1 bad, read mirror %d (%s)",
 					(unsigned long long)bytenr, mirror, reasons + 2);
 			if (slot) {
@@ -255,6 +257,7 @@ int bx_read_tree_block(struct bx_fs *fs, uint64_t bytenr, const struct bx_block_
 			*out = eb;
 			return 0;
 		}
+		only_missing &= status == BX_EB_NO_DEVICE;
 		if (status == BX_EB_READ_ERROR && !*read_error)
 			snprintf(read_error, sizeof(read_error), "; the first read: %s",
 				 bx_error_message(ret));

@@ -1,5 +1,7 @@
 /* Opening a filesystem: devices, superblocks, assembly by fsid, chunk tree. */
+#include <dirent.h>
 #include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -27,6 +29,16 @@ struct bx_device *bx_fs_device(struct bx_fs *fs, uint64_t devid)
 		if (fs->devs[i]->devid == devid)
 			return fs->devs[i];
 	return NULL;
+}
+
+bool bx_fs_block_fsid_ok(const struct bx_fs *fs, const uint8_t *fsid)
+{
+	if (!memcmp(fsid, fs->metadata_uuid, BTRFS_FSID_SIZE))
+		return true;
+	for (size_t i = 0; i < fs->nr_seed_fsids; i++)
+		if (!memcmp(fsid, fs->seed_fsids[i], BTRFS_FSID_SIZE))
+			return true;
+	return false;
 }
 
 static void device_free(struct bx_device *dev)
@@ -199,7 +211,7 @@ static int fs_add_device(struct bx_fs *fs, struct bx_device *dev)
 	struct bx_device **devs;
 	struct bx_device *other = bx_fs_device(fs, dev->devid);
 
-	if (fs->nr_devs && !same_filesystem(fs, dev)) {
+	if (fs->nr_devs && !dev->seed && !same_filesystem(fs, dev)) {
 		char a[37], b[37];
 
 		uuid_unparse(dev->sb.fsid, a);
@@ -217,55 +229,147 @@ static int fs_add_device(struct bx_fs *fs, struct bx_device *dev)
 	return 0;
 }
 
-static bool fs_has_path(const struct bx_fs *fs, const char *path)
+/* Whether @path is the block device or file @dev was opened from. */
+static bool fs_has_path_of(const struct bx_device *dev, const char *path)
 {
 	struct stat a, b;
 
-	if (stat(path, &a) < 0)
-		return false;
+	return stat(path, &a) == 0 && stat(dev->path, &b) == 0 &&
+	       ((S_ISBLK(a.st_mode) && a.st_rdev == b.st_rdev) ||
+		(a.st_dev == b.st_dev && a.st_ino == b.st_ino));
+}
+
+static bool fs_has_path(const struct bx_fs *fs, const char *path)
+{
 	for (size_t i = 0; i < fs->nr_devs; i++)
-		if (stat(fs->devs[i]->path, &b) == 0 &&
-		    ((S_ISBLK(a.st_mode) && a.st_rdev == b.st_rdev) ||
-		     (a.st_dev == b.st_dev && a.st_ino == b.st_ino)))
+		if (fs_has_path_of(fs->devs[i], path))
 			return true;
 	return false;
 }
 
-/* Finds the other members by fsid among the block devices libblkid sees. */
-static void fs_scan_members(struct bx_fs *fs, unsigned int flags)
+/*
+ * Opens @name, found by @fsid, and adds it (a device of a seed filesystem
+ * when @seed); one that cannot be opened is remembered in scan_failures.
+ */
+static void scan_add(struct bx_fs *fs, const char *name, unsigned int flags, bool seed)
+{
+	size_t used = strlen(fs->scan_failures);
+	struct bx_device *dev;
+	int ret;
+
+	if (fs_has_path(fs, name))
+		return;
+	/* A seed is never written: it is opened read-only, whatever the writer asked. */
+	ret = device_open(name, seed ? flags & ~(unsigned int)BX_OPEN_WRITE : flags, fs->io_timeout,
+			  &dev);
+	if (ret) {
+		fs->member_busy |= ret == -EBUSY;
+		snprintf(fs->scan_failures + used, sizeof(fs->scan_failures) - used, "%s%s",
+			 used ? "; " : "", bx_error_message(ret));
+		return;
+	}
+	dev->seed = seed;
+	if (fs_add_device(fs, dev))
+		device_free(dev);
+}
+
+/* The members with @fsid among the block devices libblkid sees. */
+static void scan_block_devices(struct bx_fs *fs, const uint8_t *fsid, unsigned int flags, bool seed)
 {
 	blkid_dev_iterate iter;
 	blkid_cache cache;
 	blkid_dev bdev;
-	char fsid[37];
-	int ret;
+	char text[37];
 
 	if (blkid_get_cache(&cache, "/dev/null") < 0)
 		return;
 	blkid_probe_all(cache);
-	uuid_unparse(fs->fsid, fsid);
+	uuid_unparse(fsid, text);
 	iter = blkid_dev_iterate_begin(cache);
-	blkid_dev_set_search(iter, "UUID", fsid);
-	while (blkid_dev_next(iter, &bdev) == 0) {
-		const char *name = blkid_dev_devname(bdev);
-		struct bx_device *dev;
-
-		size_t used = strlen(fs->scan_failures);
-
-		if (fs_has_path(fs, name))
-			continue;
-		ret = device_open(name, flags, fs->io_timeout, &dev);
-		if (ret) {
-			fs->member_busy |= ret == -EBUSY;
-			snprintf(fs->scan_failures + used, sizeof(fs->scan_failures) - used, "%s%s",
-				 used ? "; " : "", bx_error_message(ret));
-			continue;
-		}
-		if (fs_add_device(fs, dev))
-			device_free(dev);
-	}
+	blkid_dev_set_search(iter, "UUID", text);
+	while (blkid_dev_next(iter, &bdev) == 0)
+		scan_add(fs, blkid_dev_devname(bdev), flags, seed);
 	blkid_dev_iterate_end(iter);
 	blkid_put_cache(cache);
+}
+
+/* Whether the image file at @path holds a primary superblock of filesystem @fsid. */
+static bool image_of(const char *path, const uint8_t *fsid)
+{
+	struct btrfs_super_block sb;
+	struct stat st;
+	bool match;
+	int fd;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < BTRFS_SUPER_INFO_OFFSET + BTRFS_SUPER_INFO_SIZE)
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	match = bx_read_super_copy(fd, (uint64_t)st.st_size, 0, &sb,
+				   BX_IO_TIMEOUT_DEFAULT) == BX_SB_OK &&
+		!memcmp(sb.fsid, fsid, BTRFS_FSID_SIZE);
+	close(fd);
+	return match;
+}
+
+/* The image files with @fsid in directory @dir. */
+static void scan_directory(struct bx_fs *fs, const char *dir, const uint8_t *fsid,
+			   unsigned int flags, bool seed)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[4096];
+
+		if (e->d_name[0] == '.' || (size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+							    e->d_name) >= sizeof(path))
+			continue;
+		if (image_of(path, fsid))
+			scan_add(fs, path, flags, seed);
+	}
+	closedir(d);
+}
+
+/*
+ * Image files are no block devices libblkid would see: the members of an
+ * image set are looked for beside the image files named (the directory of
+ * each, once).
+ */
+static void scan_image_directories(struct bx_fs *fs, size_t nr_named, const uint8_t *fsid,
+				   unsigned int flags, bool seed)
+{
+	char (*dirs)[4096] = calloc(nr_named + 1, sizeof(*dirs));
+	size_t nr_dirs = 0;
+
+	for (size_t i = 0; dirs && i < nr_named; i++) {
+		struct stat st;
+		char copy[4096];
+		bool seen = false;
+
+		if (stat(fs->devs[i]->path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		snprintf(copy, sizeof(copy), "%s", fs->devs[i]->path);
+		snprintf(dirs[nr_dirs], sizeof(dirs[nr_dirs]), "%s", dirname(copy));
+		for (size_t k = 0; k < nr_dirs; k++)
+			seen |= !strcmp(dirs[k], dirs[nr_dirs]);
+		if (!seen)
+			scan_directory(fs, dirs[nr_dirs++], fsid, flags, seed);
+	}
+	free(dirs);
+}
+
+/* Finds the other members with @fsid (a seed's, when @seed): block devices, then images. */
+static void fs_scan_members(struct bx_fs *fs, size_t nr_named, const uint8_t *fsid,
+			    unsigned int flags, bool seed)
+{
+	scan_block_devices(fs, fsid, flags, seed);
+	scan_image_directories(fs, nr_named, fsid, flags, seed);
+	/* What could not be opened is in scan_failures, for the missing-device error. */
 	bx_error_clear();
 }
 
@@ -283,16 +387,36 @@ static int sys_chunk_cb(void *arg, const struct btrfs_key *key, const struct btr
 	return 0;
 }
 
-/* Missing devices are remembered in a list so errors can name each of them. */
-/* What the chunk tree's device items say: their number and the missing devids. */
-struct missing_list {
-	char msg[256];
-	size_t used;
-	uint64_t dev_items;
+/*
+ * What the chunk tree's device items say: their number, and those whose
+ * device is not open (with the fsid their item carries: the filesystem's,
+ * or a seed's, whose devices are looked for by it afterwards).
+ */
+struct dev_item_ref {
+	uint64_t devid;
+	uint8_t fsid[BTRFS_FSID_SIZE];
 };
 
-static int chunk_tree_item(struct bx_fs *fs, struct bx_eb *leaf, int slot,
-			   struct missing_list *missing)
+struct dev_items {
+	uint64_t count;
+	size_t nr_absent;
+	struct dev_item_ref *absent;
+};
+
+static int note_absent(struct dev_items *items, const struct btrfs_dev_item *item)
+{
+	struct dev_item_ref *grown = realloc(items->absent, (items->nr_absent + 1) *
+					     sizeof(*grown));
+
+	if (!grown)
+		return bx_error(-ENOMEM, "out of memory");
+	items->absent = grown;
+	grown[items->nr_absent].devid = le64toh(item->devid);
+	memcpy(grown[items->nr_absent++].fsid, item->fsid, BTRFS_FSID_SIZE);
+	return 0;
+}
+
+static int chunk_tree_item(struct bx_fs *fs, struct bx_eb *leaf, int slot, struct dev_items *items)
 {
 	const void *ptr = bx_item_ptr(leaf, slot);
 	uint32_t size = bx_item_size(leaf, slot);
@@ -307,19 +431,14 @@ static int chunk_tree_item(struct bx_fs *fs, struct bx_eb *leaf, int slot,
 		if (size < sizeof(*item))
 			return bx_error(-EUCLEAN, "device item %llu too small",
 					(unsigned long long)key.offset);
+		items->count++;
 		dev = bx_fs_device(fs, le64toh(item->devid));
-		if (dev) {
-			missing->dev_items++;
-			dev->item = *item;
-			return 0;
-		}
-		missing->dev_items++;
-		fs->nr_missing++;
-		if (missing->used < sizeof(missing->msg))
-			missing->used += (size_t)snprintf(missing->msg + missing->used,
-							  sizeof(missing->msg) - missing->used,
-							  "%s%llu", missing->used ? ", " : "",
-							  (unsigned long long)le64toh(item->devid));
+		/* A named seed that is not this filesystem's is as good as absent. */
+		if (!dev || (dev->seed && memcmp(item->fsid, metadata_identity(&dev->sb),
+						 BTRFS_FSID_SIZE)))
+			return note_absent(items, item);
+		dev->item = *item;
+		dev->listed = true;
 		return 0;
 	}
 	if (key.type != BTRFS_CHUNK_ITEM_KEY)
@@ -332,12 +451,92 @@ static int chunk_tree_item(struct bx_fs *fs, struct bx_eb *leaf, int slot,
 	return 0;
 }
 
-static int read_chunk_tree(struct bx_fs *fs)
+/* Remembers the fsid a seed's tree blocks carry (once). */
+static int add_seed_fsid(struct bx_fs *fs, const uint8_t *fsid)
+{
+	uint8_t (*grown)[BTRFS_FSID_SIZE];
+
+	if (bx_fs_block_fsid_ok(fs, fsid))
+		return 0;
+	grown = realloc(fs->seed_fsids, (fs->nr_seed_fsids + 1) * sizeof(*grown));
+	if (!grown)
+		return bx_error(-ENOMEM, "out of memory");
+	fs->seed_fsids = grown;
+	memcpy(fs->seed_fsids[fs->nr_seed_fsids++], fsid, BTRFS_FSID_SIZE);
+	return 0;
+}
+
+/*
+ * The devices of the seed filesystems the chunk tree names and that are not
+ * open yet: looked for by the seed's fsid (not with BX_OPEN_NO_SCAN).
+ */
+static void find_seeds(struct bx_fs *fs, size_t nr_named, const struct dev_items *items)
+{
+	for (size_t i = 0; i < items->nr_absent && !(fs->flags & BX_OPEN_NO_SCAN); i++) {
+		const uint8_t *fsid = items->absent[i].fsid;
+
+		if (memcmp(fsid, fs->metadata_uuid, BTRFS_FSID_SIZE) &&
+		    !bx_fs_device(fs, items->absent[i].devid))
+			fs_scan_members(fs, nr_named, fsid, fs->flags, true);
+	}
+}
+
+/* Devices found after the chunk map was built (seeds): their stripes point at them now. */
+static void attach_stripes(struct bx_fs *fs)
+{
+	for (size_t i = 0; i < fs->chunks.nr; i++) {
+		struct bx_chunk *chunk = fs->chunks.chunks[i];
+
+		for (int s = 0; s < chunk->num_stripes; s++)
+			if (!chunk->stripes[s].dev)
+				chunk->stripes[s].dev = bx_fs_device(fs, chunk->stripes[s].devid);
+	}
+}
+
+/* A named seed device the chunk tree does not list: not a seed of this filesystem. */
+static int check_named_seeds(const struct bx_fs *fs)
+{
+	for (size_t i = 0; i < fs->nr_devs; i++) {
+		const struct bx_device *dev = fs->devs[i];
+		char seed[37], sprout[37];
+
+		if (!dev->seed || dev->listed)
+			continue;
+		uuid_unparse(dev->sb.fsid, seed);
+		uuid_unparse(fs->fsid, sprout);
+		return bx_error(-EXDEV, "%s: belongs to seed filesystem %s, which is not a seed of "
+				"%s", dev->path, seed, sprout);
+	}
+	return 0;
+}
+
+/* Counts what is still absent after the seeds were looked for; names it in @msg. */
+static void count_missing(struct bx_fs *fs, const struct dev_items *items, char *msg, size_t len)
+{
+	size_t used = 0;
+
+	msg[0] = '\0';
+	fs->nr_missing = 0;
+	for (size_t i = 0; i < items->nr_absent; i++) {
+		struct bx_device *dev = bx_fs_device(fs, items->absent[i].devid);
+
+		if (dev && dev->seed && !memcmp(items->absent[i].fsid, metadata_identity(&dev->sb),
+						BTRFS_FSID_SIZE))
+			continue;	/* a seed found by its fsid */
+		fs->nr_missing++;
+		if (used < len)
+			used += (size_t)snprintf(msg + used, len - used, "%s%llu", used ? ", " : "",
+						 (unsigned long long)items->absent[i].devid);
+	}
+}
+
+static int read_chunk_tree(struct bx_fs *fs, size_t nr_named)
 {
 	struct btrfs_key first = { 0, 0, 0 };
-	struct missing_list missing = { "", 0, 0 };
+	struct dev_items items = { 0 };
 	struct bx_root root;
 	struct bx_path path;
+	char missing[256];
 	int ret;
 
 	bx_find_root(fs, BTRFS_CHUNK_TREE_OBJECTID, &root);
@@ -346,26 +545,42 @@ static int read_chunk_tree(struct bx_fs *fs)
 	if (ret >= 0)
 		ret = bx_path_settle(fs, &path);
 	while (ret == 0) {
-		ret = chunk_tree_item(fs, bx_path_leaf(&path), path.slots[0], &missing);
+		ret = chunk_tree_item(fs, bx_path_leaf(&path), path.slots[0], &items);
 		if (!ret)
 			ret = bx_next_item(fs, &path);
 	}
 	bx_path_release(&path);
-	if (ret < 0)
+	if (ret < 0) {
+		free(items.absent);
 		return bx_error_wrap(ret, "reading the chunk tree");
+	}
 	/* The kernel refuses to mount this (super_num_devices mismatch). */
-	if (missing.dev_items != le64toh(fs->sb.num_devices))
+	if (items.count != le64toh(fs->sb.num_devices)) {
+		free(items.absent);
 		return bx_error(-EUCLEAN, "the superblock counts %llu devices, the chunk tree has "
 				"%llu device items", (unsigned long long)le64toh(fs->sb.num_devices),
-				(unsigned long long)missing.dev_items);
+				(unsigned long long)items.count);
+	}
+	ret = check_named_seeds(fs);
+	if (!ret) {
+		find_seeds(fs, nr_named, &items);
+		attach_stripes(fs);
+	}
+	for (size_t i = 0; !ret && i < fs->nr_devs; i++)
+		if (fs->devs[i]->seed)
+			ret = add_seed_fsid(fs, metadata_identity(&fs->devs[i]->sb));
+	count_missing(fs, &items, missing, sizeof(missing));
+	free(items.absent);
+	if (ret)
+		return ret;
 	if (fs->nr_missing && !(fs->flags & BX_OPEN_DEGRADED))
 		return bx_error(fs->member_busy ? -EBUSY : -ENODEV,
 				"filesystem has %llu missing device%s (devid %s); "
 				"name all members or attach them%s%s",
 				(unsigned long long)fs->nr_missing, fs->nr_missing > 1 ? "s" : "",
-				missing.msg, *fs->scan_failures ? "; " : "", fs->scan_failures);
+				missing, *fs->scan_failures ? "; " : "", fs->scan_failures);
 	if (fs->nr_missing)
-		bx_warn("filesystem is degraded: devid %s missing", missing.msg);
+		bx_warn("filesystem is degraded: devid %s missing", missing);
 	return 0;
 }
 
@@ -403,20 +618,21 @@ static int fs_init_from_super(struct bx_fs *fs)
 	return 0;
 }
 
-/* The newest superblock among the members speaks for the filesystem. */
+/* The newest superblock among the members speaks for the filesystem (a seed has its own). */
 static void fs_pick_super(struct bx_fs *fs)
 {
 	struct bx_device *best = fs->devs[0];
 
 	for (size_t i = 1; i < fs->nr_devs; i++)
-		if (le64toh(fs->devs[i]->sb.generation) > le64toh(best->sb.generation))
+		if (!fs->devs[i]->seed &&
+		    le64toh(fs->devs[i]->sb.generation) > le64toh(best->sb.generation))
 			best = fs->devs[i];
 	fs->sb = best->sb;
 	fs->sb_devid = best->devid;
 	/* After an interrupted fsid change the members disagree: the newest one is right. */
 	memcpy(fs->fsid, best->sb.fsid, BTRFS_FSID_SIZE);
 	for (size_t i = 0; i < fs->nr_devs; i++)
-		if (fs->devs[i]->sb.generation != best->sb.generation)
+		if (!fs->devs[i]->seed && fs->devs[i]->sb.generation != best->sb.generation)
 			bx_warn("%s: stale device (generation %llu, filesystem %llu)",
 				fs->devs[i]->path,
 				(unsigned long long)le64toh(fs->devs[i]->sb.generation),
@@ -445,26 +661,66 @@ static void prefetch_supers(char *const *paths, int nr_paths, int *fds)
 	}
 }
 
+static bool is_seeding(const struct bx_device *dev)
+{
+	return le64toh(dev->sb.flags) & BTRFS_SUPER_FLAG_SEEDING;
+}
+
+/*
+ * The filesystem the named devices stand for: the first one's, or, when a
+ * seed is named with its sprout, the first non-seed one's (a sprout's
+ * superblock does not name its seeds; the chunk tree's device items do, and
+ * read_chunk_tree() checks them).
+ */
+static const struct bx_device *main_device(struct bx_device *const *devs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!is_seeding(devs[i]))
+			return devs[i];
+	return devs[0];
+}
+
 static int open_named(struct bx_fs *fs, char *const *paths, int nr_paths, unsigned int flags)
 {
-	for (int i = 0; i < nr_paths; i++) {
-		struct bx_device *dev;
-		int ret;
+	struct bx_device **devs = calloc((size_t)nr_paths, sizeof(*devs));
+	const struct bx_device *main_dev;
+	int ret = devs ? 0 : bx_error(-ENOMEM, "out of memory");
 
-		if (fs_has_path(fs, paths[i]))
-			return bx_error(-EINVAL, "%s: named twice", paths[i]);
-		ret = device_open(paths[i], flags, fs->io_timeout, &dev);
-		if (ret)
-			return ret;
-		if (i == 0)
-			memcpy(fs->fsid, dev->sb.fsid, BTRFS_FSID_SIZE);
-		ret = fs_add_device(fs, dev);
-		if (ret) {
-			device_free(dev);
-			return ret;
-		}
+	for (int i = 0; !ret && i < nr_paths; i++) {
+		for (int k = 0; k < i && !ret; k++)
+			if (fs_has_path_of(devs[k], paths[i]))
+				ret = bx_error(-EINVAL, "%s: named twice", paths[i]);
+		if (!ret)
+			ret = device_open(paths[i], flags, fs->io_timeout, &devs[i]);
 	}
-	return 0;
+	if (ret)
+		goto out;
+	main_dev = main_device(devs, nr_paths);
+	memcpy(fs->fsid, main_dev->sb.fsid, BTRFS_FSID_SIZE);
+	/* The main device first: it is the one the others are compared with. */
+	ret = fs_add_device(fs, (struct bx_device *)main_dev);
+	for (int i = 0; !ret && i < nr_paths; i++) {
+		if (devs[i] == main_dev)
+			continue;
+		devs[i]->seed = is_seeding(devs[i]) &&
+				memcmp(devs[i]->sb.fsid, fs->fsid, BTRFS_FSID_SIZE);
+		/* Never written: the kernel keeps a seed read-only. */
+		if (devs[i]->seed)
+			devs[i]->writable = false;
+		ret = fs_add_device(fs, devs[i]);
+	}
+out:
+	/* What fs_add_device() took is freed with the filesystem; the rest here. */
+	for (int i = 0; devs && i < nr_paths; i++) {
+		bool taken = false;
+
+		for (size_t k = 0; k < fs->nr_devs; k++)
+			taken |= fs->devs[k] == devs[i];
+		if (!taken)
+			device_free(devs[i]);
+	}
+	free(devs);
+	return ret;
 }
 
 static int fs_open_named(struct bx_fs *fs, char *const *paths, int nr_paths, unsigned int flags)
@@ -492,6 +748,7 @@ int bx_fs_open_timed(struct bx_fs **out, char *const *paths, int nr_paths, unsig
 		     unsigned int io_timeout)
 {
 	struct bx_fs *fs;
+	size_t nr_named;
 	int ret;
 
 	if (nr_paths < 1)
@@ -505,8 +762,10 @@ int bx_fs_open_timed(struct bx_fs **out, char *const *paths, int nr_paths, unsig
 	ret = fs_open_named(fs, paths, nr_paths, flags);
 	if (ret)
 		goto fail;
+	nr_named = fs->nr_devs;
+	/* num_devices counts the seeds' devices too: they are found by the chunk tree. */
 	if (!(flags & BX_OPEN_NO_SCAN) && fs->nr_devs < le64toh(fs->devs[0]->sb.num_devices))
-		fs_scan_members(fs, flags);
+		fs_scan_members(fs, nr_named, fs->fsid, flags, false);
 	fs_pick_super(fs);
 	ret = fs_init_from_super(fs);
 	if (ret || (flags & BX_OPEN_SB_ONLY))
@@ -518,7 +777,7 @@ int bx_fs_open_timed(struct bx_fs **out, char *const *paths, int nr_paths, unsig
 	}
 	ret = bx_parse_sys_chunk_array(&fs->sb, sys_chunk_cb, fs);
 	if (!ret)
-		ret = read_chunk_tree(fs);
+		ret = read_chunk_tree(fs, nr_named);
 done:
 	/* What the devices hold is wrong: say which filesystem, by the first path named. */
 	if (ret) {
@@ -544,5 +803,6 @@ void bx_fs_close(struct bx_fs *fs)
 	for (size_t i = 0; i < fs->nr_devs; i++)
 		device_free(fs->devs[i]);
 	free(fs->devs);
+	free(fs->seed_fsids);
 	free(fs);
 }

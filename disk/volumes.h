@@ -23,6 +23,14 @@ struct bx_device {
 	int fd;
 	bool writable;
 	unsigned int io_timeout;      /* seconds a request waits (disk/timed-io.h); 0: forever */
+	/*
+	 * A device of a seed filesystem this one was sprouted from (btrfstune
+	 * -S 1, then device add): its superblock has the seed's fsid and
+	 * generation, its tree blocks the seed's fsid; never written, never
+	 * allocated from (the kernel keeps it read-only).
+	 */
+	bool seed;
+	bool listed;                  /* the chunk tree has its device item */
 	uint64_t size;                /* bytes the device or file really has */
 	struct btrfs_dev_item item;   /* from the chunk tree once it is read */
 	struct btrfs_super_block sb;  /* this device's newest valid copy */
@@ -57,6 +65,8 @@ struct bx_fs {
 	bool readahead;               /* forward readahead on tree walks */
 	bool bad_mirrors_counted;     /* the caller (scrub) reports bad copies: no warning */
 	unsigned int flags;
+	size_t nr_seed_fsids;         /* the seed filesystems' fsids, as their tree blocks carry */
+	uint8_t (*seed_fsids)[BTRFS_FSID_SIZE];
 	char scan_failures[512];      /* members found by fsid that could not be opened */
 	bool member_busy;             /* ... one because another program holds it */
 	uint64_t nr_writes;           /* writes done through the write path */
@@ -83,10 +93,13 @@ int bx_open_raw(const char *path, int *fd, uint64_t *size);
 
 /*
  * Opens the filesystem that the devices or image files at @paths belong to.
- * Other members are found by fsid through libblkid unless BX_OPEN_NO_SCAN.
- * Reads superblocks, the system chunk array and the chunk tree, so every
- * logical address can be mapped. Returns 0 and *out, or a negative errno
- * with a message (bx_error_message) naming the device and the reason.
+ * Other members are found by fsid unless BX_OPEN_NO_SCAN: block devices
+ * through libblkid, image files beside the named ones (same directory).
+ * A seed device may be named with its sprout (the filesystem is the
+ * sprout's), or is found by the seed's fsid the chunk tree's device item
+ * gives. Reads superblocks, the system chunk array and the chunk tree, so
+ * every logical address can be mapped. Returns 0 and *out, or a negative
+ * errno with a message (bx_error_message) naming the device and the reason.
  */
 int bx_fs_open(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags);
 
@@ -100,4 +113,7 @@ int bx_fs_open_timed(struct bx_fs **out, char *const *paths, int nr_paths, unsig
 void bx_fs_close(struct bx_fs *fs);
 
 struct bx_device *bx_fs_device(struct bx_fs *fs, uint64_t devid);
+
+/* Whether a tree block whose header carries @fsid belongs here (this filesystem or a seed). */
+bool bx_fs_block_fsid_ok(const struct bx_fs *fs, const uint8_t *fsid);
 #endif

@@ -66,6 +66,9 @@ static int verify_written(struct bx_device *dev, const void *buf, size_t len, ui
 static int check_writable(const struct bx_fs *fs, struct bx_device *dev, size_t len,
 			  uint64_t physical)
 {
+	if (dev->seed)
+		return bx_error(-EROFS, "%s: a seed device, never written (the kernel keeps it "
+				"read-only)", dev->path);
 	if (!dev->writable)
 		return bx_error(-EROFS, "%s: opened read-only", dev->path);
 	if (fs->writes.refused)

@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -44,6 +45,81 @@ static enum bx_hint_iface detect_iface(const char *sysfs_root, const uint8_t fsi
 	if (!access(path, F_OK))
 		return BX_HINT_IFACE_TYPE;
 	return BX_HINT_IFACE_NONE;
+}
+
+/*
+ * Any mounted btrfs's devinfo directories under @sysfs_root: 1 when one has
+ * a hint file, 0 when one lacks it, -1 when none is mounted.
+ */
+static int hint_files_in_sysfs(const char *sysfs_root)
+{
+	char path[PATH_MAX];
+	struct dirent *fs;
+	int seen = -1;
+	DIR *top;
+
+	snprintf(path, sizeof(path), "%s/fs/btrfs", sysfs_root);
+	top = opendir(path);
+	while (top && seen < 0 && (fs = readdir(top))) {
+		char devinfo[PATH_MAX + 272];	/* room for a name and /devinfo */
+		struct dirent *dev;
+		DIR *d;
+
+		snprintf(devinfo, sizeof(devinfo), "%s/%s/devinfo", path, fs->d_name);
+		d = fs->d_name[0] == '.' ? NULL : opendir(devinfo);
+		while (d && seen < 0 && (dev = readdir(d))) {
+			char file[sizeof(devinfo) + 288];
+
+			if (dev->d_name[0] == '.')
+				continue;
+			snprintf(file, sizeof(file), "%s/%s/allocation_hint", devinfo, dev->d_name);
+			seen = !access(file, F_OK);
+			snprintf(file, sizeof(file), "%s/%s/type", devinfo, dev->d_name);
+			seen |= !access(file, F_OK);
+		}
+		if (d)
+			closedir(d);
+	}
+	if (top)
+		closedir(top);
+	return seen;
+}
+
+/*
+ * The kernel's symbols: the sysfs handlers of the hint series (V12's
+ * allocation_hint, kakra's type) are there when its btrfs has them; 1, 0
+ * (btrfs is there without them), or -1 (no btrfs loaded, or unreadable).
+ */
+static int hint_handlers_in_kallsyms(void)
+{
+	FILE *fp = fopen("/proc/kallsyms", "re");
+	char line[512];
+	int seen = -1;
+
+	while (fp && seen < 1 && fgets(line, sizeof(line), fp)) {
+		const char *name = strrchr(line, ' ');
+
+		if (!name)
+			continue;
+		if (strstr(name, " btrfs_devinfo_allocation_hint_show") ||
+		    strstr(name, " btrfs_devinfo_type_show"))
+			seen = 1;
+		else if (seen < 0 && strstr(name, " btrfs_"))
+			seen = 0;
+	}
+	if (fp)
+		fclose(fp);
+	return seen;
+}
+
+int bx_hint_kernel_support(const char *sysfs_root)
+{
+	int seen = hint_files_in_sysfs(sysfs_root ? sysfs_root : "/sys");
+
+	/* Without a mounted btrfs to ask, the real kernel's symbols say (not for a fake /sys). */
+	if (seen < 0 && (!sysfs_root || !strcmp(sysfs_root, "/sys")))
+		seen = hint_handlers_in_kallsyms();
+	return seen;
 }
 
 static int sysfs_read(const char *path, char *buf, size_t len)

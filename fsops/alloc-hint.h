@@ -34,6 +34,15 @@ struct bx_hint_state {
 	enum bx_hint_iface iface;
 };
 
+/*
+ * Whether the running kernel honours allocation hints, for a filesystem it
+ * has not mounted: 1 yes, 0 no, -1 unknown. A mounted btrfs's devinfo
+ * files in @sysfs_root (NULL: "/sys") say it; without one, the kernel's
+ * symbols (/proc/kallsyms: the hint series' sysfs handlers), unless
+ * @sysfs_root is a fake tree.
+ */
+int bx_hint_kernel_support(const char *sysfs_root);
+
 /* Options of bx_hint_set. */
 #define BX_HINT_SET_FORCE (1u << 0)   /* unknown values; guard rails off */
 

@@ -260,6 +260,7 @@ static int compute(const struct bx_usage_input *in, const char *state_dir,
 	rep->mounted = in->mounted;
 	snprintf(rep->path, sizeof(rep->path), "%s", in->path);
 	rep->hints_effective = in->hints_effective;
+	rep->kernel_hints = in->kernel_hints;
 	ret = bx_misplaced_model(in, &um, &pm);
 	if (ret)
 		return ret;

@@ -25,6 +25,34 @@ static int cmp_devid(const void *a, const void *b)
 	return x->devid < y->devid ? -1 : x->devid > y->devid;
 }
 
+/*
+ * Whether the device @di describes belongs to a seed filesystem: its fsid
+ * is not the mounted filesystem's. Kernels from 6.3 say which fsid in the
+ * arguments (16 bytes after total_bytes, where older ones leave zeros);
+ * otherwise the device's own superblock does.
+ */
+static bool is_seed(const struct bx_mounted_fs *fs, const struct btrfs_ioctl_dev_info_args *di)
+{
+	static const uint8_t zero[16];
+	const uint8_t *fsid = (const uint8_t *)di->unused;
+	struct btrfs_super_block sb;
+	uint64_t size;
+	bool seed;
+	int fd;
+
+	if (memcmp(fsid, zero, sizeof(zero)))
+		return memcmp(fsid, fs->fsid, sizeof(fs->fsid)) != 0;
+	if (!di->path[0] || bx_open_raw((const char *)di->path, &fd, &size)) {
+		bx_error_clear();	/* a device that cannot be read is taken as a member */
+		return false;
+	}
+	seed = bx_read_super_copy(fd, size, 0, &sb, BX_IO_TIMEOUT_DEFAULT) == BX_SB_OK &&
+	       (le64toh(sb.flags) & BTRFS_SUPER_FLAG_SEEDING) &&
+	       memcmp(sb.fsid, fs->fsid, sizeof(fs->fsid));
+	close(fd);
+	return seed;
+}
+
 static int query_devices(struct bx_mounted_fs *fs, uint64_t max_id, uint64_t num_devices)
 {
 	size_t alloc = num_devices ? num_devices : 1;
@@ -60,6 +88,7 @@ static int query_devices(struct bx_mounted_fs *fs, uint64_t max_id, uint64_t num
 		dev->bytes_used = di.bytes_used;
 		snprintf(dev->path, sizeof(dev->path), "%.*s", (int)sizeof(di.path),
 			 (const char *)di.path);
+		dev->seed = is_seed(fs, &di);
 	}
 	qsort(fs->devs, fs->nr_devs, sizeof(*fs->devs), cmp_devid);
 	return 0;

@@ -19,6 +19,7 @@ struct bx_mounted_dev {
 	uint64_t total_bytes;
 	uint64_t bytes_used;
 	char path[1024];     /* as the kernel reports it; "" when missing */
+	bool seed;           /* a device of a seed filesystem: read-only, never allocated from */
 };
 
 struct bx_mounted_fs {

@@ -307,6 +307,32 @@ bool bx_kernel_at_least(unsigned int major, unsigned int minor)
 	return have_major > major || (have_major == major && have_minor >= minor);
 }
 
+static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_usage_chunk *c);
+
+/*
+ * The used bytes of the chunks on seed devices: their free space is
+ * read-only, and the report takes it off (bx_usage_chunk.used).
+ */
+static int read_seed_chunks_used(int fd, struct bx_usage_input *in)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < in->nr_chunks && ret >= 0; i++) {
+		struct bx_usage_chunk *c = &in->chunks[i];
+
+		if (!bx_usage_chunk_on_seed(in, c))
+			continue;
+		ret = search_block_group(fd, in->path, BTRFS_EXTENT_TREE_OBJECTID, c);
+		/* Not in the extent tree: the filesystem has a block group tree. */
+		if (ret == 0)
+			ret = search_block_group(fd, in->path, BTRFS_BLOCK_GROUP_TREE_OBJECTID, c);
+		if (ret == 0)
+			ret = bx_error(-EUCLEAN, "%s: chunk %llu has no block group item", in->path,
+				       (unsigned long long)c->logical);
+	}
+	return ret < 0 ? ret : 0;
+}
+
 int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_usage_input *in)
 {
 	struct bx_mounted_fs mfs;
@@ -340,7 +366,9 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 		d->total_bytes = mfs.devs[i].total_bytes;
 		d->bytes_used = mfs.devs[i].bytes_used;
 		d->missing = !d->path[0];
-		d->writable = !d->missing;
+		/* The kernel never allocates from a seed: its unallocated space is not writable. */
+		d->seed = mfs.devs[i].seed;
+		d->writable = !d->missing && !d->seed;
 		d->device_size = d->missing ? 0 : device_size(d->path);
 	}
 	ret = builder_init(&b, in);
@@ -357,11 +385,15 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 		goto out;
 	sort_spaces(in);
 	read_balance_mounted(mfs.fd, in);
+	ret = read_seed_chunks_used(mfs.fd, in);
+	if (ret)
+		goto out;
 	if (fstatvfs(mfs.fd, &sv) == 0) {
 		in->have_statfs = true;
 		in->statfs_free = (uint64_t)sv.f_bavail * sv.f_bsize;
 	}
 	read_hints(sysfs_root ? sysfs_root : "/sys", in);
+	in->kernel_hints = in->hints_effective;
 out:
 	free(b.extents_cap);
 	bx_mounted_close(&mfs);
@@ -397,7 +429,9 @@ static int offline_dev_item(void *arg, const struct btrfs_dev_item *item)
 	d->hint = bx_hint_of_type(le64toh(item->type));
 	dev = bx_fs_device(o->fs, d->devid);
 	d->missing = !dev;
-	d->writable = !!dev;
+	/* The kernel never allocates from a seed: its unallocated space is not writable. */
+	d->seed = dev && dev->seed;
+	d->writable = dev && !d->seed;
 	if (dev) {
 		snprintf(d->path, sizeof(d->path), "%s", dev->path);
 		d->device_size = dev->size;
@@ -540,13 +574,20 @@ static int offline_balance(struct offline_read *o)
 	return 0;
 }
 
+static bool any_hint_set(const struct bx_usage_input *in)
+{
+	for (size_t i = 0; i < in->nr_devs; i++)
+		if (in->devs[i].hint != BX_HINT_DATA_PREFERRED)
+			return true;
+	return false;
+}
+
 int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
 			  struct bx_usage_input *in, char *mnt, size_t mnt_len)
 {
 	struct offline_read o = { 0 };
 	int ret;
 
-	(void)sysfs_root;
 	memset(in, 0, sizeof(*in));
 	/* The kernel that will mount it is unknown: the running one is the best guess. */
 	in->kernel_sort_pre_6_9 = bx_kernel_sort_pre_6_9();
@@ -579,6 +620,7 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 		ret = offline_balance(&o);
 	if (!ret)
 		sort_spaces(in);
+	in->kernel_hints = any_hint_set(in) ? bx_hint_kernel_support(sysfs_root) : -1;
 	/* What the devices hold is wrong: say which filesystem, by the first path named. */
 	if (ret)
 		ret = bx_error_about(ret, paths[0]);

@@ -577,6 +577,7 @@ static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_mo
 		row->path = d->path;
 		row->hint = d->hint;
 		row->missing = d->missing;
+		row->seed = d->seed;
 		row->size = d->total_bytes;
 		row->allocated = rep->allocated + i * rep->nr_types;
 		if (!d->missing && d->device_size > d->total_bytes)
@@ -616,6 +617,32 @@ static void record_taken(const struct bx_usage_input *in, struct bx_usage_report
 			cl->metadata_allocatable += taken;
 			row->metadata_allocatable = taken;
 		}
+	}
+}
+
+bool bx_usage_chunk_on_seed(const struct bx_usage_input *in, const struct bx_usage_chunk *c)
+{
+	for (uint32_t s = 0; s < c->num_stripes; s++)
+		for (size_t i = 0; i < in->nr_devs; i++)
+			if (in->devs[i].seed && in->devs[i].devid == in->stripes[c->first_stripe + s].devid)
+				return true;
+	return false;
+}
+
+/* Takes the free space of the read-only chunks on seed devices off what is free in chunks. */
+static void drop_seed_chunks(const struct bx_usage_input *in, struct bx_usage_report *rep)
+{
+	for (size_t i = 0; i < in->nr_chunks; i++) {
+		const struct bx_usage_chunk *c = &in->chunks[i];
+		uint64_t locked = c->length > c->used ? c->length - c->used : 0;
+		uint64_t *free_bytes = (c->type & BTRFS_BLOCK_GROUP_DATA) ?
+				       &rep->data_free_in_chunks :
+				       (c->type & BTRFS_BLOCK_GROUP_METADATA) ?
+				       &rep->metadata_free_in_chunks : NULL;
+
+		if (!free_bytes || !bx_usage_chunk_on_seed(in, c))
+			continue;
+		*free_bytes = *free_bytes > locked ? *free_bytes - locked : 0;
 	}
 }
 
@@ -721,6 +748,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	if (!in->hints_effective && any_hint && !(flags & BX_USAGE_IGNORE_HINTS))
 		rep->warnings |= BX_USAGE_W_HINTS_IGNORED;
 
+
 	for (size_t i = 0; i < in->nr_devs; i++)
 		if (in->devs[i].writable && !in->devs[i].missing)
 			nr_writable++;
@@ -744,6 +772,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 				   rep->data_size - rep->data_used : 0;
 	rep->metadata_free_in_chunks = rep->metadata_size > rep->metadata_used ?
 				       rep->metadata_size - rep->metadata_used : 0;
+	drop_seed_chunks(in, rep);
 	if (rep->mixed)
 		rep->metadata_free_in_chunks = rep->data_free_in_chunks;
 

@@ -25,6 +25,9 @@
  *    left then). Mixed block groups: minus the unused global reserve, as
  *    btrfs-progs does.
  *  - free_strict: the same with every preference strict (BX_ALLOC_STRICT).
+ *  - a seed device (a sprouted filesystem) is read-only: neither its
+ *    unallocated space nor the free space in chunks with a stripe on it is
+ *    writable, so neither counts in the figures below.
  *  - metadata_room: free space inside the metadata block groups + the logical
  *    size of the metadata chunks the model allocates until ENOSPC. System
  *    chunks and the global reserve are not subtracted.
@@ -59,6 +62,7 @@ struct bx_usage_dev {
 	uint64_t hint;			/* hint field of dev_item.type (or from sysfs) */
 	bool missing;
 	bool writable;			/* in the kernel's alloc_list */
+	bool seed;			/* of a seed filesystem: read-only, so are its chunks */
 	size_t nr_extents;
 	struct bx_usage_extent *extents;	/* malloc()ed; any order */
 };
@@ -82,7 +86,12 @@ struct bx_usage_chunk {
 	uint32_t num_stripes;
 	uint32_t sub_stripes;
 	size_t first_stripe;		/* index into bx_usage_input.stripes */
-	uint64_t used;			/* logical bytes in use (block group item) */
+	/*
+	 * Logical bytes in use (block group item): known for every chunk when
+	 * bx_usage_input.chunks_used_known, and always for a chunk with a
+	 * stripe on a seed device (its free space is read-only).
+	 */
+	uint64_t used;
 	size_t first_dextent;		/* data chunks: its extents in bx_usage_input.dextents */
 	size_t nr_dextents;
 };
@@ -115,6 +124,13 @@ struct bx_usage_input {
 	uint32_t nodesize;
 	uint32_t sectorsize;
 	bool hints_effective;		/* false: a mounted kernel ignores the hints */
+	/*
+	 * Whether the running kernel honours hints: 1, 0, -1 unknown. Mounted,
+	 * hints_effective; unmounted (where hints_effective assumes the kernel
+	 * that mounts it next honours them), asked of the running kernel when
+	 * a hint is set (bx_hint_kernel_support), else -1.
+	 */
+	int kernel_hints;
 	bool kernel_sort_pre_6_9;	/* the running kernel's sort() is 6.8's or older */
 	size_t nr_devs;
 	struct bx_usage_dev *devs;	/* sorted by devid (the kernel's alloc_list order) */
@@ -180,7 +196,9 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 /*
  * Reads an unmounted filesystem from member devices or image files @paths
  * (other members found by fsid; missing ones allowed). Hints are the stored
- * ones (@sysfs_root is not used yet), hints_effective is true. Refuses with
+ * ones, hints_effective is true (the kernel that mounts it next is assumed
+ * to honour them); kernel_hints says whether the running one does, asked
+ * through @sysfs_root when a hint is set. Refuses with
  * -EBUSY when the running kernel has the filesystem mounted, so the caller
  * can use the mounted path instead: @mnt (@mnt_len bytes) gets the mount
  * point, or "an unknown mount point" when this namespace does not show it.
@@ -266,6 +284,7 @@ struct bx_usage_class {
 struct bx_usage_dev_row {
 	BX_USAGE_DEVICE_FIELDS(BX_FIELD_MEMBER)
 	const char *path;		/* points into the input */
+	bool seed;			/* the CLI's: a seed device, read-only */
 	/* device bytes in extents of each bx_usage_report.types[k] (nr_types entries) */
 	const uint64_t *allocated;
 	uint64_t data_allocatable;	/* device bytes of it a data-only fill takes */
@@ -294,6 +313,9 @@ void bx_usage_model_release(struct bx_usage_model *m);
  * filesystem's kernel honours hints (hints themselves are not turned off).
  */
 uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in);
+
+/* Whether chunk @c of @in has a stripe on a seed device (read-only, like the seed). */
+bool bx_usage_chunk_on_seed(const struct bx_usage_input *in, const struct bx_usage_chunk *c);
 
 /* bx_usage_compute() flags */
 #define BX_USAGE_STRICT (1U << 0)	/* model every preference as strict */

@@ -836,44 +836,76 @@ static int apply_resize(struct planner *p, const struct bx_plan_change *c)
 	return ret;
 }
 
+/*
+ * The one guard-rail rule, for a hint and a convert alike: after the
+ * change, every block group type the filesystem uses (@types: type and
+ * profile bits) must find its profile's minimum device count among the
+ * devices whose hint allows it, else the kernel could not allocate such a
+ * chunk (a kernel that honours hints fails a convert with ENOSPC; btrfsx
+ * device property set refuses such a hint). @set_devid: the device whose
+ * hint the change sets to @hint (0: none). Returns false, with the step
+ * impossible and the reason, when the rule refuses the change.
+ */
+static bool guard_rails_pass(struct planner *p, uint64_t set_devid, uint64_t hint,
+			     const uint64_t *types, size_t nr_types, const char *what)
+{
+	uint64_t *hints = calloc(p->s.nr_devs + 1, sizeof(*hints));
+	struct bx_hint_shortfall why;
+	char text[256];
+	size_t nr = 0;
+	bool fit;
+
+	if (!hints)
+		return true;	/* the caller's next allocation reports the shortage */
+	for (size_t i = 0; i < p->s.nr_devs; i++)
+		if (!p->s.devs[i].removed)
+			hints[nr++] = p->s.devs[i].info.devid == set_devid ? hint :
+				      p->s.devs[i].info.hint;
+	fit = bx_hint_profiles_fit(types, nr_types, hints, nr, &why);
+	free(hints);
+	if (fit)
+		return true;
+	bx_hint_shortfall_text(&why, text, sizeof(text));
+	p->step->status = BX_PLAN_STEP_IMPOSSIBLE;
+	snprintf(p->step->reason, sizeof(p->step->reason), "the guard rails refuse %s: %s "
+		 "(btrfsx device property set refuses a hint that leaves a profile so, and a kernel "
+		 "that honours hints fails a convert to it with ENOSPC)", what, text);
+	return false;
+}
+
+/* The block group types in use, with those of @kinds replaced by @targets (0: none). */
+static uint64_t *types_after(const struct plan_state *s, uint64_t kinds, const uint64_t *targets,
+			     size_t nr_targets, size_t *nr)
+{
+	uint64_t *types = calloc(s->nr_spaces + nr_targets + 1, sizeof(*types));
+
+	*nr = 0;
+	for (size_t i = 0; types && i < s->nr_spaces; i++)
+		if (!(s->spaces[i].flags & kinds))
+			types[(*nr)++] = s->spaces[i].flags;
+	for (size_t i = 0; types && i < nr_targets; i++)
+		types[(*nr)++] = targets[i];
+	return types;
+}
+
 /* The guard rails of `btrfsx device property set` on the state with @d set to @hint. */
 static int apply_hint(struct planner *p, const struct bx_plan_change *c)
 {
-	struct bx_hint_shortfall why;
-	uint64_t *hints, *types;
-	size_t nr = 0;
 	long d = target_device(p, c);
+	uint64_t *types;
+	size_t nr;
 	bool fit;
 
 	if (d < 0)
 		return (int)d;
 	p->step->devid = c->devid;
-	hints = calloc(p->s.nr_devs + 1, sizeof(*hints));
-	types = calloc(p->s.nr_spaces + 1, sizeof(*types));
-	if (!hints || !types) {
-		free(hints);
-		free(types);
+	types = types_after(&p->s, 0, NULL, 0, &nr);
+	if (!types)
 		return OOM();
-	}
-	for (size_t i = 0; i < p->s.nr_devs; i++)
-		if (!p->s.devs[i].removed)
-			hints[nr++] = (long)i == d ? c->hint : p->s.devs[i].info.hint;
-	for (size_t i = 0; i < p->s.nr_spaces; i++)
-		types[i] = p->s.spaces[i].flags;
-	fit = bx_hint_profiles_fit(types, p->s.nr_spaces, hints, nr, &why);
-	free(hints);
+	fit = guard_rails_pass(p, c->devid, c->hint, types, nr, "the hint");
 	free(types);
-	if (!fit) {
-		char text[256];
-
-		bx_hint_shortfall_text(&why, text, sizeof(text));
-		p->step->status = BX_PLAN_STEP_IMPOSSIBLE;
-		snprintf(p->step->reason, sizeof(p->step->reason), "the guard rails refuse the hint: "
-			 "%s (btrfsx device property set refuses it; --force would set it anyway)",
-			 text);
-		return 0;
-	}
-	ps_set_hint(&p->s, (size_t)d, c->hint);
+	if (fit)
+		ps_set_hint(&p->s, (size_t)d, c->hint);
 	return 0;
 }
 
@@ -901,6 +933,23 @@ static int check_convert(const struct planner *p, const struct bx_plan_change *c
 		return bx_error(-EINVAL, "--convert: %s needs at least %d devices; the filesystem "
 				"has %zu writable at that point", bx_profile_name(c->profile),
 				attr.devs_min, writable);
+	return 0;
+}
+
+/* The guard rails on the types a convert leaves (@target by placement kind). */
+static int check_convert_guard_rails(struct planner *p, bool data, const uint64_t *target)
+{
+	uint64_t kinds = data ? BTRFS_BLOCK_GROUP_DATA :
+			 BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM;
+	uint64_t targets[2] = { target[data ? BX_PLACE_KIND_DATA : BX_PLACE_KIND_METADATA],
+				target[BX_PLACE_KIND_SYSTEM] };
+	size_t nr;
+	uint64_t *types = types_after(&p->s, kinds, targets, data ? 1 : 2, &nr);
+
+	if (!types)
+		return OOM();
+	guard_rails_pass(p, 0, 0, types, nr, "the convert");
+	free(types);
 	return 0;
 }
 
@@ -935,6 +984,9 @@ static int apply_convert(struct planner *p, const struct bx_plan_change *c)
 		rel.target[BX_PLACE_KIND_METADATA] = BTRFS_BLOCK_GROUP_METADATA | c->profile;
 		rel.target[BX_PLACE_KIND_SYSTEM] = BTRFS_BLOCK_GROUP_SYSTEM | c->profile;
 	}
+	ret = check_convert_guard_rails(p, data, rel.target);
+	if (ret || p->step->status == BX_PLAN_STEP_IMPOSSIBLE)
+		return ret;
 	ret = chunks_of_type(&p->s, data ? BTRFS_BLOCK_GROUP_DATA :
 			     BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM, &ml);
 	if (!ret)
@@ -1446,6 +1498,33 @@ static int compute_reports(struct planner *p, const struct bx_usage_input *in)
 	return 0;
 }
 
+/*
+ * An unmounted filesystem with a member missing (not named, and not found
+ * by its fsid among the block devices or beside the image files named)
+ * would be planned as degraded: profiles fall back to what the members
+ * left allow, copies on the missing one count as lost. Refused, naming it.
+ */
+static int refuse_degraded(const struct bx_usage_input *in)
+{
+	char devids[256] = "";
+	size_t used = 0, nr = 0;
+
+	if (in->mounted)
+		return 0;
+	for (size_t i = 0; i < in->nr_devs && used < sizeof(devids); i++)
+		if (in->devs[i].missing) {
+			used += (size_t)snprintf(devids + used, sizeof(devids) - used, "%s%llu",
+						 nr++ ? ", " : "",
+						 (unsigned long long)in->devs[i].devid);
+		}
+	if (!nr)
+		return 0;
+	return bx_error(-ENODEV, "%s: devid %s %s missing (not named, and not found by the "
+			"filesystem's fsid among the block devices or beside the image files "
+			"named): a plan needs every member; name %s", in->path, devids,
+			nr > 1 ? "are" : "is", nr > 1 ? "them" : "it");
+}
+
 int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change *changes,
 		    size_t nr, struct bx_plan_result *res)
 {
@@ -1455,6 +1534,9 @@ int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change
 	memset(res, 0, sizeof(*res));
 	if (!in->chunks_used_known)
 		return bx_error(-ENODATA, "the used bytes of the chunks were not read");
+	ret = refuse_degraded(in);
+	if (ret)
+		return ret;
 	res->steps = calloc(nr + 1, sizeof(*res->steps));
 	if (!res->steps)
 		return OOM();

@@ -307,7 +307,7 @@ const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf,
 	if (le64toh(hdr->bytenr) != logical)
 		return "bytenr mismatch";
 	*fault = BX_SCRUB_VERIFY_ERROR;
-	if (memcmp(hdr->fsid, ctx->fs->metadata_uuid, BTRFS_FSID_SIZE))
+	if (!bx_fs_block_fsid_ok(ctx->fs, hdr->fsid))
 		return "fsid mismatch";
 	if (ctx->have_chunk_tree_uuid &&
 	    memcmp(hdr->chunk_tree_uuid, ctx->chunk_tree_uuid, BTRFS_UUID_SIZE))
@@ -406,6 +406,9 @@ static void scrub_super_copy(struct scrub_ctx *ctx, struct bx_device *dev, int i
 	struct bx_scrub_error e = { .what = BX_SCRUB_SUPER, .fault = BX_SCRUB_SUPER_ERROR,
 				    .logical = offset, .len = BTRFS_SUPER_INFO_SIZE,
 				    .devid = dev->devid, .physical = offset };
+	/* A seed's copies are its own filesystem's: its fsid, its (older) generation. */
+	const uint8_t *fsid = dev->seed ? dev->sb.fsid : fs->fsid;
+	uint64_t generation = dev->seed ? le64toh(dev->sb.generation) : ctx->sb_generation;
 	bool source_ok;
 
 	if (status == BX_SB_TIMEOUT) {
@@ -417,17 +420,17 @@ static void scrub_super_copy(struct scrub_ctx *ctx, struct bx_device *dev, int i
 		e.reason = status == BX_SB_READ_ERROR ? "read error" : "beyond the end of the device";
 	} else if (status != BX_SB_OK) {
 		e.reason = bx_sb_status_str(status);
-	} else if (memcmp(sb.fsid, fs->fsid, BTRFS_FSID_SIZE)) {
+	} else if (memcmp(sb.fsid, fsid, BTRFS_FSID_SIZE)) {
 		e.reason = "fsid mismatch";
-	} else if (le64toh(sb.generation) != ctx->sb_generation) {
+	} else if (le64toh(sb.generation) != generation) {
 		e.reason = "generation mismatch";
 	} else {
 		return;
 	}
 	c->super_errors++;
 	/* The source: this device's newest copy, if it is the filesystem's generation. */
-	source_ok = dev->sb_mirror >= 0 && le64toh(dev->sb.generation) == ctx->sb_generation &&
-		    !memcmp(dev->sb.fsid, fs->fsid, BTRFS_FSID_SIZE);
+	source_ok = dev->sb_mirror >= 0 && le64toh(dev->sb.generation) == generation &&
+		    !memcmp(dev->sb.fsid, fsid, BTRFS_FSID_SIZE);
 	if (!source_ok) {
 		e.fix = BX_SCRUB_UNCORRECTABLE;
 	} else if (ctx->opts->readonly) {
