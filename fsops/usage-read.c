@@ -264,6 +264,14 @@ static void read_balance_mounted(int fd, struct bx_usage_input *in)
 			    args.meta.target, args.sys.flags, args.sys.target);
 }
 
+static bool any_hint_set(const struct bx_usage_input *in)
+{
+	for (size_t i = 0; i < in->nr_devs; i++)
+		if (in->devs[i].hint != BX_HINT_DATA_PREFERRED)
+			return true;
+	return false;
+}
+
 /* Hints of every present device; whether the running kernel honours them. */
 static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
 {
@@ -393,7 +401,7 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 		in->statfs_free = (uint64_t)sv.f_bavail * sv.f_bsize;
 	}
 	read_hints(sysfs_root ? sysfs_root : "/sys", in);
-	in->kernel_hints = in->hints_effective;
+	in->kernel_hints = any_hint_set(in) ? in->hints_effective : -1;
 out:
 	free(b.extents_cap);
 	bx_mounted_close(&mfs);
@@ -572,14 +580,6 @@ static int offline_balance(struct offline_read *o)
 	if (ret < 0)
 		return bx_error_wrap(ret, "the balance item");
 	return 0;
-}
-
-static bool any_hint_set(const struct bx_usage_input *in)
-{
-	for (size_t i = 0; i < in->nr_devs; i++)
-		if (in->devs[i].hint != BX_HINT_DATA_PREFERRED)
-			return true;
-	return false;
 }
 
 int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,

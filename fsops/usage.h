@@ -125,10 +125,10 @@ struct bx_usage_input {
 	uint32_t sectorsize;
 	bool hints_effective;		/* false: a mounted kernel ignores the hints */
 	/*
-	 * Whether the running kernel honours hints: 1, 0, -1 unknown. Mounted,
-	 * hints_effective; unmounted (where hints_effective assumes the kernel
-	 * that mounts it next honours them), asked of the running kernel when
-	 * a hint is set (bx_hint_kernel_support), else -1.
+	 * Whether the running kernel honours the stored hints: 1, 0, -1
+	 * unknown or no hint set. Mounted, hints_effective; unmounted (where
+	 * hints_effective assumes the kernel that mounts it next honours them),
+	 * asked of the running kernel (bx_hint_kernel_support).
 	 */
 	int kernel_hints;
 	bool kernel_sort_pre_6_9;	/* the running kernel's sort() is 6.8's or older */

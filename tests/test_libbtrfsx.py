@@ -333,13 +333,16 @@ def usage_as_cli(res: dict) -> dict:
 
 # Per-device figures the command line has and the library does not report yet
 # (issue 20 added them to filesystem usage's JSON).
-CLI_ONLY_DEVICE_KEYS = ("allocations", "data_allocatable", "metadata_allocatable")
+CLI_ONLY_DEVICE_KEYS = ("allocations", "data_allocatable", "metadata_allocatable", "seed")
+# issue 30's transition keys, which struct btrfsx_usage does not carry (yet)
+CLI_ONLY_MODEL_KEYS = ("balance", "kernel_honours_hints")
 
 
 def compare_usage(report: dict, cli: dict):
     res = ok(report)
     cli = dict(cli, devices=[{k: v for k, v in d.items() if k not in CLI_ONLY_DEVICE_KEYS}
-                             for d in cli["devices"]])
+                             for d in cli["devices"]],
+               model={k: v for k, v in cli["model"].items() if k not in CLI_ONLY_MODEL_KEYS})
     assert usage_as_cli(res) == {k: v for k, v in cli.items() if k not in ("warnings", "__header")}
     assert report["warnings"] == cli.get("warnings", [])
     cli_overall = cli["overall"]
@@ -765,6 +768,7 @@ def test_scrub_cancel(fs_cache, probe, opts):
 
 def test_scrub_missing_member(tmp_path, probe, run_btrfsx):
     images, _ = test_scrub.fresh_fs(tmp_path, "raid1", "raid1", 2)
+    test_scrub.set_aside(images[1])
     rep = probe("scrub", "ro", "--", images[0])
     res = compare_scrub(rep, cli_scrub(run_btrfsx, tmp_path, images[:1], "-r"))
     assert res["degraded"] is True
