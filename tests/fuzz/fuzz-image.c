@@ -555,7 +555,7 @@ static void scrub(struct fuzz_image *img, enum bx_format format)
 					    .request_bytes = 64 * 1024, .requests_per_dev = 2 };
 	const struct scrub_print_opts po = { .per_device = true };
 	struct bx_scrub_result *res;
-	struct scrub_status *st;
+	struct bx_scrub_status *st;
 	char status_path[128];
 	struct bx_out *out;
 	struct bx_fs *fs;
@@ -573,11 +573,11 @@ static void scrub(struct fuzz_image *img, enum bx_format format)
 		if (!out)
 			abort();
 		scrub_print(out, res, "finished", &po);
-		scrub_status_path(state_dir, fs->fsid, status_path, sizeof(status_path));
-		if (scrub_status_save(status_path, res, "finished", getpid()) == 0 &&
-		    scrub_status_load(status_path, &st) == 0) {
-			scrub_print(out, scrub_status_result(st), scrub_status_state(st), &po);
-			scrub_status_free(st);
+		bx_scrub_status_path(state_dir, fs->fsid, status_path, sizeof(status_path));
+		if (bx_scrub_status_save(status_path, res, "finished", getpid()) == 0 &&
+		    bx_scrub_status_load(status_path, &st) == 0) {
+			scrub_print(out, bx_scrub_status_result(st), bx_scrub_status_state(st), &po);
+			bx_scrub_status_free(st);
 		}
 		unlink(status_path);
 		bx_out_finish(out);
