@@ -24,6 +24,7 @@ if [ $# -gt 0 ]; then
 	exec python3 -m pytest -q -p no:cacheprovider $where "$@"
 fi
 status=0
-python3 -m pytest -q -p no:cacheprovider tests || status=$?
+# the slowest tests at the end: what to look at when the suite nears its budget
+python3 -m pytest -q -p no:cacheprovider --durations=40 tests || status=$?
 "$top/scripts/distcheck.sh" || status=1
 exit $status
