@@ -77,7 +77,7 @@ def unallocated(usage: str) -> int:
     return int(re.search(r"Device unallocated:\s+(\d+)", usage).group(1))
 
 
-@pytest.fixture(scope="module", params=["v12", "kakra"])
+@pytest.fixture(scope="module", params=vmharness.matrix(["v12", "kakra"]))
 def guard_run(request, vm_ready, tmp_path_factory):
     series = request.param
     disks = vmharness.make_disks(tmp_path_factory.mktemp(f"guard-{series}"), [512 * MiB] * 3)
@@ -126,7 +126,7 @@ def chunk_devids(disk) -> list[tuple[str, set[int]]]:
     return chunks
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra"])
+@pytest.mark.parametrize("series", vmharness.matrix(["v12", "kakra"]))
 def test_mkfs_hints_guide_the_kernel(vm_ready, tmp_path, series):
     disks = vmharness.make_disks(tmp_path, [512 * MiB, 512 * MiB, 1024 * MiB, 1024 * MiB])
     res = vmharness.Guest(series).run(MKFS_SCRIPT, disks, timeout=600)

@@ -1,11 +1,11 @@
 """Online allocation hints on kernels that honour them (issue 21, part 1).
 
-One guest per series on the same three-disk raid1 filesystem (made on the
-host by btrfs-progs): every value through btrfsx and the real sysfs file,
-refusals, a read-only mount, the value after unmount and mount, an offline
-set read back by the kernel, and the superblock copies and chunk tree item
-checked afterwards on the host with btrfs-progs. The stock module is the
-control: no sysfs file, set refused, get shows the stored value.
+One guest per series, on Linux 6.1 and 6.12, on the same three-disk raid1
+filesystem (made on the host by btrfs-progs): every value through btrfsx and
+the real sysfs file, refusals, a read-only mount, the value after unmount and
+mount, an offline set read back by the kernel, and the superblock copies and
+chunk tree item checked afterwards on the host with btrfs-progs. The stock
+module is the control: no sysfs file, set refused, get shows the stored value.
 """
 
 from __future__ import annotations
@@ -88,22 +88,27 @@ def json_of(res, name):
     return res.json(name)
 
 
+PATCHED = vmharness.matrix(["v12", "kakra"], newer=True)
+EVERY = vmharness.matrix(["v12", "kakra", "stock"], newer=True)
+LINES = sorted({vmharness.series_info(s).kernel for s in PATCHED})
+
+
 @pytest.fixture(scope="module")
 def guests(vm_ready, tmp_path_factory):
-    """Runs the script once per series; the disks stay for the host-side checks."""
-    out = {}
-    for series in vmharness.SERIES:
+    """Runs the script once per series, two guests at a time; the disks stay
+    for the host-side checks."""
+    def one(series):
         disks = vmharness.make_disks(tmp_path_factory.mktemp(series), [512 * MiB] * 3)
         vmharness.mkfs_images(disks)
         script = GUEST_SCRIPT.replace("NAMES", " ".join(NAMES))
-        out[series] = (vmharness.Guest(series).run(script, disks, timeout=400), disks)
-    return out
+        return vmharness.Guest(series).run(script, disks, timeout=400), disks
+    return vmharness.per_series(EVERY, one)
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra"])
+@pytest.mark.parametrize("series", PATCHED)
 def test_every_name_goes_through_the_kernel(guests, series):
     res, _ = guests[series]
-    accepted = NAMES if series == "kakra" else NAMES[:4]
+    accepted = NAMES if vmharness.family(series) == "kakra" else NAMES[:4]
     for value, name in enumerate(NAMES):
         rc, doc, text = json_of(res, f"set_{name}")
         kernel = kernel_hint(res.output(f"kernel_{name}")[1])
@@ -118,9 +123,10 @@ def test_every_name_goes_through_the_kernel(guests, series):
             assert kernel == NAMES.index("data_only"), text
 
 
-def test_v12_refuses_raw_values_kakra_stores_them(guests):
-    v12, _ = guests["v12"]
-    kakra, _ = guests["kakra"]
+@pytest.mark.parametrize("line", LINES)
+def test_v12_refuses_raw_values_kakra_stores_them(guests, line):
+    v12, _ = guests[f"v12-{line}"]
+    kakra, _ = guests[f"kakra-{line}"]
     for v in (5, 7):
         rc, _, text = json_of(v12, f"set_{v}")
         assert rc == 1, text
@@ -139,14 +145,14 @@ def test_v12_refuses_raw_values_kakra_stores_them(guests):
     assert kakra.first("raw_write_3") == ["0"]
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra", "stock"])
+@pytest.mark.parametrize("series", EVERY)
 def test_no_torn_read_reported_while_the_kernel_writes(guests, series):
     res, _ = guests[series]
     rc, text = res.output("race_stderr")
     assert not re.search(r"mirror \d+ bad|checksum mismatch", text), text
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra"])
+@pytest.mark.parametrize("series", PATCHED)
 def test_read_only_mount_refused_and_value_survives_remount(guests, series):
     res, _ = guests[series]
     rc, _, text = json_of(res, "set_before_ro")
@@ -157,7 +163,7 @@ def test_read_only_mount_refused_and_value_survives_remount(guests, series):
     assert kernel_hint(res.output("kernel_remount")[1]) == 2
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra"])
+@pytest.mark.parametrize("series", PATCHED)
 def test_offline_set_is_what_the_kernel_reports(guests, series):
     res, _ = guests[series]
     rc, _, text = json_of(res, "set_offline")
@@ -167,7 +173,7 @@ def test_offline_set_is_what_the_kernel_reports(guests, series):
     assert got["hint_value"] == 3 and got["effective"] is True, gtext
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra", "stock"])
+@pytest.mark.parametrize("series", EVERY)
 def test_show_and_list_on_the_mounted_filesystem(guests, series):
     """filesystem show of the mount point reports each member's hint as the
     kernel has it (effective only where the kernel honours hints), and
@@ -180,7 +186,7 @@ def test_show_and_list_on_the_mounted_filesystem(guests, series):
     devs = {d["devid"]: d for d in fs["devices"]}
     assert sorted(devs) == [1, 2, 3], text
     assert devs[3]["hint"] == "data_only" and devs[3]["hint_value"] == 3, text
-    assert devs[3]["effective"] is (series != "stock"), text
+    assert devs[3]["effective"] is (vmharness.family(series) != "stock"), text
     assert all(devs[i]["hint_value"] == 0 for i in (1, 2)), text
     rc, doc, text = json_of(res, "list_mounted")
     assert rc == 0 and [p["name"] for p in doc["properties"]] == ["allocation_hint"], text
@@ -201,7 +207,7 @@ def chunk_tree_type(disk, devid: int) -> int:
     return int(m.group(1))
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra", "stock"])
+@pytest.mark.parametrize("series", EVERY)
 def test_every_copy_holds_the_last_value(guests, series):
     """After the guest: data_only (3) in both superblock copies of devid 3 and in
     its chunk-tree item, read by btrfs-progs (the stock kernel never wrote
@@ -211,8 +217,9 @@ def test_every_copy_holds_the_last_value(guests, series):
     assert chunk_tree_type(disks[2], 3) == 3
 
 
-def test_stock_kernel_refuses_online_set_and_shows_the_stored_value(guests):
-    res, _ = guests["stock"]
+@pytest.mark.parametrize("series", vmharness.matrix(["stock"], newer=True))
+def test_stock_kernel_refuses_online_set_and_shows_the_stored_value(guests, series):
+    res, _ = guests[series]
     assert res.first("files") == [] or "allocation_hint" not in res.first("files")
     rc, _, text = json_of(res, "set_metadata_only")
     assert rc == 1 and "no allocation hint support" in text, text

@@ -42,6 +42,7 @@ MAX_DISKS = 20     # virtio disks a guest takes
 
 
 def cases(series: str) -> list[plan_check.Case]:
+    series = vmharness.family(series)     # the same cases on every kernel line
     return [plan_check.make_case(series, seed, SIZES, OPS, HINTS[series],
                                  ["data", "strict", "data", "meta", "strict"],
                                  fill=(0.1, 0.35), small_files=(0, 200))
@@ -51,6 +52,7 @@ def cases(series: str) -> list[plan_check.Case]:
 def aged_cases(series: str, aged) -> list[tuple[plan_check.Case, object]]:
     """Hinted aged filesystems (tests/helpers/aging.py, small ones: the guests
     relocate under TCG), one change each, with the hints this series takes."""
+    series = vmharness.family(series)
     out = []
     for seed in range(FIRST_SEED, FIRST_SEED + AGED_PLANS):
         fs = aged.get(seed, hinted=True, small=True)
@@ -100,7 +102,7 @@ def run_series(series: str, workdir, aged=None) -> list[plan_check.Outcome]:
         return [o for outcomes in pool.map(one, batches) for o in outcomes]
 
 
-@pytest.fixture(scope="module", params=["v12", "kakra"])
+@pytest.fixture(scope="module", params=vmharness.matrix(["v12", "kakra"]))
 def outcomes(request, vm_ready, tmp_path_factory, aged):
     result = run_series(request.param, tmp_path_factory.mktemp(f"plan-{request.param}"), aged)
     print(f"\n{request.param}:\n" + plan_check.report(result) + "\n\n" +

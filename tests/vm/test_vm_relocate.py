@@ -27,7 +27,6 @@ breaks the stored hints, the relocation refuses without --force.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -148,6 +147,7 @@ umount /mnt
 
 
 def script_for(series: str) -> str:
+    series = vmharness.family(series)
     head = f'SERIES={series}\nFINAL="{" ".join(FINAL_HINTS[series])}"\n' + SETUP
     if series == "stock":
         return head + STOCK
@@ -160,11 +160,10 @@ def guests(vm_ready, tmp_path_factory):
     def one(series):
         disks = vmharness.make_disks(tmp_path_factory.mktemp(f"reloc-{series}"), [1 << 30] * 4)
         try:
-            return series, vmharness.Guest(series).run(script_for(series), disks, timeout=900)
+            return vmharness.Guest(series).run(script_for(series), disks, timeout=900)
         finally:
             vmharness.remove_disks(disks)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(one, ["v12", "kakra", "stock"]))
+    return vmharness.per_series(vmharness.matrix(["v12", "kakra", "stock"]), one)
 
 
 # ------------------------------------------------------------------ helpers
@@ -181,14 +180,14 @@ def classes(report: dict) -> dict[int, str]:
 
 # ------------------------------------------------------------------ tests
 
-@pytest.mark.parametrize("series", ["v12", "kakra"])
+@pytest.mark.parametrize("series", vmharness.matrix(["v12", "kakra"]))
 def test_report_equals_the_chunk_tree(guests, series):
     res = guests[series]
     assert "mkfs_failed" not in res.results and "hint_failed" not in res.results, res.results
     for step in ("balance_a_failed", "balance_b_failed"):
         assert step not in res.results, res.console[-4000:]
     chunks = chunk_tree(res.output("chunks_before")[1])
-    want = expected(chunks, FINAL_HINTS[series])
+    want = expected(chunks, FINAL_HINTS[vmharness.family(series)])
     report = report_of(res, "report")
     assert report["hints_effective"] is True
     assert classes(report) == want
@@ -211,7 +210,7 @@ def test_report_equals_the_chunk_tree(guests, series):
     assert classes(report_of(res, "report_offline")) == want
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra"])
+@pytest.mark.parametrize("series", vmharness.matrix(["v12", "kakra"]))
 def test_dry_run_plans_every_misplaced_chunk(guests, series):
     res = guests[series]
     rc, doc, text = res.json("dry_run")
@@ -252,7 +251,7 @@ def test_fill_during_the_pause_stops_the_run_cleanly(guests):
     assert "preferred devices" in doc["reason"] or "out of space" in doc["reason"], doc
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra"])
+@pytest.mark.parametrize("series", vmharness.matrix(["v12", "kakra"]))
 def test_after_the_relocation_nothing_is_misplaced(guests, series):
     res = guests[series]
     rc, doc, text = res.json("relocate")
@@ -262,7 +261,7 @@ def test_after_the_relocation_nothing_is_misplaced(guests, series):
     assert report_of(res, "report_after", rc=0)["chunks"] == []
     assert report_of(res, "report_after_offline", rc=0)["chunks"] == []
     after = chunk_tree(res.output("chunks_after")[1])
-    assert expected(after, FINAL_HINTS[series]) == {}
+    assert expected(after, FINAL_HINTS[vmharness.family(series)]) == {}
     # every chunk moved, over all runs; every new chunk where the model said
     runs = [run] + [run_doc(res, n) for n in ("interrupt_out", "fill_out") if n in res.outputs]
     moved = {m["logical"] for r in runs for m in r["moved"]}
@@ -284,7 +283,7 @@ def test_after_the_relocation_nothing_is_misplaced(guests, series):
     assert rc == 0, text
 
 
-@pytest.mark.parametrize("series", ["v12", "kakra"])
+@pytest.mark.parametrize("series", vmharness.matrix(["v12", "kakra"]))
 def test_a_running_balance_is_refused(guests, series):
     rc, text = guests[series].output("busy")
     assert rc == 1 and "a balance is running" in text, text

@@ -1,12 +1,21 @@
-"""Test guests: Debian's Linux 6.1 under qemu (TCG) with a btrfs module that is
-stock or patched with a kernel series of ``$BTRFSX_KERNEL_PATCHES/<series>``.
+"""Test guests: Debian's Linux 6.1 and 6.12 under qemu (TCG) with a btrfs
+module that is stock or patched with a kernel series of
+``$BTRFSX_KERNEL_PATCHES/<folder>``.
+
+``SERIES_TABLE`` names every series: its family (what the tests expect of
+it: ``stock``, ``v12``, ``kakra``), its kernel line and its patch folder. A
+series is named ``<family>-<line>`` (``v12-6.12``); the 6.1 ones are also
+known by their family alone (``v12``), their names before 6.12 came.
+``matrix()`` says which series a test runs on: the 6.1 ones, plus 6.12
+where the test asks for it, or every line with ``BTRFSX_VM_MATRIX=full``.
 
 The pieces, each built once and cached outside the checkout in
 ``$BTRFSX_VM_CACHE`` (default /var/cache/btrfsx-vm):
 
-* the kernel image and its modules (``apt-get download`` + ``dpkg-deb -x``);
-* ``btrfs.ko`` per series, built out of tree from ``linux-source-6.1`` with
-  the series applied, keyed by the hash of the patch files;
+* each line's kernel image, headers and btrfs source (``kernels.py``:
+  downloaded and unpacked, never installed);
+* ``btrfs.ko`` per series, built out of tree from the line's source with
+  the series applied, keyed by the kernel version and the patch files;
 * a base initramfs per series: static busybox, the modules, btrfs-progs,
   a btrfsx build (no sanitizers, fault injection on) and every library ``ldd`` lists, the
   static helpers (``guest-fill``, ``guest-fsync``), and ``/init``.
@@ -19,7 +28,9 @@ base initramfs as a second cpio archive, boots, and parses the console:
   code (``outputs[name] = (rc, text)``), for JSON the host parses.
 
 A guest that does not power off within the timeout is killed; the caller
-gets its console log in the failure message.
+gets its console log in the failure message. A series whose kernel cannot be
+had (or whose patches do not apply to it) raises ``VMUnavailable``: the
+tests skip with its reason (tests/vm/conftest.py).
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import lzma
 import os
 import re
 import shutil
@@ -38,35 +50,78 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import kernels
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-KVER = "6.1.0-50-cloud-amd64"
-IMAGE_PACKAGE = f"linux-image-{KVER}-unsigned"
-HEADERS_DIR = Path(f"/usr/src/linux-headers-{KVER}")
-SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
-# The allocation-hint series (and the stock control) every hint test runs on.
-SERIES = ("stock", "v12", "kakra")
-# mainline's RAID1 read policies (6.14, with 6.15's size suffixes) on 6.1:
-# round-robin[:<bytes>], devid[:<devid>], the module parameter read_policy=.
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    family: str             # stock, v12, kakra: what the tests expect of it
+    kernel: str             # a line of kernels.LINES
+    patches: str | None     # its folder in $BTRFSX_KERNEL_PATCHES (None: the image's module)
+
+
+SERIES_TABLE = [
+    Series("stock-6.1", "stock", "6.1", None),
+    Series("v12-6.1", "v12", "6.1", "allocation-hints-v12"),
+    Series("kakra-6.1", "kakra", "6.1", "allocation-hints-kakra"),
+    Series("stock-6.12", "stock", "6.12", None),
+    Series("v12-6.12", "v12", "6.12", "allocation-hints-v12-6.12"),
+    Series("kakra-6.12", "kakra", "6.12", "allocation-hints-kakra-6.12"),
+    # mainline's RAID1 read policies (6.14, with 6.15's size suffixes) on 6.1:
+    # round-robin[:<bytes>], devid[:<devid>], the module parameter read_policy=.
+    Series("readpolicy-6.1", "readpolicy", "6.1", "read-policy-mainline"),
+]
+# The allocation-hint series (and the stock controls) the hint tests run on.
+SERIES = tuple(s.name for s in SERIES_TABLE if s.family != "readpolicy")
 READ_POLICY_SERIES = "readpolicy"
-SERIES_DIRS = {"v12": "allocation-hints-v12", "kakra": "allocation-hints-kakra",
-               READ_POLICY_SERIES: "read-policy-mainline"}
-# Load order of the modules the guests need (dependencies first).
+# The line every test runs on; the others where a test asks (matrix()).
+FIRST_LINE = "6.1"
+# Load order of the modules the guests need (dependencies first); those a
+# kernel has built in are skipped, and OPTIONAL_MODULES it may lack.
 # crc32c-intel: the crc32c a Debian system loads (the kernel's own is generic
 # C code), so the kernel's scrub in bench/hdd checksums as it would there.
 MODULES = ["virtio", "virtio_ring", "virtio_blk", "virtio_pci_modern_dev",
            "virtio_pci_legacy_dev", "virtio_pci", "zstd_compress", "raid6_pq", "xor",
-           "crc32c-intel", "libcrc32c", "btrfs", "loop", "dm-mod", "dm-delay", "dm-flakey",
-           "dm-log-writes"]
+           "crc32c-intel", "libcrc32c", "blake2b_generic", "xxhash_generic", "btrfs", "loop",
+           "dm-mod", "dm-delay", "dm-flakey", "dm-log-writes"]
+OPTIONAL_MODULES = {"blake2b_generic", "xxhash_generic"}
 # dmsetup drives the device-mapper targets of the fault tests (tests/vm/dmpack.py).
 GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs", "dmsetup"]
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()   # prepare() resolves kernels under it
 STALE_AFTER_S = 24 * 3600
 _PREPARED: dict[str, Path] = {}     # series -> its base initramfs, this session
+_KERNELS: dict[str, kernels.Kernel] = {}    # line -> its kernel, this session
 
 
 class VMUnavailable(Exception):
     """The harness cannot run here; the message says why (tests skip)."""
+
+
+def series_info(name: str) -> Series:
+    """The series called @name (or, for 6.1, by its family alone)."""
+    for s in SERIES_TABLE:
+        if name in (s.name, s.family if s.kernel == FIRST_LINE else None):
+            return s
+    raise KeyError(f"no VM series {name!r} (vmharness.SERIES_TABLE)")
+
+
+def family(name: str) -> str:
+    return series_info(name).family
+
+
+def full_matrix() -> bool:
+    return os.environ.get("BTRFSX_VM_MATRIX", "") == "full"
+
+
+def matrix(families, newer: bool = False) -> list[str]:
+    """The series of @families a test runs on: on 6.1, on the newer lines too
+    when @newer, on every line with BTRFSX_VM_MATRIX=full."""
+    return [s.name for s in SERIES_TABLE if s.family in families
+            and (s.kernel == FIRST_LINE or newer or full_matrix())]
 
 
 def cache_dir() -> Path:
@@ -80,24 +135,25 @@ def patches_dir() -> Path:
 
 
 def unavailable_reason() -> str | None:
+    """Why no guest can run here at all (a series may still lack its kernel:
+    that is found out when it is prepared)."""
     if os.geteuid() != 0:
         return "the VM tests need root (apt, module build)"
     if not patches_dir().is_dir():
         return (f"no kernel patch series at {patches_dir()}: set BTRFSX_KERNEL_PATCHES to the "
                 "directory holding allocation-hints-v12/ and allocation-hints-kakra/")
-    for tool in ("qemu-system-x86_64", "busybox", "cpio"):
+    for tool in ("qemu-system-x86_64", "busybox", "cpio", "apt-get", "patch", "xz"):
         if not shutil.which(tool):
-            return f"{tool} is not installed (scripts/install-deps.sh installs it)"
-    if not HEADERS_DIR.is_dir() or not SOURCE_TARBALL.exists():
-        return f"{HEADERS_DIR} or {SOURCE_TARBALL} missing (scripts/install-deps.sh installs them)"
+            return f"{tool} is not installed (scripts/install-deps.sh --vm installs it)"
     return None
 
 
 def series_missing(series: str) -> str | None:
     """Why @series cannot be built here (its patch folder is absent), or None."""
-    if series == "stock" or (patches_dir() / SERIES_DIRS[series]).is_dir():
+    folder = series_info(series).patches
+    if folder is None or (patches_dir() / folder).is_dir():
         return None
-    return f"no {SERIES_DIRS[series]}/ in {patches_dir()} (set BTRFSX_KERNEL_PATCHES)"
+    return f"no {folder}/ in {patches_dir()} (set BTRFSX_KERNEL_PATCHES)"
 
 
 def run(cmd, **kw) -> subprocess.CompletedProcess:
@@ -113,79 +169,102 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
 
 # ----------------------------------------------------------------- kernel pieces
 
-def kernel_tree() -> Path:
-    """The unpacked kernel image package (vmlinuz and modules)."""
-    root = cache_dir() / f"image-{KVER}"
-    if (root / "boot" / f"vmlinuz-{KVER}").exists():
-        return root
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
-        run(["apt-get", "download", IMAGE_PACKAGE], cwd=tmp)
-        deb = next(Path(tmp).glob("*.deb"))
-        run(["dpkg-deb", "-x", deb, Path(tmp) / "x"])
-        shutil.rmtree(root, ignore_errors=True)
-        os.rename(Path(tmp) / "x", root)
-    return root
+def kernel_of(name: str) -> kernels.Kernel:
+    """The unpacked kernel of series @name's line, resolved once a session."""
+    line = series_info(name).kernel
+    with _LOCK:
+        if line not in _KERNELS:
+            try:
+                _KERNELS[line] = kernels.resolve(cache_dir(), line)
+            except kernels.KernelUnavailable as e:
+                raise VMUnavailable(str(e)) from None
+        return _KERNELS[line]
 
 
-def pristine_source() -> Path:
-    """fs/btrfs and the uapi header of linux-source-6.1, unpacked once."""
-    root = cache_dir() / "linux-source-6.1"
-    done = root / ".unpacked"
-    if done.exists():
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir()
-    run(["tar", "-xJf", SOURCE_TARBALL, "-C", root, "--strip-components=1",
-         "linux-source-6.1/fs/btrfs", "linux-source-6.1/include/uapi/linux/btrfs_tree.h"])
-    done.touch()
-    return root
-
-
-def series_patches(series: str) -> list[Path]:
-    if series == "stock":
+def series_patches(name: str) -> list[Path]:
+    folder = series_info(name).patches
+    if folder is None:
         return []
-    return sorted((patches_dir() / SERIES_DIRS[series]).glob("*.patch"))
+    patches = sorted((patches_dir() / folder).glob("*.patch"))
+    if not patches:
+        raise VMUnavailable(f"no patches in {patches_dir() / folder} (series {name})")
+    return patches
 
 
-def module_key(series: str) -> str:
-    h = hashlib.sha256(KVER.encode())
-    for p in series_patches(series):
+# What the module build does; a change here rebuilds every module.
+MODULE_RECIPE = "btf-off strip-debug uapi-both"
+
+
+def module_key(name: str) -> str:
+    h = hashlib.sha256(f"{kernel_of(name).version} {MODULE_RECIPE}".encode())
+    for p in series_patches(name):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
-    return f"{series}-{h.hexdigest()[:16]}"
+    return f"{series_info(name).family}-{kernel_of(name).release}-{h.hexdigest()[:16]}"
 
 
-def btrfs_module(series: str) -> Path:
-    """btrfs.ko of @series (stock: the image's own module)."""
-    if series == "stock":
-        return next(kernel_tree().glob("lib/modules/*/kernel/fs/btrfs/btrfs.ko"))
-    out = cache_dir() / f"btrfs-{module_key(series)}.ko"
+def image_modules(kernel: kernels.Kernel) -> tuple[dict[str, Path], set[str]]:
+    """The image's loadable modules (.ko or .ko.xz) by name, and the names of
+    those it has built in (names with - for _)."""
+    def key(path: str) -> str:
+        return Path(path).name.split(".ko")[0].replace("_", "-")
+    mods = {}
+    for ko in sorted(kernel.modules.glob("kernel/**/*.ko*")):
+        mods.setdefault(key(str(ko)), ko)
+    builtin_list = kernel.modules / "modules.builtin"
+    builtin = {key(line) for line in builtin_list.read_text().split()} \
+        if builtin_list.exists() else set()
+    return mods, builtin
+
+
+def btrfs_module(name: str) -> Path:
+    """btrfs.ko of series @name (stock: the image's own module)."""
+    kernel = kernel_of(name)
+    if series_info(name).patches is None:
+        return image_modules(kernel)[0]["btrfs"]
+    out = cache_dir() / f"btrfs-{module_key(name)}.ko"
     if out.exists():
         return out
-    src = pristine_source()
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         work = Path(tmp)
-        shutil.copytree(src / "fs", work / "fs")
-        shutil.copytree(src / "include", work / "include")
-        for patch in series_patches(series):
-            run(["patch", "-p1", "-s", "-d", work, "-i", patch])
+        shutil.copytree(kernel.source / "fs", work / "fs")
+        shutil.copytree(kernel.source / "include", work / "include")
+        for patch in series_patches(name):
+            p = subprocess.run(["patch", "-p1", "-s", "-d", work, "-i", patch],
+                               capture_output=True, text=True)
+            if p.returncode:
+                raise VMUnavailable(f"{patch.name} does not apply to linux-source "
+                                    f"{kernel.version} (series {name}, ported to "
+                                    f"{kernel.line.pinned}): {p.stdout.strip()[-300:]}")
         mod = work / "mod"
         shutil.copytree(work / "fs" / "btrfs", mod)
-        (mod / "inc" / "linux").mkdir(parents=True)
-        shutil.copy(work / "include" / "uapi" / "linux" / "btrfs_tree.h", mod / "inc" / "linux")
-        run(["make", "-s", "-C", HEADERS_DIR, f"M={mod}", f"-j{os.cpu_count() or 1}",
-             f"NOSTDINC_FLAGS=-nostdinc -I {mod}/inc", "modules"])
+        # The patched uapi header wins over the kernel's: 6.1's fs/btrfs
+        # includes it as <linux/btrfs_tree.h>, 6.12's as <uapi/linux/...>.
+        for inc in ("linux", "uapi/linux"):
+            (mod / "inc" / inc).mkdir(parents=True)
+            shutil.copy(work / "include" / "uapi" / "linux" / "btrfs_tree.h", mod / "inc" / inc)
+        # No BTF (it needs pahole, and nothing reads it), no debug sections
+        # (39 MB the guests would unpack at every boot).
+        run(["make", "-s", "-C", kernel.headers, f"M={mod}", f"-j{os.cpu_count() or 1}",
+             f"NOSTDINC_FLAGS=-nostdinc -I {mod}/inc", "CONFIG_DEBUG_INFO_BTF_MODULES=",
+             "modules"])
+        run(["strip", "--strip-debug", mod / "btrfs.ko"])
         shutil.copy(mod / "btrfs.ko", str(out) + ".tmp")
         os.rename(str(out) + ".tmp", out)
     return out
 
 
-def module_paths(series: str) -> list[Path]:
-    mods = {}
-    for ko in kernel_tree().glob("lib/modules/*/kernel/**/*.ko"):
-        mods.setdefault(ko.stem.replace("_", "-"), ko)
+def module_paths(name: str) -> list[tuple[str, Path]]:
+    """(module, file) in load order for series @name: the image's modules (or
+    the series' btrfs.ko), leaving out what its kernel has built in."""
+    mods, builtin = image_modules(kernel_of(name))
     paths = []
-    for name in MODULES:
-        paths.append(btrfs_module(series) if name == "btrfs" else mods[name.replace("_", "-")])
+    for module in MODULES:
+        key = module.replace("_", "-")
+        if key in builtin or (module in OPTIONAL_MODULES and key not in mods):
+            continue
+        if key not in mods:
+            raise VMUnavailable(f"{kernel_of(name).release} has no module {module}")
+        paths.append((module, btrfs_module(name) if module == "btrfs" else mods[key]))
     return paths
 
 
@@ -297,9 +376,11 @@ def _write_cpio(root: Path, out: Path, compress: bool) -> None:
 
 def base_initramfs(series: str) -> Path:
     """The initramfs every guest of @series boots, rebuilt when an input changed."""
+    modules = module_paths(series)
     btrfsx = guest_btrfsx()
     programs = [Path(shutil.which(p)) for p in GUEST_PROGRAMS] + [btrfsx, guest_replay()]
-    inputs = module_paths(series) + programs + guest_helpers() + [Path(shutil.which("busybox"))]
+    inputs = [ko for _, ko in modules] + programs + guest_helpers() + \
+        [Path(shutil.which("busybox"))]
     h = hashlib.sha256(INIT.encode() + " ".join(DLOPENED_LIBRARIES).encode())
     for p in inputs:
         h.update(str(p).encode() + str(p.stat().st_mtime_ns).encode())
@@ -311,9 +392,11 @@ def base_initramfs(series: str) -> Path:
         for d in ("bin", "lib/modules", "usr/bin"):
             (root / d).mkdir(parents=True)
         shutil.copy(shutil.which("busybox"), root / "bin" / "busybox")
-        for name, ko in zip(MODULES, module_paths(series)):
-            shutil.copy(ko, root / "lib" / "modules" / f"{name}.ko")
-        (root / "modules.order").write_text("\n".join(MODULES) + "\n")
+        for name, ko in modules:
+            # busybox's insmod takes no compressed module (6.12's are .ko.xz)
+            data = lzma.decompress(ko.read_bytes()) if ko.suffix == ".xz" else ko.read_bytes()
+            (root / "lib" / "modules" / f"{name}.ko").write_bytes(data)
+        (root / "modules.order").write_text("".join(f"{name}\n" for name, _ in modules))
         libs = set()
         for prog in programs:
             shutil.copy(prog, root / "usr" / "bin" / prog.name)
@@ -345,10 +428,11 @@ def prepare(series: str) -> Path:
     """Builds (or finds in the cache) everything a guest of @series needs, once
     per test session: guests boot in parallel threads, and rebuilding while
     another thread reads would race on the build tree and the cache."""
+    name = series_info(series).name
     with _LOCK:
-        if series not in _PREPARED:
-            _PREPARED[series] = base_initramfs(series)
-        return _PREPARED[series]
+        if name not in _PREPARED:
+            _PREPARED[name] = base_initramfs(name)
+        return _PREPARED[name]
 
 
 # ----------------------------------------------------------------- guests
@@ -424,7 +508,7 @@ class Guest:
         options for every disk (",throttling.bps-read=..." for bench/hdd's
         disks)."""
         base = prepare(self.series)
-        vmlinuz = kernel_tree() / "boot" / f"vmlinuz-{KVER}"
+        vmlinuz = kernel_of(self.series).vmlinuz
         with tempfile.TemporaryDirectory() as tmp:
             extra = Path(tmp) / "extra"
             extra.mkdir()
@@ -471,6 +555,29 @@ def run_guests(series: str, jobs: list[tuple[str, list[Path]]], timeout: float) 
             merged.results.setdefault(name, []).extend(lines)
         merged.outputs.update(part.outputs)
     return merged
+
+
+class PerSeries(dict):
+    """series -> what a function returned for it; a series it failed for
+    raises that error when asked for, so a kernel that cannot be had skips
+    only the tests that need it."""
+
+    def __getitem__(self, name):
+        value = super().__getitem__(series_info(name).name)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+def per_series(names: list[str], fn) -> PerSeries:
+    """fn(series) for each of @names, as many at once as there are cores."""
+    def one(name):
+        try:
+            return fn(name)
+        except Exception as e:     # noqa: BLE001 - raised again where it is asked for
+            return e
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return PerSeries(zip((series_info(n).name for n in names), pool.map(one, names)))
 
 
 def make_disks(directory: Path, sizes: list[int]) -> list[Path]:
