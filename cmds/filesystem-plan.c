@@ -53,7 +53,7 @@ const char *const bx_filesystem_plan_usage[] = {
 	"Exit status: 0 possible, 5 a change would fail, 1 error, 2 bad input",
 	"(an unknown devid, a size below the smallest device or a replace's",
 	"source, a profile the devices cannot hold, conflicting changes).",
-	BX_UNITS_HELP_LONG,
+	BX_UNITS_HELP_SHORT,
 	NULL
 };
 
@@ -204,7 +204,8 @@ static void print_classes(struct bx_out *out, const struct bx_plan_result *res,
 			  unsigned int units)
 {
 	bx_out_textf(out, "%s", "");
-	bx_out_textf(out, "Allocation hint classes (device bytes, before -> after):");
+	bx_out_textf(out, "Allocation hint classes (device bytes, before -> after; unallocated "
+		     "above each device's first MiB):");
 	for (uint64_t hint = 0; hint < 256; hint++) {
 		const struct bx_usage_class *b = class_of(&res->before, hint);
 		const struct bx_usage_class *a = class_of(&res->after, hint);
@@ -480,7 +481,7 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 	};
 	int opt, ret;
 
-	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
+	while ((opt = bx_getopt(ctx, argc, argv, BX_UNITS_SHORTOPTS, longopts)) != -1) {
 		if (bx_units_option(opt, units))
 			continue;
 		if (opt < OPT_ADD || opt > OPT_RELOCATE)

@@ -28,10 +28,11 @@ const char *const bx_filesystem_usage_usage[] = {
 	"through its mount point.",
 	"",
 	"The Overall section is btrfs-progs' 'filesystem usage' computed the same",
-	"way. Free (estimated) below it is the allocator model run forward until",
-	"ENOSPC on each device's real free space, hints honoured; Free (strict)",
-	"the same with every preference strict; Metadata room what metadata can",
-	"still allocate, alone and after a data fill.",
+	"way, its Free (estimated) included (unallocated space by the data ratio).",
+	"Free (model) below it is the allocator model run forward until ENOSPC on",
+	"each device's real free space, hints honoured (JSON: free_estimated);",
+	"Free (strict) the same with every preference strict; Metadata room what",
+	"metadata can still allocate, alone and after a data fill.",
 	"",
 	"-T              a per-device table with the allocation hint",
 	"--strict        model every preference as strict (metadata_preferred as",
@@ -151,10 +152,15 @@ static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, un
 static int print_classes(struct bx_out *out, const struct bx_usage_report *rep,
 			 unsigned int units)
 {
+	int ret;
+
 	bx_out_textf(out, "%s", "");
 	bx_out_textf(out, "Allocation hint classes (device bytes):");
 	bx_usage_classes_json(out, rep);
-	return bx_usage_print_class_table(out, rep, units);
+	ret = bx_usage_print_class_table(out, rep, units);
+	/* Device unallocated above counts that MiB, as btrfs-progs does. */
+	bx_out_textf(out, "(Unallocated: above each device's first MiB, which is never allocated)");
+	return ret;
 }
 
 /* Text-only label inside the model section; the JSON key at the top level. */
@@ -198,7 +204,8 @@ static void print_model(struct bx_out *out, const struct bx_usage_input *in,
 	bx_out_size(out, "metadata_free_in_chunks", rep->metadata_free_in_chunks, units,
 		    BX_F_JSON_ONLY);
 	bx_out_size(out, "metadata_needed", rep->metadata_needed, units, BX_F_JSON_ONLY);
-	model_size(out, "    Free (estimated):", rep->free_estimated, units);
+	/* Not "Free (estimated)": that is btrfs-progs' figure in the Overall section. */
+	model_size(out, "    Free (model):", rep->free_estimated, units);
 	model_size(out, "    Free (strict):", rep->free_strict, units);
 	if (rep->have_statfs)
 		model_size(out, "    Free (statfs, df):", rep->free_statfs, units);

@@ -28,7 +28,7 @@ const char *const bx_filesystem_misplaced_usage[] = {
 	"",
 	"Exit status: 0 nothing misplaced, 4 misplaced chunks found, 1 error.",
 	"'btrfsx balance misplaced' moves them.",
-	BX_UNITS_HELP_LONG,
+	BX_UNITS_HELP_SHORT,
 	NULL
 };
 
@@ -199,7 +199,7 @@ int bx_cmd_filesystem_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	unsigned int units = 0;
 	int opt, ret;
 
-	while ((opt = bx_getopt(ctx, argc, argv, "h", longopts)) != -1) {
+	while ((opt = bx_getopt(ctx, argc, argv, BX_UNITS_SHORTOPTS, longopts)) != -1) {
 		if (!bx_units_option(opt, &units))
 			return bx_opt_result(opt);
 	}

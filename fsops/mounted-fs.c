@@ -125,7 +125,9 @@ int bx_mounted_open(const char *path, struct bx_mounted_fs *fs)
 
 	memset(fs, 0, sizeof(*fs));
 	fs->fd = -1;
-	snprintf(fs->path, sizeof(fs->path), "%s", path);
+	/* Absolute, so what reports show as the mount point is one ("mnt" is not). */
+	if (!realpath(path, fs->path))
+		snprintf(fs->path, sizeof(fs->path), "%s", path);
 	/* O_NONBLOCK: a FIFO named here must not block the open; it is refused below. */
 	fs->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fs->fd < 0)

@@ -24,7 +24,7 @@ struct bx_mounted_dev {
 
 struct bx_mounted_fs {
 	int fd;                          /* O_RDONLY on the path given to open */
-	char path[4096];                 /* the path given to bx_mounted_open */
+	char path[4096];                 /* the path opened, made absolute */
 	uint8_t fsid[16];
 	char fsid_str[BX_FSID_STR_LEN];  /* lowercase, the name under /sys/fs/btrfs */
 	uint32_t sectorsize;

@@ -1474,10 +1474,12 @@ static void warn_after(struct planner *p, const struct bx_usage_input *in)
 			    "without them, as this kernel would");
 	if (res->newly_misplaced_chunks) {
 		bx_pretty_size(res->newly_misplaced_bytes, 0, x, sizeof(x));
-		add_warning(p, "%llu chunk%s (%s used) break the hints after the plan; 'btrfsx balance "
-			    "misplaced' moves them (--relocate plans that)",
+		add_warning(p, "%llu chunk%s (%s used) %s the hints after the plan; 'btrfsx "
+			    "balance misplaced' moves %s (--relocate plans that)",
 			    (unsigned long long)res->newly_misplaced_chunks,
-			    res->newly_misplaced_chunks == 1 ? "" : "s", x);
+			    res->newly_misplaced_chunks == 1 ? "" : "s", x,
+			    res->newly_misplaced_chunks == 1 ? "breaks" : "break",
+			    res->newly_misplaced_chunks == 1 ? "it" : "them");
 	}
 }
 

@@ -161,6 +161,34 @@ def test_device_of_mounted_fs_is_read_through_the_mount(loopdevs, btrfsx_json):
         assert doc["free_statfs"] > 0 and doc["overall"]["global_reserve"] > 0
 
 
+def test_relative_mount_point_is_shown_absolute(loopdevs, btrfsx_json, monkeypatch):
+    """A mount point given relative to the working directory ("mnt") is reported
+    as the absolute path of the mount point (issue 32)."""
+    loops = make_fs(loopdevs, ["1G"], "single", "dup")
+    with fsutil.mounted(loops.devs) as mnt:
+        monkeypatch.chdir(mnt.parent)
+        assert btrfsx_json("filesystem", "usage", mnt.name)["mountpoint"] == str(mnt)
+        assert btrfsx_json("device", "usage", mnt.name)["mountpoint"] == str(mnt)
+        assert btrfsx_json("filesystem", "plan", mnt.name, "--add", "1G")["mountpoint"] == \
+            str(mnt)
+        doc = btrfsx_json("filesystem", "misplaced", mnt.name)["misplaced"]
+        assert doc["mountpoint"] == str(mnt)
+
+
+@pytest.mark.parametrize("command", [["misplaced"], ["plan", "--add", "1G"]])
+def test_short_unit_options_as_on_usage(loopdevs, run_btrfsx, command):
+    """filesystem misplaced and plan take -b -k -m -g -t (and -h, -H) as usage does."""
+    loops = make_fs(loopdevs, ["1G", "1G"], "single", "raid1")
+    outs = {}
+    for short, long in [("-b", "--raw"), ("-k", "--kbytes"), ("-m", "--mbytes"),
+                        ("-g", "--gbytes"), ("-t", "--tbytes"), ("-h", "--human-readable")]:
+        outs[short] = run_btrfsx("filesystem", command[0], short, *loops.devs, *command[1:])[1]
+        assert outs[short] == \
+            run_btrfsx("filesystem", command[0], long, *loops.devs, *command[1:])[1], short
+    assert len(set(outs.values())) == len(outs)
+    assert run_btrfsx("filesystem", command[0], "-H", *loops.devs, *command[1:])[1] != outs["-h"]
+
+
 def test_json_shape_and_model_figures(loopdevs, btrfsx_json):
     """No hints: free_estimated is what df shows for single data (all free
     space, data chunks included), free_strict the same."""
@@ -324,7 +352,11 @@ def test_table_and_units(loopdevs, run_btrfsx, btrfsx_json):
     # unmounted: the stored hints are modelled; this kernel would ignore them
     assert "Allocator model (new data single, metadata DUP; hints honoured, which the " \
         "running kernel does not):" in out
-    assert f"    Free (estimated):        {doc['free_estimated']}\n" in out
+    # The model's figure is labelled apart from btrfs-progs' ratio shortcut (issue 32).
+    assert f"    Free (model):            {doc['free_estimated']}\n" in out
+    assert out.count("Free (estimated):") == 1
+    assert f"    Free (estimated):        {doc['overall']['free_estimated_by_ratio']} " in out
+    assert "(Unallocated: above each device's first MiB, which is never allocated)\n" in out
     assert "    Free (statfs, df):       - (not mounted)\n" in out
     names, rows = parse_table(out)
     assert names[:3] == ["Id", "Path", "Hint"]

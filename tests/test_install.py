@@ -276,3 +276,13 @@ def test_prefix_usr_reads_configuration_from_etc(tmp_path):
     assert "ExecStart=/usr/bin/btrfsx read-policy apply --watch" in \
         (units / "btrfsx-read-policy.service").read_text()
     assert not re.search(r"/usr/etc|/usr/local|@\w+@", service)
+
+
+def test_build_script_without_a_directory_prints_its_usage():
+    """scripts/build.sh with no argument: its usage line and exit 2, not bash's
+    "unbound variable" (issue 32); --help: the same on exit 0."""
+    script = fsutil.REPO / "scripts" / "build.sh"
+    p = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("usage: scripts/build.sh <dir>"), p.stderr
+    p = subprocess.run(["bash", str(script), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "usage: scripts/build.sh <dir>" in p.stderr

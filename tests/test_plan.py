@@ -257,6 +257,18 @@ def test_text_side_by_side(small_fs, run_btrfsx):
     assert "data_preferred -> removed" in out and "new, data_preferred" in out
 
 
+def test_one_chunk_breaking_the_hints_is_one(tmp_path, run_btrfsx, btrfsx_json):
+    """single data on one of two devices, that device made metadata_only: one
+    chunk "breaks" the hints and balance misplaced "moves it" (issue 32)."""
+    images = fsutil.make_images(tmp_path, ["1G", "1G"])
+    fsutil.mkfs(images, data="single", metadata="dup")
+    doc = btrfsx_json("filesystem", "usage", *images)
+    (devid,) = [d["devid"] for d in doc["devices"] if d["data"]]
+    _, _, err = run_btrfsx("filesystem", "plan", *images, "--hint", f"{devid}=metadata_only")
+    assert "1 chunk (0.00B used) breaks the hints after the plan; 'btrfsx balance misplaced' " \
+        "moves it" in err
+
+
 def test_impossible_remove_exits_5(small_fs, run_btrfsx, btrfsx_json):
     """The 3 GiB device holds a copy of every raid1 chunk: 1 and 2 GiB cannot take them."""
     rc, out, _ = run_btrfsx("filesystem", "plan", *small_fs.devs, "--remove", "3",
