@@ -280,7 +280,7 @@ static int fill_desc(struct dev_reader *r, struct req_desc *d)
 		d->len = (uint32_t)(last - d->physical);
 		d->nr_sectors = d->len / ss;
 		d->bytes += (uint64_t)(pw->data_sectors + pw->tree_sectors) * ss;
-		scrub_count_window(r->ctx, &d->counts, pw, r->pending_phys + pw->len);
+		scrub_count_window(r->ctx, &d->counts, pw, r->dev, r->pending_phys);
 		r->have_pending = false;
 	}
 	return d->len > 0;

@@ -120,6 +120,17 @@ struct scrub_ctx {
 	const struct bx_scrub_result *res; /* the planned bytes of each device */
 	int running;                  /* threads not yet ended (under lock) */
 	struct scrub_hash_pool *hash; /* the device readers' data checksums; NULL: each its own */
+	struct scrub_tail *tails;     /* per device, in fs->devs order */
+};
+
+/*
+ * A device's last device extent the scrub goes through, and how many of its
+ * 64 KiB stripes hold extents (atomic): where the kernel's scrub leaves
+ * last_physical depends on that count (scrub_end_last_physical).
+ */
+struct scrub_tail {
+	uint64_t start, end;
+	uint64_t stripes;
 };
 
 /* What every scrubbing thread has: its own tree reader and counters. */
@@ -150,9 +161,12 @@ int scrub_planner_window(struct scrub_planner *p, uint64_t logical, uint32_t len
 			 struct scrub_window *w);
 void scrub_planner_end(struct scrub_planner *p);
 
-/* Adds a window's extents and bytes to @c; @phys_end moves last_physical. */
+/*
+ * Adds a window's extents and bytes to @c; the window lies at @phys on @dev,
+ * its end moves last_physical.
+ */
 void scrub_count_window(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
-			const struct scrub_window *w, uint64_t phys_end);
+			const struct scrub_window *w, const struct bx_device *dev, uint64_t phys);
 
 /* True when @buf holds the data sector whose checksum is @csum. */
 bool scrub_data_ok(const struct scrub_ctx *ctx, const uint8_t *buf, const uint8_t *csum);

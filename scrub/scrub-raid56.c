@@ -602,7 +602,7 @@ static void verify_data_stripe(struct row *w, int j, const struct scrub_window *
 	uint32_t nsec = r->ctx->nodesize / r->sectorsize;
 	const uint8_t *st = row_st(w, j);
 
-	scrub_count_window(r->ctx, row_counters(w, j), win, row_phys(w, j) + win->len);
+	scrub_count_window(r->ctx, row_counters(w, j), win, row_dev(w, j), row_phys(w, j));
 	for (uint32_t s = win->first; s < win->last; s++) {
 		const struct scrub_sector *sec = &win->sec[s];
 		const uint8_t *data = w->d[j] + (size_t)s * r->sectorsize;
@@ -661,6 +661,8 @@ static void parity_error(struct row *w, int which, uint32_t s, bool unreadable,
 
 	row_counters(w, j)->parity_errors++;
 	e.fix = scrub_fix(r->ctx, true, row_dev(w, j), want, r->sectorsize, phys);
+	/* Rewritten (or, with -r, rewritable) like any bad copy: in the totals too. */
+	scrub_account_fix(r->ctx, row_counters(w, j), e.fix, 1);
 	scrub_record(r->ctx, &e);
 }
 

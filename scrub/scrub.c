@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "format/csum.h"
+#include "format/profiles.h"
 #include "disk/io.h"
 #include "scrub/scrub-internal.h"
 #include "disk/write.h"
@@ -382,15 +383,19 @@ void scrub_worker_release(struct scrub_worker *w)
 }
 
 void scrub_count_window(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
-			const struct scrub_window *w, uint64_t phys_end)
+			const struct scrub_window *w, const struct bx_device *dev, uint64_t phys)
 {
+	struct scrub_tail *tail = &ctx->tails[scrub_dev_index(ctx, dev)];
+
 	c->data_extents_scrubbed += w->data_extents;
 	c->tree_extents_scrubbed += w->tree_extents;
 	c->data_bytes_scrubbed += (uint64_t)w->data_sectors * ctx->sectorsize;
 	c->tree_bytes_scrubbed += (uint64_t)w->tree_sectors * ctx->sectorsize;
 	c->no_csum += w->nocsum_sectors;
-	if (phys_end > c->last_physical)
-		c->last_physical = phys_end;
+	if (phys + w->len > c->last_physical)
+		c->last_physical = phys + w->len;
+	if (phys >= tail->start && phys < tail->end)
+		__atomic_add_fetch(&tail->stripes, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- superblocks ---- */
@@ -930,6 +935,59 @@ static int cmp_errors(const void *a, const void *b)
 	return 0;
 }
 
+/* Each device's last device extent that is scrubbed (scrub_tail). */
+static int find_tails(struct scrub_ctx *ctx)
+{
+	const struct bx_fs *fs = ctx->fs;
+
+	ctx->tails = calloc(fs->nr_devs ? fs->nr_devs : 1, sizeof(*ctx->tails));
+	if (!ctx->tails)
+		return bx_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < fs->chunks.nr; i++) {
+		const struct bx_chunk *chunk = fs->chunks.chunks[i];
+		uint64_t size = bx_profile_stripe_size(chunk->type, chunk->length,
+						       (uint32_t)chunk->num_stripes);
+
+		if (scrub_chunk_pass(ctx, chunk) == SCRUB_PASS_NONE)
+			continue;
+		for (int s = 0; s < chunk->num_stripes; s++) {
+			const struct bx_chunk_stripe *st = &chunk->stripes[s];
+			struct scrub_tail *tail;
+
+			if (!st->dev)
+				continue;
+			tail = &ctx->tails[scrub_dev_index(ctx, st->dev)];
+			if (!tail->end || st->physical > tail->start)
+				*tail = (struct scrub_tail){ st->physical, st->physical + size, 0 };
+		}
+	}
+	return 0;
+}
+
+/*
+ * The kernel's scrub reads a device extent's stripes that hold extents in
+ * batches of 128 (SCRUB_TOTAL_STRIPES), and sets last_physical to the end
+ * of each batch's last stripe once it is read; when it finds no further
+ * extent it sets the end of the device extent, and the batch read last
+ * sets it back unless it was already read (a full batch). So a finished
+ * scrub ends at the device extent's end when its stripes with extents are
+ * a multiple of 128 (none at all: the last chunks are empty), else at the
+ * end of the last such stripe, which the windows gave.
+ */
+#define KERNEL_SCRUB_BATCH 128
+
+static void scrub_end_last_physical(const struct scrub_ctx *ctx, struct bx_scrub_result *res)
+{
+	for (size_t d = 0; d < ctx->fs->nr_devs; d++) {
+		const struct scrub_tail *tail = &ctx->tails[d];
+		struct bx_scrub_counters *c = &res->devs[d].c;
+
+		if (tail->end && tail->stripes % KERNEL_SCRUB_BATCH == 0 &&
+		    c->last_physical < tail->end)
+			c->last_physical = tail->end;
+	}
+}
+
 int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 		 struct bx_scrub_result **out)
 {
@@ -962,6 +1020,8 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	res->started = time(NULL);
 	start = now_seconds();
 	ret = result_devices(fs, res);
+	if (!ret)
+		ret = find_tails(&ctx);
 	if (ret)
 		goto out;
 	read_chunk_tree_uuid(&ctx);
@@ -976,6 +1036,8 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	if (ret)
 		goto out;
 	res->cancelled = opts->cancel && __atomic_load_n(opts->cancel, __ATOMIC_RELAXED);
+	if (!res->cancelled)
+		scrub_end_last_physical(&ctx, res);
 	res->duration = now_seconds() - start;
 	for (size_t i = 0; i < res->nr_devs; i++)
 		bx_scrub_counters_add(&res->total, &res->devs[i].c);
@@ -1006,6 +1068,7 @@ out:
 	pthread_cond_destroy(&ctx.done_cond);
 	pthread_mutex_destroy(&ctx.lock);
 	free(ctx.errors);
+	free(ctx.tails);
 	bx_scrub_result_free(res);
 	return ret;
 }

@@ -5,8 +5,10 @@ profile and checksum type; corruptions injected into unmounted images; repair
 checked with the kernel scrub and `btrfs check --check-data-csum`."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import shutil
 import re
 import signal
@@ -134,26 +136,6 @@ def copy_bytes(src, dst, offset, length):
         f.write(data)
 
 
-def _crc32c_table():
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
-        table.append(c)
-    return table
-
-
-CRC32C_TABLE = _crc32c_table()
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = CRC32C_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
 def repack_leaf(leaf, slot, objectid):
     """Gives item @slot of @leaf (bytes of a tree leaf) key objectid
     @objectid and puts the items back in key order, data packed from the end."""
@@ -212,7 +194,7 @@ def move_across_stripes(lay, btrfsx_json, images):
     struct.pack_into("<Q", block(node), 101 + 33 * slot + 17, new)   # key ptr blockptr
     struct.pack_into("<Q", block(old), 48, new)                       # header bytenr
     for bytenr, data in blocks.items():
-        struct.pack_into("<I", data, 0, crc32c(data[32:]))
+        struct.pack_into("<I", data, 0, fsutil.crc32c(data[32:]))
         lay.write_raid56(new if bytenr == old else bytenr, bytes(data))
     return new
 
@@ -267,6 +249,99 @@ def test_clean_equals_kernel(fs_cache, scrub, profile, csum):
     assert doc["scrub"]["status"] == "finished" and not doc["scrub"]["has_uncorrectable"]
     _, kernel = kernel_scrub(fs.devs)
     assert_same_as_kernel(doc, kernel)
+
+
+@pytest.mark.parametrize("data, extra, mib", [("dup", [], 0), ("dup", [], 8), ("dup", [], 3),
+                                            ("single", ["-M"], 0), ("single", ["-M"], 3)])
+def test_last_physical_where_the_kernel_leaves_it(tmp_path, scrub, data, extra, mib):
+    """Regression (issue 32): the kernel reads a device extent's stripes with
+    extents in batches of 128 and ends at the device extent's end when their
+    number is a multiple of 128: the last chunk empty (fresh dup: ours was
+    92,667,904 for 280,363,008), or 8 MiB in it (221,642,752 for the same);
+    else at the end of the last stripe with extents (3 MiB)."""
+    images = fsutil.make_images(tmp_path, ["1G"])
+    with fsutil.LoopDevices(images) as loops:
+        fsutil.mkfs(loops.devs, data=data, metadata=data, extra=extra)
+        if mib:
+            with fsutil.mounted(loops.devs) as mnt:
+                (mnt / "f").write_bytes(os.urandom(mib << 20))
+    _, doc = scrub(images, "-r", rc=0)
+    _, kernel = kernel_scrub_images(images)
+    assert_same_as_kernel(doc, kernel)
+
+
+def converted_ext4(tmp_path, files: int = 6, size: int = 48 * fsutil.MiB):
+    """An ext4 filesystem with @files random files of @size, made btrfs by
+    btrfs-convert (its block groups follow ext4's: lengths that are not
+    multiples of 64 KiB, the data in place); the files' checksums."""
+    image = tmp_path / "ext4.img"
+    with open(image, "wb") as f:
+        f.truncate(1 << 30)
+    fsutil.run(["mkfs.ext4", "-q", "-F", str(image)])
+    sums = {}
+    with fsutil.LoopDevices([image]) as loops:
+        with fsutil.mounted(loops.devs, fstype="ext4") as mnt:
+            for i in range(files):
+                data = random.Random(i).randbytes(size)
+                (mnt / f"f{i}").write_bytes(data)
+                sums[f"f{i}"] = hashlib.sha256(data).hexdigest()
+    fsutil.run(["btrfs-convert", str(image)])
+    return image, sums
+
+
+def chunk_end_spill(images, btrfsx_json) -> tuple[int, int]:
+    """What the kernel's scrub reads beyond the end of a block group whose
+    length is not a multiple of 64 KiB: the last 64 KiB stripe runs on into
+    the next block group, and the extents there that fall inside it are
+    counted (and checked) with this block group's. (sectors, extents)."""
+    chunks = {it["key"]["offset"]: it["length"]
+              for t in btrfsx_json("inspect", "dump-tree", "-t", "chunk", *images)["trees"]
+              for b in t["blocks"] for it in b.get("items", [])
+              if it["key"]["type"] == oracle.KEY_TYPES["CHUNK_ITEM"]}
+    extents = [(it["key"]["objectid"], it["key"]["offset"])
+               for t in btrfsx_json("inspect", "dump-tree", "-t", "extent", *images)["trees"]
+               for b in t["blocks"] for it in b.get("items", [])
+               if it["key"]["type"] == oracle.KEY_TYPES["EXTENT_ITEM"]]
+    sectors = count = 0
+    for start, length in chunks.items():
+        end = start + length
+        stripe_end = start + (length + 65535) // 65536 * 65536
+        for ext_start, ext_len in extents:
+            if end <= ext_start < stripe_end:
+                count += 1
+                sectors += (min(ext_start + ext_len, stripe_end) - ext_start) // SECTOR
+    return sectors, count
+
+
+def test_converted_ext4_csums_are_right(tmp_path, scrub, btrfsx_json):
+    """Regression (issue 32): on an ext4 filesystem converted by btrfs-convert
+    the kernel's read-only scrub reports csum errors (and calls them
+    corrected) that btrfsx does not, with more data extents and bytes. btrfsx
+    is right: the kernel's last 64 KiB stripe of a block group whose length is
+    not a multiple of 64 KiB (btrfs-convert makes them) runs on past its end,
+    takes in the first extents of the next block group without reading them,
+    finds their checksums wrong, reads them again through their own block
+    group and finds them right. Every file reads back intact; the counters
+    differ by exactly those sectors and extents, and agree otherwise."""
+    image, sums = converted_ext4(tmp_path)
+    _, doc = scrub([image], "-r", rc=0)
+    ours = per_device(doc)[1]
+    assert all(ours[name] == 0 for name in ERROR_COUNTERS), ours
+    _, kernel = kernel_scrub_images([image])
+    theirs = kernel[1]
+    sectors, extents = chunk_end_spill([image], btrfsx_json)
+    assert sectors, "no block group end inside a 64 KiB stripe: the case is not made"
+    assert theirs["csum_errors"] == theirs["corrected_errors"] == sectors, theirs
+    assert theirs["data_bytes_scrubbed"] - ours["data_bytes_scrubbed"] == sectors * SECTOR
+    assert theirs["data_extents_scrubbed"] - ours["data_extents_scrubbed"] == extents
+    same = [c for c in KERNEL_COUNTERS if c not in ("csum_errors", "corrected_errors",
+                                                     "data_bytes_scrubbed",
+                                                     "data_extents_scrubbed")]
+    assert {c: ours[c] for c in same} == {c: theirs[c] for c in same}
+    with fsutil.LoopDevices([image]) as loops:
+        with fsutil.mounted(loops.devs, options="ro") as mnt:
+            for name, digest in sums.items():
+                assert fsutil.sha256_file(mnt / name) == digest, name
 
 
 def test_readahead_off_same_result(fs_cache, scrub):
@@ -518,9 +593,12 @@ def test_dup_tree_block_and_data(tmp_path, btrfsx_json, scrub):
 
 
 def test_raid5_parity_and_data(tmp_path, btrfsx_json, scrub):
-    """A parity stripe and a data sector of another column: -r finds both
-    (the kernel counts the data error, and rewrites parity without counting
-    it); repair makes the images byte-for-byte what they were."""
+    """A parity stripe and a data sector of another column: -r finds both,
+    and counts both correctable (regression, issue 32: the parity sector was
+    listed but left out of corrected_errors); the kernel counts the data
+    error and rewrites parity without counting it, even read-only. Repair
+    makes the images byte-for-byte what they were, and counts both
+    corrected."""
     images, _ = fresh_fs(tmp_path, "raid5", "raid1", 3)
     pristine = [fsutil.sha256_file(i) for i in images]
     lay = Layout(images, btrfsx_json)
@@ -537,13 +615,21 @@ def test_raid5_parity_and_data(tmp_path, btrfsx_json, scrub):
     assert sha256_all(images) == before
     total = doc["scrub"]["total"]
     assert total["parity_errors"] == 1 and total["csum_errors"] == 1
-    assert total["corrected_errors"] == 1 and total["uncorrectable_errors"] == 0
+    assert total["corrected_errors"] == 2 and total["uncorrectable_errors"] == 0
     assert error_set(doc) == {("parity", p_devid, p_phys, "correctable"),
                               ("data", d_devid, d_phys, "correctable")}
+    assert per_device(doc)[p_devid]["corrected_errors"] >= 1
     _, kernel = kernel_scrub_images(images)
+    kernel[p_devid]["corrected_errors"] += 1        # the parity sector it does not count
     assert_same_as_kernel(doc, kernel)
+    # The kernel's read-only scrub (-r on a read-only mount) rewrote the bad
+    # parity all the same (seen on 6.18): make it bad again, as before.
+    if sha256_all(images) != before:
+        corrupt(p_img, p_phys + 100)
+    assert sha256_all(images) == before
 
     rc, doc = scrub(images, rc=0)
+    assert doc["scrub"]["total"]["corrected_errors"] == 2
     assert sha256_all(images) == pristine
     with fsutil.LoopDevices(images) as loops:
         check = subprocess.run(["btrfs", "check", "--readonly", "--check-data-csum",
@@ -572,7 +658,8 @@ def test_raid6_rebuilds(tmp_path, btrfsx_json, scrub):
         corrupt(img, phys + 11)
     rc, doc = scrub(images, "-r", rc=0)
     total = doc["scrub"]["total"]
-    assert total["csum_errors"] == 3 and total["corrected_errors"] == 3
+    # the three data sectors and the P sector (regression, issue 32: P was left out)
+    assert total["csum_errors"] == 3 and total["corrected_errors"] == 4
     assert total["parity_errors"] == 1 and total["uncorrectable_errors"] == 0
     scrub(images, rc=0)
     assert sha256_all(images) == pristine

@@ -345,7 +345,7 @@ def umount_devices(devs: Iterable[str]) -> None:
 
 
 def mount(devs: Sequence[str] | str, mountpoint: str | os.PathLike | None = None,
-          options: str | Sequence[str] | None = None) -> Path:
+          options: str | Sequence[str] | None = None, fstype: str = "btrfs") -> Path:
     """Mount (registering for cleanup) and return the mount point; prefer the
     ``mounted()`` context manager."""
     devs = [devs] if isinstance(devs, (str, os.PathLike)) else list(devs)
@@ -362,7 +362,7 @@ def mount(devs: Sequence[str] | str, mountpoint: str | os.PathLike | None = None
     made = mountpoint is None
     mnt = Path(tempfile.mkdtemp(prefix="btrfsx-mnt-")) if made else Path(mountpoint)
     mnt.mkdir(parents=True, exist_ok=True)
-    cmd = ["mount", "-t", "btrfs"]
+    cmd = ["mount", "-t", fstype]
     if opts:
         cmd += ["-o", ",".join(opts)]
     cmd += [devs[0], str(mnt)]
@@ -381,11 +381,13 @@ def mount(devs: Sequence[str] | str, mountpoint: str | os.PathLike | None = None
 
 @contextlib.contextmanager
 def mounted(devs: Sequence[str] | str, options: str | Sequence[str] | None = None,
-            mountpoint: str | os.PathLike | None = None) -> Iterator[Path]:
+            mountpoint: str | os.PathLike | None = None,
+            fstype: str = "btrfs") -> Iterator[Path]:
     """Mount a btrfs (one device or all members; for several devices they are
-    scanned and passed as device= options) on a fresh /tmp directory; yields the
-    mount point; unmounts and removes the directory in ``finally``."""
-    mnt = mount(devs, mountpoint, options)
+    scanned and passed as device= options), or a filesystem of @fstype, on a
+    fresh /tmp directory; yields the mount point; unmounts and removes the
+    directory in ``finally``."""
+    mnt = mount(devs, mountpoint, options, fstype)
     try:
         yield mnt
     finally:
@@ -688,3 +690,28 @@ def emergency_cleanup() -> list[str]:
 
 
 atexit.register(emergency_cleanup)
+
+
+# ---------------------------------------------------------------------------
+# checksums
+# ---------------------------------------------------------------------------
+
+def _crc32c_table():
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        table.append(c)
+    return table
+
+
+_CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    """The btrfs crc32c (Castagnoli) of @data, as its checksum fields hold it."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _CRC32C_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
