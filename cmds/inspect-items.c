@@ -63,25 +63,52 @@ const char *bx_key_type_name(uint8_t type)
 	return NULL;
 }
 
+/* Object ids keys show by name, as btrfs-progs 6.19's dump-tree prints them. */
+static const struct {
+	uint64_t objectid;
+	const char *name;
+} objectid_names[] = {
+	{ BTRFS_ROOT_TREE_OBJECTID, "ROOT_TREE" },
+	{ BTRFS_EXTENT_TREE_OBJECTID, "EXTENT_TREE" },
+	{ BTRFS_CHUNK_TREE_OBJECTID, "CHUNK_TREE" },
+	{ BTRFS_DEV_TREE_OBJECTID, "DEV_TREE" },
+	{ BTRFS_FS_TREE_OBJECTID, "FS_TREE" },
+	{ BTRFS_ROOT_TREE_DIR_OBJECTID, "ROOT_TREE_DIR" },
+	{ BTRFS_CSUM_TREE_OBJECTID, "CSUM_TREE" },
+	{ BTRFS_QUOTA_TREE_OBJECTID, "QUOTA_TREE" },
+	{ BTRFS_UUID_TREE_OBJECTID, "UUID_TREE" },
+	{ BTRFS_FREE_SPACE_TREE_OBJECTID, "FREE_SPACE_TREE" },
+	{ BTRFS_BLOCK_GROUP_TREE_OBJECTID, "BLOCK_GROUP_TREE" },
+	{ BTRFS_RAID_STRIPE_TREE_OBJECTID, "RAID_STRIPE_TREE" },
+	{ BTRFS_REMAP_TREE_OBJECTID, "REMAP_TREE" },
+	{ BTRFS_BALANCE_OBJECTID, "BALANCE" },
+	{ BTRFS_ORPHAN_OBJECTID, "ORPHAN" },
+	{ BTRFS_TREE_LOG_OBJECTID, "TREE_LOG" },
+	{ BTRFS_TREE_LOG_FIXUP_OBJECTID, "LOG_FIXUP" },
+	{ BTRFS_TREE_RELOC_OBJECTID, "TREE_RELOC" },
+	{ BTRFS_DATA_RELOC_TREE_OBJECTID, "DATA_RELOC_TREE" },
+	{ BTRFS_EXTENT_CSUM_OBJECTID, "EXTENT_CSUM" },
+	{ BTRFS_FREE_SPACE_OBJECTID, "FREE_SPACE" },
+	{ BTRFS_FREE_INO_OBJECTID, "FREE_INO" },
+	{ BTRFS_CSUM_CHANGE_OBJECTID, "CSUM_CHANGE" },
+	{ BTRFS_MULTIPLE_OBJECTIDS, "MULTIPLE" },
+	{ UINT64_MAX, "-1" },
+};
+
 const char *bx_objectid_name(uint64_t objectid, uint8_t type)
 {
+	/* Keys whose object id is a device or a count, never a tree. */
+	if (type == BTRFS_PERSISTENT_ITEM_KEY)
+		return objectid == BTRFS_DEV_STATS_OBJECTID ? "DEV_STATS" : NULL;
+	if (type == BTRFS_DEV_EXTENT_KEY)
+		return NULL;
 	if (type == BTRFS_DEV_ITEM_KEY && objectid == BTRFS_DEV_ITEMS_OBJECTID)
 		return "DEV_ITEMS";
 	if (type == BTRFS_CHUNK_ITEM_KEY && objectid == BTRFS_FIRST_CHUNK_TREE_OBJECTID)
 		return "FIRST_CHUNK_TREE";
-	if (type == BTRFS_PERSISTENT_ITEM_KEY && objectid == BTRFS_DEV_STATS_OBJECTID)
-		return "DEV_STATS";
-	if (objectid == BTRFS_EXTENT_CSUM_OBJECTID)
-		return "EXTENT_CSUM";
-	if (objectid == BTRFS_FREE_SPACE_OBJECTID)
-		return "FREE_SPACE";
-	if (objectid == BTRFS_ORPHAN_OBJECTID)
-		return "ORPHAN";
-	if (objectid == BTRFS_BALANCE_OBJECTID)
-		return "BALANCE";
-	if (objectid > BTRFS_ROOT_TREE_DIR_OBJECTID || type == BTRFS_ROOT_ITEM_KEY ||
-	    type == BTRFS_ROOT_REF_KEY || type == BTRFS_ROOT_BACKREF_KEY)
-		return bx_tree_objectid_name(objectid);
+	for (size_t i = 0; i < sizeof(objectid_names) / sizeof(objectid_names[0]); i++)
+		if (objectid_names[i].objectid == objectid)
+			return objectid_names[i].name;
 	return NULL;
 }
 
@@ -126,28 +153,78 @@ static void line_u64(struct line *l, uint64_t value)
 	line_str(l, bx_u64_decimal(value, digits, sizeof(digits)));
 }
 
-/* "(256 INODE_ITEM 0)", with the names the item lines use. */
+static void line_hex64(struct line *l, uint64_t value)
+{
+	char hex[24];
+
+	snprintf(hex, sizeof(hex), "0x%016llx", (unsigned long long)value);
+	line_str(l, hex);
+}
+
+/* A qgroup id as level/subvolume: 0/5. */
+static void line_qgroup(struct line *l, uint64_t id)
+{
+	line_u64(l, id >> 48);
+	line_str(l, "/");
+	line_u64(l, id & ((1ULL << 48) - 1));
+}
+
+static bool is_qgroup_key(uint8_t type)
+{
+	return type == BTRFS_QGROUP_RELATION_KEY || type == BTRFS_QGROUP_INFO_KEY ||
+	       type == BTRFS_QGROUP_LIMIT_KEY;
+}
+
+static void line_objectid(struct line *l, uint64_t objectid, uint8_t type)
+{
+	const char *name = bx_objectid_name(objectid, type);
+
+	if (type == BTRFS_QGROUP_RELATION_KEY)
+		line_qgroup(l, objectid);
+	else if (type == BTRFS_UUID_KEY_SUBVOL || type == BTRFS_UUID_KEY_RECEIVED_SUBVOL)
+		line_hex64(l, objectid);
+	else if (name)
+		line_str(l, name);
+	else
+		line_u64(l, objectid);
+}
+
+/*
+ * "(256 INODE_ITEM 0)", as btrfs-progs 6.19 prints keys, so dumps can be
+ * diffed: object ids of trees by name, qgroup ids as 0/5, the halves of a
+ * UUID key in hex, an offset of -1 as -1 (but a ROOT_ITEM's offset, its
+ * generation, as a number; a reloc tree's names its subvolume).
+ */
 static void line_key(struct line *l, const struct btrfs_key *key)
 {
-	const char *obj_name = bx_objectid_name(key->objectid, key->type);
 	const char *type_name = bx_key_type_name(key->type);
+	char unknown[24];
 
+	if (key->type == 0 && key->objectid != BTRFS_FREE_SPACE_OBJECTID)
+		type_name = NULL;       /* UNTYPED only in the v1 space cache's keys */
+	if (!type_name) {
+		snprintf(unknown, sizeof(unknown), "UNKNOWN.%u", key->type);
+		type_name = unknown;
+	}
 	line_str(l, "(");
-	if (obj_name)
-		line_str(l, obj_name);
-	else
-		line_u64(l, key->objectid);
+	line_objectid(l, key->objectid, key->type);
 	line_str(l, " ");
-	if (type_name)
-		line_str(l, type_name);
-	else
-		line_u64(l, key->type);
+	line_str(l, type_name);
 	line_str(l, " ");
-	line_u64(l, key->offset);
+	if (is_qgroup_key(key->type))
+		line_qgroup(l, key->offset);
+	else if (key->type == BTRFS_UUID_KEY_SUBVOL || key->type == BTRFS_UUID_KEY_RECEIVED_SUBVOL)
+		line_hex64(l, key->offset);
+	else if (key->type == BTRFS_ROOT_ITEM_KEY && key->objectid == BTRFS_TREE_RELOC_OBJECTID)
+		line_objectid(l, key->offset, key->type);
+	else if (key->type != BTRFS_ROOT_ITEM_KEY && key->offset == UINT64_MAX)
+		line_str(l, "-1");
+	else
+		line_u64(l, key->offset);
 	line_str(l, ")");
 }
 
-static void format_key(char *buf, size_t len, const struct btrfs_key *key)
+void bx_key_text(const struct btrfs_key *key, char *buf, size_t len)
 {
 	struct line l = { buf, buf + len };
 
@@ -161,7 +238,7 @@ static void out_disk_key(struct bx_out *out, const char *name, const struct btrf
 	char text[96];
 
 	btrfs_disk_key_to_cpu(&key, dk);
-	format_key(text, sizeof(text), &key);
+	bx_key_text(&key, text, sizeof(text));
 	bx_out_str(out, name, text, BX_F_TEXT_ONLY);
 	bx_out_obj_begin(out, name, BX_OBJ_JSON_ONLY, NULL);
 	bx_out_u64(out, "objectid", key.objectid, 0);

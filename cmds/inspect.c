@@ -112,9 +112,8 @@ static void print_super(struct bx_out *out, const struct btrfs_super_block *sb, 
 	bx_out_u64(out, "flags", le64toh(sb->flags), BX_F_HEX);
 	bx_out_u64(out, "magic", le64toh(sb->magic), BX_F_HEX);
 	bx_out_uuid(out, "fsid", sb->fsid, 0);
-	bx_out_uuid(out, "metadata_uuid",
-		    (le64toh(sb->incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID) ?
-		    sb->metadata_uuid : sb->fsid, 0);
+	/* As stored, as btrfs-progs 6.19 prints it: all zeros without the metadata_uuid feature. */
+	bx_out_uuid(out, "metadata_uuid", sb->metadata_uuid, 0);
 	memcpy(label, sb->label, BTRFS_LABEL_SIZE);
 	label[BTRFS_LABEL_SIZE] = '\0';
 	bx_out_str(out, "label", label, 0);
@@ -262,14 +261,13 @@ static void print_key_json(struct bx_out *out, const struct btrfs_key *key)
 static void print_node_ptr(struct bx_out *out, const struct bx_eb *eb, int slot)
 {
 	const struct btrfs_key_ptr *ptr = bx_node_ptr(eb, slot);
-	const char *type_name;
 	struct btrfs_key key;
+	char text[96];
 
 	bx_item_key(eb, slot, &key);
-	type_name = bx_key_type_name(key.type);
+	bx_key_text(&key, text, sizeof(text));
 	bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
-	bx_out_textf(out, "key (%llu %s %llu) block %llu gen %llu", (unsigned long long)key.objectid,
-		     type_name ? type_name : "?", (unsigned long long)key.offset,
+	bx_out_textf(out, "key %s block %llu gen %llu", text,
 		     (unsigned long long)le64toh(ptr->blockptr),
 		     (unsigned long long)le64toh(ptr->generation));
 	print_key_json(out, &key);

@@ -520,19 +520,26 @@ def _name_set(names: str) -> set[str]:
 
 
 def _inline_ref(body: Body) -> dict:
-    """One inline backref line of an EXTENT_ITEM / METADATA_ITEM."""
-    if body.startswith(b"\t\ttree block backref root "):
-        (root,) = body.match(rb"\t\ttree block backref root (\S+)\n")
+    """One inline backref line of an EXTENT_ITEM / METADATA_ITEM. btrfs-progs
+    6.19 puts "(type 0xseq) " before each, and names roots; its owner ref
+    line reads "\t(172 0x5) textent owner root 5" (an escape typo in its
+    printf)."""
+    if body.startswith(b"\t(172 "):
+        (root,) = body.match(rb"\t\(172 0x[0-9a-f]+\) textent owner root (\d+)\n")
+        return {"type": KT["EXTENT_OWNER_REF"], "root": int(root)}
+    body.match(rb"\t\t(?:\(\d+ 0x[0-9a-f]+\) )?")
+    if body.startswith(b"tree block backref root "):
+        (root,) = body.match(rb"tree block backref root (\S+)\n")
         return {"type": KT["TREE_BLOCK_REF"], "root": oracle.parse_number(root)}
-    if body.startswith(b"\t\tshared block backref parent "):
-        (parent,) = body.match(rb"\t\tshared block backref parent (\d+)\n")
+    if body.startswith(b"shared block backref parent "):
+        (parent,) = body.match(rb"shared block backref parent (\d+)\n")
         return {"type": KT["SHARED_BLOCK_REF"], "parent": int(parent)}
-    if body.startswith(b"\t\textent data backref root "):
+    if body.startswith(b"extent data backref root "):
         root, objectid, offset, count = body.match(
-            rb"\t\textent data backref root (\S+) objectid (\d+) offset (\d+) count (\d+)\n")
+            rb"extent data backref root (\S+) objectid (\d+) offset (\d+) count (\d+)\n")
         return {"type": KT["EXTENT_DATA_REF"], "root": oracle.parse_number(root),
                 "objectid": int(objectid), "offset": int(offset), "count": int(count)}
-    parent, count = body.match(rb"\t\tshared data backref parent (\d+) count (\d+)\n")
+    parent, count = body.match(rb"shared data backref parent (\d+) count (\d+)\n")
     return {"type": KT["SHARED_DATA_REF"], "parent": int(parent), "count": int(count)}
 
 
@@ -671,7 +678,7 @@ def cmp_persistent_item(body: Body, o: dict, c: ItemCheck) -> None:
 
 # -- quota tree -------------------------------------------------------------
 
-QGROUP_STATUS_FLAGS = {"ON": 1, "OFF": 0, "SCANNING": 2, "INCONSISTENT": 4}
+QGROUP_STATUS_FLAGS = {"ON": 1, "OFF": 0, "SCANNING": 2, "INCONSISTENT": 4, "SIMPLE_MODE": 8}
 
 
 def _qgroupid(offset: int) -> str:
@@ -679,13 +686,18 @@ def _qgroupid(offset: int) -> str:
 
 
 def cmp_qgroup_status(body: Body, o: dict, c: ItemCheck) -> None:
-    """Progs 6.2 knows the ON, RESCAN (printed SCANNING) and INCONSISTENT bits."""
-    version, gen, flags, scan = body.match(
-        rb"\t\tversion (\d+) generation (\d+) flags (\S+) scan (\d+)\n")
+    """Progs 6.2 knows the ON, RESCAN (printed SCANNING) and INCONSISTENT bits;
+    6.19 SIMPLE_MODE too, and the enable_gen of simple quotas."""
+    version, gen, flags, scan, enable_gen = body.match(
+        rb"\t\tversion (\d+) generation (\d+) flags (\S+) scan (\d+)(?: enable_gen (\d+))?\n")
     c.eq("version", int(version), o["version"])
     c.eq("generation", int(gen), o["generation"])
-    c.eq("flags (ON|RESCAN|INCONSISTENT)", _flag_bits(flags, QGROUP_STATUS_FLAGS), o["flags"] & 7)
+    shown = 15 if "SIMPLE_MODE" in flags or enable_gen else 7
+    c.eq("flags", _flag_bits(flags, QGROUP_STATUS_FLAGS), o["flags"] & shown)
     c.eq("rescan", int(scan), o["rescan"])
+    if enable_gen is not None:
+        c.eq("enable_gen", int(enable_gen), o["enable_gen"])
+        c.note("QGROUP_STATUS enable_gen")
 
 
 def cmp_qgroup_info(body: Body, o: dict, c: ItemCheck) -> None:

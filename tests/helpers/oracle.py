@@ -20,6 +20,8 @@ output of btrfs-progs v6.2 (see test_oracle.py).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -378,8 +380,24 @@ def _as_list(devs: str | Sequence[str]) -> list[str]:
     return [str(d) for d in devs]
 
 
+# The btrfs binary every function here runs: Debian's (6.2) unless using_progs()
+# names another (tests/progs_619.py builds 6.19).
+PROGS = "btrfs"
+
+
+@contextlib.contextmanager
+def using_progs(binary: str | os.PathLike):
+    """Within the block, the parsers run @binary's dump-tree and dump-super."""
+    global PROGS
+    saved, PROGS = PROGS, str(binary)
+    try:
+        yield
+    finally:
+        PROGS = saved
+
+
 def run_progs(args: Sequence[str], check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(["btrfs", *args], capture_output=True, text=True,
+    p = subprocess.run([PROGS, *args], capture_output=True, text=True,
                        errors="surrogateescape")
     # btrfs-progs scans every block device; one that is being torn down by
     # someone else ("cannot scan /dev/loopN") says nothing about ours.
@@ -648,3 +666,33 @@ def parse_progs_scrub(text: str) -> dict[int, dict[str, int]]:
         if m and cur is not None:
             cur[m.group(1)] = int(m.group(2))
     return out
+
+
+def super_fields_differ(ours: dict, theirs: dict) -> tuple[int, list[str]]:
+    """Our ``inspect dump-super`` JSON superblock against progs' parsed one
+    (progs_dump_super): (fields compared, the fields that differ)."""
+    compared, differ = 0, []
+    theirs = dict(theirs)
+    if theirs.get("metadata_uuid") == theirs.get("fsid") and \
+            not int(theirs["incompat_flags"].split()[0], 16) & (1 << 10):
+        # btrfs-progs before 6.19 printed the fsid where the field is unused (zeros)
+        theirs["metadata_uuid"] = "00000000-0000-0000-0000-000000000000"
+    for name, value in ours.items():
+        pairs = [(f"{name}.{k}", v) for k, v in value.items()] if isinstance(value, dict) \
+            else [(name, value)]
+        for field_name, val in pairs:
+            if field_name not in theirs or field_name == "magic":
+                continue
+            want = (theirs[field_name].split() or [""])[0]
+            if isinstance(val, int) and not want.startswith("0x"):
+                want = int(want)
+            elif isinstance(val, int):
+                want = int(want, 16)
+            elif field_name == "csum":
+                want = want.removeprefix("0x")
+            if val != want:
+                differ.append(f"{field_name}: ours {val!r}, progs {want!r}")
+            compared += 1
+    if ours["magic"] != int.from_bytes(theirs["magic"].encode(), "little"):
+        differ.append("magic")
+    return compared, differ
