@@ -19,6 +19,7 @@
 #include "format/csum.h"
 #include "disk/io.h"
 #include "disk/volumes.h"
+#include "format/features.h"
 #include "disk/write.h"
 
 #define BLOCK_CACHE_SLOTS 1024
@@ -618,6 +619,27 @@ static int fs_init_from_super(struct bx_fs *fs)
 	return 0;
 }
 
+/*
+ * Before any tree is read: an incompat feature btrfsx does not know changes
+ * how they are to be read, a compat_ro one forbids writing (features.h).
+ */
+static int check_features(const struct bx_fs *fs, bool writing)
+{
+	char what[96];
+
+	switch (bx_features_check(le64toh(fs->sb.incompat_flags), le64toh(fs->sb.compat_ro_flags),
+				  writing, what, sizeof(what))) {
+	case BX_FEATURES_NO_READ:
+		return bx_error(-EOPNOTSUPP, "%s is not supported: btrfsx does not read this "
+				"filesystem", what);
+	case BX_FEATURES_NO_WRITE:
+		return bx_error(-EOPNOTSUPP, "%s is not supported for writing: btrfsx reads this "
+				"filesystem but does not write to it", what);
+	default:
+		return 0;
+	}
+}
+
 /* The newest superblock among the members speaks for the filesystem (a seed has its own). */
 static void fs_pick_super(struct bx_fs *fs)
 {
@@ -769,6 +791,9 @@ int bx_fs_open_timed(struct bx_fs **out, char *const *paths, int nr_paths, unsig
 	fs_pick_super(fs);
 	ret = fs_init_from_super(fs);
 	if (ret || (flags & BX_OPEN_SB_ONLY))
+		goto done;
+	ret = check_features(fs, flags & BX_OPEN_WRITE);
+	if (ret)
 		goto done;
 	fs->cache = bx_block_cache_new(BLOCK_CACHE_SLOTS);
 	if (!fs->cache) {

@@ -34,10 +34,8 @@
 #include <stdint.h>
 
 #include "format/ctree.h"
+#include "format/features.h"     /* BX_MKFS_INCOMPAT_UNFINISHED */
 #include "disk/write-plan.h"
-
-/* Marks superblocks written before the filesystem is complete (never on a finished one). */
-#define BX_MKFS_INCOMPAT_UNFINISHED (1ULL << 63)
 
 /* Filesystem features (bx_mkfs_options.features). */
 #define BX_MKFS_F_MIXED_BACKREF (1U << 0)      /* always on */

@@ -814,10 +814,7 @@ static int check_supported(const struct bx_fs *fs)
 	uint64_t incompat = le64toh(fs->sb.incompat_flags);
 	int ret;
 
-	if (incompat & BTRFS_FEATURE_INCOMPAT_EXTENT_TREE_V2)
-		return bx_error(-EOPNOTSUPP, "extent tree v2 filesystems are not supported");
-	if (incompat & BTRFS_FEATURE_INCOMPAT_RAID_STRIPE_TREE)
-		return bx_error(-EOPNOTSUPP, "filesystems with a raid stripe tree are not supported");
+	/* The other incompat features it does not read were refused by the open (features.h). */
 	if (incompat & BTRFS_FEATURE_INCOMPAT_ZONED)
 		return bx_error(-EOPNOTSUPP, "zoned filesystems are not supported");
 	if (!fs->csum_size)
