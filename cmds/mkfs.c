@@ -42,7 +42,9 @@ const char *const mkfs_usage[] = {
 	"-b|--byte-count <size>     use this size of each device; an image file is",
 	"                           created or grown to it",
 	"-O|--features <list>       extref, skinny-metadata, no-holes, free-space-tree,",
-	"                           quota; ^name turns one off (-R is the same)",
+	"                           block-group-tree (bgt), quota, squota; ^name turns",
+	"                           one off (-R is the same); the default is",
+	"                           mkfs.btrfs 6.19's: the first five",
 	"-f|--force                 overwrite existing filesystems and partition tables",
 	"-q|--quiet                 print nothing but errors (JSON is still printed)",
 	NULL
@@ -241,6 +243,7 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 	struct bx_mkfs_device *devs = NULL;
 	struct bx_mkfs_result *res = NULL;
 	uint8_t fsid[BTRFS_FSID_SIZE];
+	uint32_t features_asked = 0;
 	bool quiet = false;
 	uint64_t size;
 	int opt, ret = 0, nargs;
@@ -278,7 +281,7 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 			break;
 		case 'O':
 		case 'R':
-			ret = bx_mkfs_parse_features(optarg, &opts.features);
+			ret = bx_mkfs_parse_features(optarg, &opts.features, &features_asked);
 			break;
 		case 'f':
 			opts.force = true;
@@ -294,6 +297,8 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 			return bx_bad_value(ret);
 	}
 	ret = bx_mkfs_check_sizes(opts.sectorsize, opts.nodesize);
+	if (!ret)
+		ret = bx_mkfs_settle_features(&opts.features, features_asked);
 	if (ret)
 		return bx_bad_value(ret);
 	nargs = argc - optind;

@@ -455,7 +455,7 @@ struct btrfs_qgroup_status_item {
 	uint64_t generation;
 	uint64_t flags;
 	uint64_t rescan;
-} __attribute__((packed));
+} __attribute__((packed));     /* simple quotas append a u64 enable_gen */
 
 struct btrfs_qgroup_info_item {
 	uint64_t generation;

@@ -1,5 +1,5 @@
 /*
- * The contents of a new filesystem: the items of every tree mkfs.btrfs 6.2
+ * The contents of a new filesystem: the items of every tree mkfs.btrfs 6.19
  * writes for the same features, the placement of their blocks inside the
  * system and metadata chunks, and the superblocks.
  *
@@ -28,11 +28,13 @@ static const uint64_t tree_ids[BX_MKFS_NR_TREES] = {
 	[BX_MKFS_T_QUOTA] = BTRFS_QUOTA_TREE_OBJECTID,
 	[BX_MKFS_T_UUID] = BTRFS_UUID_TREE_OBJECTID,
 	[BX_MKFS_T_FREE_SPACE] = BTRFS_FREE_SPACE_TREE_OBJECTID,
+	[BX_MKFS_T_BLOCK_GROUP] = BTRFS_BLOCK_GROUP_TREE_OBJECTID,
 	[BX_MKFS_T_DATA_RELOC] = BTRFS_DATA_RELOC_TREE_OBJECTID,
 };
 
 #define BTRFS_FT_DIR 2
 #define QGROUP_STATUS_FLAG_ON 1ULL
+#define QGROUP_STATUS_FLAG_SIMPLE_MODE (1ULL << 3)
 #define QGROUP_STATUS_VERSION 1ULL
 
 static const char default_subvol_name[] = "default";
@@ -113,10 +115,18 @@ static int fill_chunk_tree(struct mkfs *mk)
 	return ret;
 }
 
+/* The kernel's per-device error counters (btrfs_dev_stats_item), as mkfs.btrfs 6.19 writes them. */
+#define DEV_STAT_VALUES 5
+
 static int fill_dev_tree(struct mkfs *mk)
 {
 	struct bx_tree_build *tb = &mk->trees[BX_MKFS_T_DEV];
+	const uint64_t stats[DEV_STAT_VALUES] = { 0 };
 	int ret = 0;
+
+	for (size_t i = 0; i < mk->nr_devs && !ret; i++)
+		ret = add(tb, BTRFS_DEV_STATS_OBJECTID, BTRFS_PERSISTENT_ITEM_KEY, i + 1, stats,
+			  sizeof(stats));
 
 	for (int c = 0; c < 3 && !ret; c++) {
 		const struct bx_mkfs_chunk *chunk = mk->chunks[c];
@@ -198,14 +208,26 @@ static int fill_uuid_tree(struct mkfs *mk)
 		   le64toh(offset), &subvol, sizeof(subvol));
 }
 
+/*
+ * The quota tree: the status item and the top subvolume's qgroup, which
+ * holds the fs tree's blocks. Simple quotas (squota) count what was written
+ * from enable_gen on, a field the status item then has: this filesystem's
+ * one generation, so every block counts, as in qgroup mode.
+ */
 static int fill_quota_tree(struct mkfs *mk)
 {
 	struct bx_tree_build *tb = &mk->trees[BX_MKFS_T_QUOTA];
 	uint64_t fs_bytes = mk->trees[BX_MKFS_T_FS].nr_blocks * (uint64_t)mk->nodesize;
-	struct btrfs_qgroup_status_item status = {
-		.version = htole64(QGROUP_STATUS_VERSION),
-		.generation = htole64(BX_MKFS_GENERATION),
-		.flags = htole64(QGROUP_STATUS_FLAG_ON),
+	bool simple = mk->features & BX_MKFS_F_SQUOTA;
+	struct {
+		struct btrfs_qgroup_status_item item;
+		uint64_t enable_gen;
+	} __attribute__((packed)) status = {
+		.item.version = htole64(QGROUP_STATUS_VERSION),
+		.item.generation = htole64(BX_MKFS_GENERATION),
+		.item.flags = htole64(QGROUP_STATUS_FLAG_ON |
+				      (simple ? QGROUP_STATUS_FLAG_SIMPLE_MODE : 0)),
+		.enable_gen = htole64(BX_MKFS_GENERATION),
 	};
 	struct btrfs_qgroup_info_item info = {
 		.generation = htole64(BX_MKFS_GENERATION),
@@ -217,7 +239,8 @@ static int fill_quota_tree(struct mkfs *mk)
 	struct btrfs_qgroup_limit_item limit = { 0 };
 	int ret;
 
-	ret = add(tb, 0, BTRFS_QGROUP_STATUS_KEY, 0, &status, sizeof(status));
+	ret = add(tb, 0, BTRFS_QGROUP_STATUS_KEY, 0, &status,
+		  simple ? sizeof(status) : sizeof(status.item));
 	if (!ret)
 		ret = add(tb, 0, BTRFS_QGROUP_INFO_KEY, BTRFS_FS_TREE_OBJECTID, &info, sizeof(info));
 	if (!ret)
@@ -330,7 +353,8 @@ static int add_tree_block_ref(struct mkfs *mk, const struct bx_tb_block *blk, ui
 		   buf, (uint32_t)size);
 }
 
-static int fill_extent_tree(struct mkfs *mk)
+/* The block group items: in their own tree with block-group-tree, else in the extent tree. */
+static int add_block_groups(struct mkfs *mk, struct bx_tree_build *tb)
 {
 	int ret = 0;
 
@@ -342,9 +366,23 @@ static int fill_extent_tree(struct mkfs *mk)
 			.flags = htole64(chunk->type),
 		};
 
-		ret = add(&mk->trees[BX_MKFS_T_EXTENT], chunk->logical, BTRFS_BLOCK_GROUP_ITEM_KEY,
-			  chunk->length, &bg, sizeof(bg));
+		ret = add(tb, chunk->logical, BTRFS_BLOCK_GROUP_ITEM_KEY, chunk->length, &bg,
+			  sizeof(bg));
 	}
+	return ret;
+}
+
+static int fill_block_group_tree(struct mkfs *mk)
+{
+	return add_block_groups(mk, &mk->trees[BX_MKFS_T_BLOCK_GROUP]);
+}
+
+static int fill_extent_tree(struct mkfs *mk)
+{
+	int ret = 0;
+
+	if (!mk->present[BX_MKFS_T_BLOCK_GROUP])
+		ret = add_block_groups(mk, &mk->trees[BX_MKFS_T_EXTENT]);
 	for (int t = 0; t < BX_MKFS_NR_TREES && !ret; t++) {
 		const struct mk_placed *p = &mk->placed[t];
 
@@ -481,15 +519,17 @@ static int fill_data_reloc_tree(struct mkfs *mk)
 	return fill_root_dir(mk, BX_MKFS_T_DATA_RELOC, 0, false);
 }
 
-/* The trees whose items depend on where the blocks are. */
+/* The trees whose items depend on where the blocks are (and the chunks' used bytes). */
 static const struct {
 	int tree;
 	int (*fill)(struct mkfs *mk);
 } dependent[] = {
 	{ BX_MKFS_T_EXTENT, fill_extent_tree },
 	{ BX_MKFS_T_FREE_SPACE, fill_free_space_tree },
+	{ BX_MKFS_T_BLOCK_GROUP, fill_block_group_tree },
 	{ BX_MKFS_T_ROOT, fill_root_tree },
 };
+#define NR_DEPENDENT (sizeof(dependent) / sizeof(dependent[0]))
 
 int bx_mkfs_plan_trees(struct mkfs *mk)
 {
@@ -505,21 +545,22 @@ int bx_mkfs_plan_trees(struct mkfs *mk)
 		{ BX_MKFS_T_DATA_RELOC, fill_data_reloc_tree },
 		{ BX_MKFS_T_QUOTA, fill_quota_tree },
 	};
-	size_t counts[3];
+	size_t counts[NR_DEPENDENT];
 	int ret = 0;
 
 	for (int t = 0; t < BX_MKFS_NR_TREES; t++) {
 		bx_tb_init(&mk->trees[t], tree_ids[t]);
 		mk->present[t] = true;
 	}
-	mk->present[BX_MKFS_T_QUOTA] = mk->features & BX_MKFS_F_QUOTA;
+	mk->present[BX_MKFS_T_QUOTA] = mk->features & (BX_MKFS_F_QUOTA | BX_MKFS_F_SQUOTA);
 	mk->present[BX_MKFS_T_FREE_SPACE] = mk->features & BX_MKFS_F_FREE_SPACE_TREE;
+	mk->present[BX_MKFS_T_BLOCK_GROUP] = mk->features & BX_MKFS_F_BLOCK_GROUP_TREE;
 	/* The quota tree counts the fs tree's blocks, so it comes after it. */
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && !ret; i++)
 		if (mk->present[fixed[i].tree])
 			ret = refill(mk, fixed[i].tree, fixed[i].fill);
 	/* First guesses: one leaf each. */
-	for (size_t i = 0; i < 3 && !ret; i++)
+	for (size_t i = 0; i < NR_DEPENDENT && !ret; i++)
 		ret = refill(mk, dependent[i].tree, no_items);
 	for (int round = 0; !ret; round++) {
 		bool settled = true;
@@ -527,7 +568,7 @@ int bx_mkfs_plan_trees(struct mkfs *mk)
 		if (round == 32)
 			return bx_error(-ELOOP, "the tree layout does not settle");
 		ret = assign_addresses(mk);
-		for (size_t i = 0; i < 3 && !ret; i++) {
+		for (size_t i = 0; i < NR_DEPENDENT && !ret; i++) {
 			counts[i] = mk->trees[dependent[i].tree].nr_blocks;
 			if (mk->present[dependent[i].tree])
 				ret = refill(mk, dependent[i].tree, dependent[i].fill);
@@ -540,7 +581,7 @@ int bx_mkfs_plan_trees(struct mkfs *mk)
 		 * contents name the final layout (first keys, root levels).
 		 */
 		ret = assign_addresses(mk);
-		for (size_t i = 0; i < 3 && !ret; i++) {
+		for (size_t i = 0; i < NR_DEPENDENT && !ret; i++) {
 			if (mk->present[dependent[i].tree])
 				ret = refill(mk, dependent[i].tree, dependent[i].fill);
 			if (!ret && counts[i] != mk->trees[dependent[i].tree].nr_blocks)

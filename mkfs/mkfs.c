@@ -42,17 +42,34 @@ static const struct {
 	{ "raid56", BX_MKFS_F_RAID56, true },
 	{ "raid1c34", BX_MKFS_F_RAID1C34, true },
 	{ "quota", BX_MKFS_F_QUOTA, true },
+	{ "block-group-tree", BX_MKFS_F_BLOCK_GROUP_TREE, true },
+	{ "squota", BX_MKFS_F_SQUOTA, true },
+};
+
+/* mkfs.btrfs's short names. */
+static const struct {
+	const char *alias, *name;
+} feature_aliases[] = {
+	{ "bgt", "block-group-tree" },
+	{ "fst", "free-space-tree" },
 };
 
 /* Features of mkfs.btrfs that btrfsx mkfs does not make. */
 static const char *const unsupported_features[] = {
-	"mixed-bg", "zoned", "block-group-tree", "extent-tree-v2", "raid-stripe-tree",
-	"squota", "metadata-uuid",
+	"mixed-bg", "zoned", "extent-tree-v2", "raid-stripe-tree", "metadata-uuid",
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-int bx_mkfs_parse_features(const char *list, uint32_t *features)
+static const char *canonical_feature(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(feature_aliases); i++)
+		if (!strcasecmp(name, feature_aliases[i].alias))
+			return feature_aliases[i].name;
+	return name;
+}
+
+int bx_mkfs_parse_features(const char *list, uint32_t *features, uint32_t *asked)
 {
 	char *copy = strdup(list), *save = NULL, *tok;
 	int ret = 0;
@@ -68,6 +85,7 @@ int bx_mkfs_parse_features(const char *list, uint32_t *features)
 		for (char *p = (char *)name; *p; p++)
 			if (*p == '_')
 				*p = '-';
+		name = canonical_feature(name);
 		for (i = 0; i < ARRAY_SIZE(feature_table); i++)
 			if (!strcasecmp(name, feature_table[i].name))
 				break;
@@ -76,6 +94,7 @@ int bx_mkfs_parse_features(const char *list, uint32_t *features)
 				*features &= ~feature_table[i].bit;
 			else
 				*features |= feature_table[i].bit;
+			*asked |= feature_table[i].bit;
 			continue;
 		}
 		if (i < ARRAY_SIZE(feature_table)) {
@@ -90,11 +109,26 @@ int bx_mkfs_parse_features(const char *list, uint32_t *features)
 				       "use mkfs.btrfs for it", name);
 		else
 			ret = bx_error(-EINVAL, "unknown feature '%s' (extref, skinny-metadata, "
-				       "no-holes, free-space-tree, raid56, raid1c34, quota; ^name "
-				       "turns one off)", name);
+				       "no-holes, free-space-tree, block-group-tree, raid56, "
+				       "raid1c34, quota, squota; ^name turns one off)", name);
 	}
 	free(copy);
 	return ret;
+}
+
+int bx_mkfs_settle_features(uint32_t *features, uint32_t asked)
+{
+	const uint32_t needs = BX_MKFS_F_NO_HOLES | BX_MKFS_F_FREE_SPACE_TREE;
+
+	if ((*features & BX_MKFS_F_SQUOTA) && (*features & BX_MKFS_F_QUOTA))
+		*features &= ~BX_MKFS_F_QUOTA;
+	if (!(*features & BX_MKFS_F_BLOCK_GROUP_TREE) || (*features & needs) == needs)
+		return 0;
+	if (asked & BX_MKFS_F_BLOCK_GROUP_TREE)
+		return bx_error(-EINVAL, "block-group-tree needs no-holes and free-space-tree");
+	*features &= ~BX_MKFS_F_BLOCK_GROUP_TREE;
+	bx_warn("block-group-tree is off: it needs no-holes and free-space-tree");
+	return 0;
 }
 
 void bx_mkfs_feature_names(uint32_t features, char *buf, size_t len)
@@ -194,11 +228,15 @@ static int check_options(struct mkfs *mk)
 {
 	const struct bx_mkfs_options *opts = mk->opts;
 	long page = sysconf(_SC_PAGESIZE);
+	uint32_t features = opts->features;
 	int ret;
 
 	if (!opts->nr_devs)
 		return bx_error(-EINVAL, "no device given");
 	ret = bx_mkfs_check_sizes(opts->sectorsize, opts->nodesize);
+	/* Settled already by the command line; a library caller's are refused, not changed. */
+	if (!ret)
+		ret = bx_mkfs_settle_features(&features, BX_MKFS_F_BLOCK_GROUP_TREE);
 	if (ret)
 		return ret;
 	mk->sectorsize = default_sectorsize(opts->sectorsize);
@@ -225,7 +263,7 @@ static int check_options(struct mkfs *mk)
 	if (ret)
 		return ret;
 
-	mk->features = opts->features | BX_MKFS_F_MIXED_BACKREF;
+	mk->features = features | BX_MKFS_F_MIXED_BACKREF;
 	if ((opts->data_profile | opts->metadata_profile) & BTRFS_BLOCK_GROUP_RAID56_MASK) {
 		mk->features |= BX_MKFS_F_RAID56;
 		bx_warn("RAID5/6 support has known problems; it is strongly discouraged besides "
@@ -235,6 +273,9 @@ static int check_options(struct mkfs *mk)
 	    (BTRFS_BLOCK_GROUP_RAID1C3 | BTRFS_BLOCK_GROUP_RAID1C4))
 		mk->features |= BX_MKFS_F_RAID1C34;
 	mk->incompat = BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF;
+	/* Meaningless today, but mkfs.btrfs sets it (and the kernel at mount) for such nodes. */
+	if (page > 0 && mk->nodesize > (uint32_t)page)
+		mk->incompat |= BTRFS_FEATURE_INCOMPAT_BIG_METADATA;
 	if (mk->features & BX_MKFS_F_EXTREF)
 		mk->incompat |= BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF;
 	if (mk->features & BX_MKFS_F_SKINNY_METADATA)
@@ -245,9 +286,13 @@ static int check_options(struct mkfs *mk)
 		mk->incompat |= BTRFS_FEATURE_INCOMPAT_RAID56;
 	if (mk->features & BX_MKFS_F_RAID1C34)
 		mk->incompat |= BTRFS_FEATURE_INCOMPAT_RAID1C34;
+	if (mk->features & BX_MKFS_F_SQUOTA)
+		mk->incompat |= BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA;
 	if (mk->features & BX_MKFS_F_FREE_SPACE_TREE)
 		mk->compat_ro = BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE |
 				BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID;
+	if (mk->features & BX_MKFS_F_BLOCK_GROUP_TREE)
+		mk->compat_ro |= BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
 	return 0;
 }
 

@@ -46,17 +46,29 @@
 #define BX_MKFS_F_RAID56 (1U << 5)             /* set by the profiles */
 #define BX_MKFS_F_RAID1C34 (1U << 6)           /* set by the profiles */
 #define BX_MKFS_F_QUOTA (1U << 7)
-/* What mkfs.btrfs 6.2 enables by default. */
+#define BX_MKFS_F_BLOCK_GROUP_TREE (1U << 8)   /* needs no-holes and free-space-tree */
+#define BX_MKFS_F_SQUOTA (1U << 9)             /* quota in simple mode */
+/* What mkfs.btrfs 6.19 enables by default. */
 #define BX_MKFS_F_DEFAULT (BX_MKFS_F_MIXED_BACKREF | BX_MKFS_F_EXTREF | \
 			   BX_MKFS_F_SKINNY_METADATA | BX_MKFS_F_NO_HOLES | \
-			   BX_MKFS_F_FREE_SPACE_TREE)
+			   BX_MKFS_F_FREE_SPACE_TREE | BX_MKFS_F_BLOCK_GROUP_TREE)
 
 /*
  * Parses a comma separated feature list ("no-holes,^free-space-tree,quota")
- * into @features, which holds the defaults on entry. Returns 0 or -EINVAL
- * naming the unknown or unsupported feature.
+ * into @features, which holds the defaults on entry; the features named
+ * (on or off) are added to *@asked. Returns 0 or -EINVAL naming the unknown
+ * or unsupported feature.
  */
-int bx_mkfs_parse_features(const char *list, uint32_t *features);
+int bx_mkfs_parse_features(const char *list, uint32_t *features, uint32_t *asked);
+
+/*
+ * The features that go together, as mkfs.btrfs 6.19 has them: the block
+ * group tree needs no-holes and the free space tree; when it was not asked
+ * for (@asked), turning either off drops it with a warning; asked for, it
+ * is refused (-EINVAL). squota is the quota tree in simple mode: with
+ * quota, squota wins.
+ */
+int bx_mkfs_settle_features(uint32_t *features, uint32_t asked);
 /* The feature names of @features, comma separated, into @buf. */
 void bx_mkfs_feature_names(uint32_t features, char *buf, size_t len);
 

@@ -14,6 +14,8 @@ PACKAGES=(
 	python3-prometheus-client python3-jsonschema
 	prometheus prometheus-node-exporter
 	debhelper dh-python lintian
+	# building btrfs-progs 6.19, the second oracle (tests/helpers/progs_619.py)
+	libzstd-dev liblzo2-dev libudev-dev
 )
 # Services whose packages start them on installation (Debian's postinst does
 # where an init system runs): the tests start their own, on their own ports.

@@ -1,7 +1,8 @@
 """btrfsx mkfs on real loop devices: every profile and checksum that
-mkfs.btrfs accepts on the same devices (btrfs check, kernel mount, files
-written and read back, check again), chunk placement by allocation hints as
-btrfs-progs reads it, the trees and item types mkfs.btrfs writes, RAID5/6
+mkfs.btrfs accepts on the same devices (btrfs check 6.19, kernel mount,
+files written and read back, check again), chunk placement by allocation
+hints as btrfs-progs reads it, the trees and item types mkfs.btrfs 6.19
+writes (its defaults: block-group-tree), RAID5/6
 parity, refusals that write nothing, and a crash after every single write."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from helpers import crashutil
 from helpers import fsutil
 from helpers import oracle
+from helpers import progs_619
 
 pytestmark = pytest.mark.root
 
@@ -44,10 +46,7 @@ def progs_accepts(devs, data, metadata, csum) -> bool:
 
 
 def progs_check(devs):
-    p = subprocess.run(["btrfs", "check", "--readonly", devs[0]], capture_output=True,
-                       text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return p.stdout + p.stderr
+    return progs_619.check(devs)
 
 
 def forget(devs):
@@ -147,12 +146,14 @@ def test_raid56_parity(loopdevs, btrfsx_json, profile, ndevs):
 # ---------------------------------------------------------------- what is written
 
 OPTION_SETS = {
-    # name: (ndevs, btrfsx options, mkfs.btrfs options)
+    # name: (ndevs, btrfsx options, mkfs.btrfs 6.19 options)
     "default": (1, [], []),
+    "no-bgt": (1, ["-O", "^block-group-tree"], ["-O", "^block-group-tree"]),
     "raid1-two": (2, ["-m", "raid1", "-d", "raid1"], ["-m", "raid1", "-d", "raid1"]),
     "old-format": (1, ["-O", "^skinny-metadata,^no-holes,^free-space-tree"],
-                   ["-O", "^skinny-metadata,^no-holes", "-R", "^free-space-tree"]),
-    "quota": (1, ["-O", "quota"], ["-R", "quota"]),
+                   ["-O", "^skinny-metadata,^no-holes,^free-space-tree"]),
+    "quota": (1, ["-O", "quota"], ["-O", "quota"]),
+    "squota": (1, ["-O", "squota"], ["-O", "squota"]),
     "raid1c3-sha256": (3, ["-m", "raid1c3", "-d", "raid10", "--csum", "sha256"],
                        ["-m", "raid1c3", "-d", "raid10", "--csum", "sha256"]),
 }
@@ -165,17 +166,49 @@ def test_trees_and_items_like_mkfs_btrfs(loopdevs, run_btrfsx, name):
     ndevs, ours, theirs = OPTION_SETS[name]
     loops = loopdevs(ndevs, size=SIZE)
     devs = loops.devs
-    fsutil.run(["mkfs.btrfs", "-f", "-q", "-K", *theirs, *devs])
-    progs_types = types_by_tree(devs)
-    progs_sb = super_fields(devs[0], SB_FIELDS)
-    btrfsx_mkfs(run_btrfsx, "-f", "-q", *ours, *devs)
-    assert types_by_tree(devs) == progs_types
-    assert super_fields(devs[0], SB_FIELDS) == progs_sb
+    progs_619.mkfs(devs, *theirs)
+    with oracle.using_progs(progs_619.bindir() / "btrfs"):
+        progs_types = types_by_tree(devs)
+        progs_sb = super_fields(devs[0], SB_FIELDS)
+        btrfsx_mkfs(run_btrfsx, "-f", "-q", *ours, *devs)
+        assert types_by_tree(devs) == progs_types
+        assert super_fields(devs[0], SB_FIELDS) == progs_sb
     out = progs_check(devs)
-    if name == "quota":
-        assert "checking quota groups" in out and "not enabled" not in out
+    if "quota" in name:
+        assert "checking quota groups\n" in out and "not enabled" not in out
     mount_write_read(devs)
     progs_check(devs)
+
+
+@pytest.mark.parametrize("options, want, warning", [
+    ([], {"block-group-tree", "free-space-tree", "no-holes"}, None),
+    (["-O", "^bgt"], {"free-space-tree", "no-holes"}, None),
+    (["-O", "^no-holes"], {"free-space-tree"}, "block-group-tree is off"),
+    (["-R", "^free-space-tree"], {"no-holes"}, "block-group-tree is off"),
+    (["-O", "quota,squota"], {"block-group-tree", "squota"}, None),
+])
+def test_feature_defaults_as_mkfs_btrfs_6_19(run_btrfsx, btrfsx_json, tmp_path, options, want,
+                                             warning):
+    """block-group-tree by default; it needs no-holes and the free space tree,
+    and goes (with a warning) when one of them is turned off; squota is the
+    quota tree in simple mode."""
+    image = tmp_path / "fs.img"
+    doc = btrfsx_json("mkfs", "-q", "-b", "256M", *options, image)
+    got = set(doc["filesystem"]["features"])
+    assert want <= got and not ({"block-group-tree", "squota", "quota"} - want) & got, got
+    assert (warning is None) == ("warnings" not in doc), doc.get("warnings")
+    if warning:
+        assert any(warning in w for w in doc["warnings"]), doc["warnings"]
+    sb = btrfsx_json("inspect", "dump-super", image)["superblock"]
+    assert bool(sb["compat_ro_flags"] & 8) == ("block-group-tree" in want)
+    assert bool(sb["incompat_flags"] & (1 << 16)) == ("squota" in want)
+
+
+def test_block_group_tree_refused_without_what_it_needs(run_btrfsx, tmp_path):
+    image = tmp_path / "fs.img"
+    _, out, err = run_btrfsx("mkfs", "-b", "256M", "-O", "bgt,^free-space-tree", image, check=2)
+    assert "block-group-tree needs no-holes and free-space-tree" in err
+    assert not image.exists()
 
 
 def test_block_group_and_device_accounting(loopdevs, btrfsx_json):
