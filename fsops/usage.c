@@ -708,6 +708,11 @@ static void warn_about(const struct bx_usage_input *in, struct bx_usage_report *
 		bx_warn("data chunks can take %s of the metadata_preferred devices' unallocated "
 			"space once the other devices are full; metadata_only keeps it for metadata",
 			taken);
+	/* Said, not a warning bit: it is about this reading, not the filesystem. */
+	if (rep->mixed && !in->have_global_reserve)
+		bx_warn("not mounted, the global reserve is not known: Free (estimated) and Free "
+			"(model) do not subtract it, as btrfs-progs and a mounted filesystem do "
+			"with mixed block groups");
 }
 
 int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,

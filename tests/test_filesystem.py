@@ -113,6 +113,24 @@ def test_overall_equals_progs(loopdevs, run_btrfsx, btrfsx_json, sizes, data, me
         assert f"Size:{s['size']}, Used:{s['used']}" in out
 
 
+def test_mixed_unmounted_says_the_reserve_is_not_subtracted(loopdevs, btrfsx_json):
+    """Regression (issue 32): with mixed block groups a mounted filesystem's
+    free space (and btrfs-progs') has the unused global reserve taken off;
+    unmounted it is not known, is not taken off, and a warning says so."""
+    loops = make_fs(loopdevs, ["768M", "1G"], "single", "single", ("--mixed",))
+    with fsutil.mounted(loops.devs) as mnt:
+        put_data(mnt, prealloc=0)
+        fsutil.run(["sync"])
+        on = btrfsx_json("filesystem", "usage", mnt)
+    off = btrfsx_json("filesystem", "usage", *loops.devs)
+    reserve = on["overall"]["global_reserve"] - on["overall"]["global_reserve_used"]
+    assert reserve > 0 and "warnings" not in on, on.get("warnings")
+    assert off["free_estimated"] - on["free_estimated"] == reserve
+    assert off["overall"]["free_estimated_by_ratio"] - \
+        on["overall"]["free_estimated_by_ratio"] == reserve
+    assert any("global reserve is not known" in w for w in off["warnings"]), off["warnings"]
+
+
 UNIT_OPTIONS = [(), ("-h",), ("--human-readable",), ("-H",), ("--si",), ("--iec",), ("-k",),
                 ("-m",), ("-g",), ("-t",), ("--si", "-m"), ("-H", "--iec"), ("--raw",), ("-b",)]
 
