@@ -295,14 +295,15 @@ static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
 	in->hints_effective = any && all_effective;
 }
 
-bool bx_kernel_sort_pre_6_9(void)
+uint32_t bx_kernel_alloc_flags(void)
 {
-	struct utsname u;
-	unsigned int major = 0, minor = 0;
+	uint32_t flags = 0;
 
-	if (uname(&u) || sscanf(u.release, "%u.%u", &major, &minor) != 2)
-		return false;
-	return major < 6 || (major == 6 && minor < 9);
+	if (!bx_kernel_at_least(6, 9))
+		flags |= BX_ALLOC_SORT_PRE_6_9;
+	if (bx_kernel_at_least(6, 2))
+		flags |= BX_ALLOC_DATA_ONLY_LAST;
+	return flags;
 }
 
 bool bx_kernel_at_least(unsigned int major, unsigned int minor)
@@ -353,10 +354,10 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 	if (ret)
 		return ret;
 	in->mounted = true;
-	in->kernel_sort_pre_6_9 = bx_kernel_sort_pre_6_9();
+	in->kernel_flags = bx_kernel_alloc_flags();
 	in->kernel_size_classes = bx_kernel_at_least(6, 3);
 	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
-	snprintf(in->path, sizeof(in->path), "%s", path);
+	snprintf(in->path, sizeof(in->path), "%s", mfs.path);
 	memcpy(in->fsid, mfs.fsid, sizeof(in->fsid));
 	in->nodesize = mfs.nodesize;
 	in->sectorsize = mfs.sectorsize;
@@ -590,7 +591,7 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 
 	memset(in, 0, sizeof(*in));
 	/* The kernel that will mount it is unknown: the running one is the best guess. */
-	in->kernel_sort_pre_6_9 = bx_kernel_sort_pre_6_9();
+	in->kernel_flags = bx_kernel_alloc_flags();
 	in->kernel_size_classes = bx_kernel_at_least(6, 3);
 	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
 	ret = bx_fs_open(&o.fs, paths, nr_paths, BX_OPEN_DEGRADED);

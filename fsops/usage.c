@@ -452,12 +452,11 @@ int bx_usage_model_init(const struct bx_usage_input *in, uint32_t model_flags,
 
 uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in)
 {
-	uint32_t flags = 0;
+	uint32_t flags = in->kernel_flags & ~BX_ALLOC_DATA_ONLY_LAST;
 
-	if (in->kernel_sort_pre_6_9)
-		flags |= BX_ALLOC_SORT_PRE_6_9;
+	/* Only a kernel known to run a hint patch shows its order of data_only. */
 	if (in->mounted && in->hints_effective)
-		flags |= BX_ALLOC_HINT_KERNEL;
+		flags |= BX_ALLOC_HINT_KERNEL | (in->kernel_flags & BX_ALLOC_DATA_ONLY_LAST);
 	return flags;
 }
 
@@ -745,10 +744,9 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 		alloc_flags |= BX_ALLOC_IGNORE_HINTS;
 	if (flags & BX_USAGE_STRICT)
 		alloc_flags |= BX_ALLOC_STRICT;
-	if (in->kernel_sort_pre_6_9)
-		alloc_flags |= BX_ALLOC_SORT_PRE_6_9;
+	alloc_flags |= in->kernel_flags & ~BX_ALLOC_DATA_ONLY_LAST;
 	if (in->mounted && in->hints_effective && rep->hints_honoured)
-		alloc_flags |= BX_ALLOC_HINT_KERNEL;
+		alloc_flags |= BX_ALLOC_HINT_KERNEL | (in->kernel_flags & BX_ALLOC_DATA_ONLY_LAST);
 	rep->model_flags = alloc_flags;
 	if (!in->hints_effective && any_hint && !(flags & BX_USAGE_IGNORE_HINTS))
 		rep->warnings |= BX_USAGE_W_HINTS_IGNORED;

@@ -131,7 +131,7 @@ struct bx_usage_input {
 	 * asked of the running kernel (bx_hint_kernel_support).
 	 */
 	int kernel_hints;
-	bool kernel_sort_pre_6_9;	/* the running kernel's sort() is 6.8's or older */
+	uint32_t kernel_flags;		/* the running kernel's BX_ALLOC_* (bx_kernel_alloc_flags) */
 	size_t nr_devs;
 	struct bx_usage_dev *devs;	/* sorted by devid (the kernel's alloc_list order) */
 	size_t nr_spaces;
@@ -174,11 +174,13 @@ struct bx_usage_input {
 };
 
 /*
- * True when the running kernel's sort() (lib/sort.c) is the heapsort of
- * kernels before 6.9, which orders devices with equal free space
- * differently (the readers fill bx_usage_input.kernel_sort_pre_6_9 with it).
+ * What the running kernel's release says of its allocator, as BX_ALLOC_*
+ * flags (the readers fill bx_usage_input.kernel_flags with it): before 6.9
+ * its sort() orders devices with equal free space differently
+ * (BX_ALLOC_SORT_PRE_6_9); from 6.2 on, built with -funsigned-char, the
+ * hint patches sort data_only devices last for data (BX_ALLOC_DATA_ONLY_LAST).
  */
-bool bx_kernel_sort_pre_6_9(void);
+uint32_t bx_kernel_alloc_flags(void);
 
 /* True when the running kernel is @major.@minor or later (unknown: true). */
 bool bx_kernel_at_least(unsigned int major, unsigned int minor);

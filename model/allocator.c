@@ -112,6 +112,10 @@ int bx_alloc_limits(uint64_t type, uint64_t fs_total_bytes, uint32_t nodesize,
 /* Tier of each hint for data chunks and for metadata/system chunks (README's table). */
 static const uint8_t tier_data[BX_HINT_MAX_KNOWN + 1] = { 2, 3, BX_TIER_NEVER, 1, 4 };
 static const uint8_t tier_meta[BX_HINT_MAX_KNOWN + 1] = { 3, 2, 1, BX_TIER_NEVER, 4 };
+/* For data with BX_ALLOC_DATA_ONLY_LAST: the map's priorities 0, -1, -99, -255. */
+static const uint8_t tier_data_unsigned_map[BX_HINT_MAX_KNOWN + 1] = {
+	1, 2, BX_TIER_NEVER, 4, 3
+};
 
 int bx_alloc_hint_tier(uint64_t hint, uint64_t type, uint32_t flags, bool *unknown)
 {
@@ -127,7 +131,9 @@ int bx_alloc_hint_tier(uint64_t hint, uint64_t type, uint32_t flags, bool *unkno
 		else if (hint == BX_HINT_METADATA_PREFERRED)
 			hint = BX_HINT_METADATA_ONLY;
 	}
-	return data ? tier_data[hint] : tier_meta[hint];
+	if (!data)
+		return tier_meta[hint];
+	return (flags & BX_ALLOC_DATA_ONLY_LAST) ? tier_data_unsigned_map[hint] : tier_data[hint];
 }
 
 /* ---- devices ---- */

@@ -47,6 +47,15 @@
  * order than on mainline.
  */
 #define BX_ALLOC_HINT_KERNEL (1U << 3)
+/*
+ * The hint patches keep each hint's priority in a char map where data_only
+ * is -1, negated for data chunks. Linux 6.2 and later build with
+ * -funsigned-char: -1 is 255 there, and data_only devices come last for data
+ * (after data_preferred, metadata_preferred, none) instead of first. The
+ * V12 series and the ports of both series to 6.12 behave so; the flag models
+ * it (metadata's order and every exclusion stay as they are).
+ */
+#define BX_ALLOC_DATA_ONLY_LAST (1U << 4)
 
 /* bx_alloc_chunk.flags */
 #define BX_ALLOC_F_HINTS (1U << 0)	  /* hints decided the device set */

@@ -939,7 +939,7 @@ int ps_materialize(const struct plan_state *s, struct bx_usage_input *out)
 	out->nodesize = in->nodesize;
 	out->sectorsize = in->sectorsize;
 	out->hints_effective = in->hints_effective;
-	out->kernel_sort_pre_6_9 = in->kernel_sort_pre_6_9;
+	out->kernel_flags = in->kernel_flags;
 	out->have_global_reserve = in->have_global_reserve;
 	out->global_reserve = in->global_reserve;
 	out->global_reserve_used = in->global_reserve_used;

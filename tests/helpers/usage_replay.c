@@ -313,7 +313,7 @@ static int replay(const char *before_file, const char *after_file, bool ignore_h
 	struct state before, after;
 	struct replay rp = {
 		.before = &before, .after = &after, .ignore_hints = ignore_hints,
-		.params.flags = (bx_kernel_sort_pre_6_9() ? BX_ALLOC_SORT_PRE_6_9 : 0) |
+		.params.flags = bx_kernel_alloc_flags() |
 				(hint_kernel ? BX_ALLOC_HINT_KERNEL : 0),
 	};
 	struct bx_alloc_sim *sim = NULL;

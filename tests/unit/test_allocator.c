@@ -992,6 +992,51 @@ static void test_hints_misc(void)
 	freedevs(d, 2);
 }
 
+/*
+ * BX_ALLOC_DATA_ONLY_LAST (the hint patches' char map on kernels built with
+ * -funsigned-char, 6.2 on; the 6.12 guests place every chunk so): for data
+ * chunks data_only is the last tier, after data_preferred, metadata_preferred
+ * and none; metadata keeps its order. Devices 1..4: data_only 10 GiB,
+ * data_preferred 20, metadata_preferred 30, none 40.
+ */
+static void test_hints_data_only_last(void)
+{
+	static const uint64_t sz[4] = { 10 * GiB, 20 * GiB, 30 * GiB, 40 * GiB };
+	static const uint64_t hint[4] = { BX_HINT_DATA_ONLY, BX_HINT_DATA_PREFERRED,
+					  BX_HINT_METADATA_PREFERRED, BX_HINT_NONE };
+	static const uint64_t one[] = { 1 }, two[] = { 2 }, r1[] = { 2, 1 }, r1_last[] = { 3, 2 },
+			      meta[] = { 3, 2 };
+	struct bx_alloc_params last = { .flags = BX_ALLOC_DATA_ONLY_LAST };
+	struct bx_alloc_device d[4];
+	struct bx_alloc_chunk c;
+
+	CHECK_INT(bx_alloc_hint_tier(BX_HINT_DATA_ONLY, DATA, BX_ALLOC_DATA_ONLY_LAST, NULL), 4,
+		  "data_only last for data");
+	CHECK_INT(bx_alloc_hint_tier(BX_HINT_NONE, DATA, BX_ALLOC_DATA_ONLY_LAST, NULL), 3,
+		  "none before it");
+	CHECK_INT(bx_alloc_hint_tier(BX_HINT_METADATA_ONLY, DATA, BX_ALLOC_DATA_ONLY_LAST, NULL),
+		  BX_TIER_NEVER, "metadata_only still excluded");
+	CHECK_INT(bx_alloc_hint_tier(BX_HINT_DATA_ONLY, META, BX_ALLOC_DATA_ONLY_LAST, NULL),
+		  BX_TIER_NEVER, "no metadata on data_only");
+	mkdevs(d, 4, sz, hint);
+	CHECK_INT(bx_alloc_decide(d, 4, DATA, NULL, &c), 0, "data");
+	check_devids(&c, one, 1, "data on data_only");
+	bx_alloc_chunk_release(&c);
+	CHECK_INT(bx_alloc_decide(d, 4, DATA, &last, &c), 0, "data, data_only last");
+	check_devids(&c, two, 1, "data on data_preferred");
+	bx_alloc_chunk_release(&c);
+	CHECK_INT(bx_alloc_decide(d, 4, DATA | RAID1, NULL, &c), 0, "data raid1");
+	check_devids(&c, r1, 2, "data raid1: data_only and data_preferred");
+	bx_alloc_chunk_release(&c);
+	CHECK_INT(bx_alloc_decide(d, 4, DATA | RAID1, &last, &c), 0, "data raid1, data_only last");
+	check_devids(&c, r1_last, 2, "data raid1: data_preferred and metadata_preferred");
+	bx_alloc_chunk_release(&c);
+	CHECK_INT(bx_alloc_decide(d, 4, META | RAID1, &last, &c), 0, "metadata raid1");
+	check_devids(&c, meta, 2, "metadata as without the flag");
+	bx_alloc_chunk_release(&c);
+	freedevs(d, 4);
+}
+
 /* ---- the simulation equals decide + apply, step by step ---- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
@@ -1311,6 +1356,7 @@ int main(void)
 	test_hints_d();
 	test_hints_e();
 	test_hints_misc();
+	test_hints_data_only_last();
 	test_sim_equals_decide();
 	test_fill_equals_reference();
 	test_speed();
