@@ -113,6 +113,11 @@ def family(name: str) -> str:
     return series_info(name).family
 
 
+def newer(name: str) -> bool:
+    """Whether series @name runs on a line after FIRST_LINE (6.12)."""
+    return series_info(name).kernel != FIRST_LINE
+
+
 def full_matrix() -> bool:
     return os.environ.get("BTRFSX_VM_MATRIX", "") == "full"
 
