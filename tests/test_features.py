@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
+from helpers import fsutil
 
 pytestmark = pytest.mark.root
 

@@ -9,7 +9,7 @@ set, a scrub repair, btrfsx mkfs and the kernel's writes on it) 6.19's
 
 Each profile is made once, the checksums in turn; BTRFSX_ORACLE_MATRIX=full
 makes every profile with every checksum. 6.19 is built once per machine
-(tests/progs_619.py); without its sources these tests skip and say where
+(tests/helpers/progs_619.py); without its sources these tests skip and say where
 they go.
 """
 from __future__ import annotations
@@ -18,11 +18,11 @@ import os
 
 import pytest
 
-import fsutil
-import item_values
-import oracle
-import progs_619
-from fslayout import Layout, write_at
+from helpers import fsutil
+from helpers import item_values
+from helpers import oracle
+from helpers import progs_619
+from helpers.fslayout import Layout, write_at
 
 pytestmark = pytest.mark.root
 

@@ -381,7 +381,7 @@ def _as_list(devs: str | Sequence[str]) -> list[str]:
 
 
 # The btrfs binary every function here runs: Debian's (6.2) unless using_progs()
-# names another (tests/progs_619.py builds 6.19).
+# names another (tests/helpers/progs_619.py builds 6.19).
 PROGS = "btrfs"
 
 

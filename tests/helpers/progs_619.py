@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-import fsutil
+from helpers import fsutil
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 TARBALL = "btrfs-progs-v6.19.tar.xz"
 # What its ./configure needs besides the build tools (scripts/install-deps.sh).
 BUILD_DEPS = "libzstd-dev liblzo2-dev zlib1g-dev uuid-dev libblkid-dev libudev-dev"
