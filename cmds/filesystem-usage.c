@@ -152,15 +152,12 @@ static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, un
 static int print_classes(struct bx_out *out, const struct bx_usage_report *rep,
 			 unsigned int units)
 {
-	int ret;
-
 	bx_out_textf(out, "%s", "");
-	bx_out_textf(out, "Allocation hint classes (device bytes):");
-	bx_usage_classes_json(out, rep);
-	ret = bx_usage_print_class_table(out, rep, units);
 	/* Device unallocated above counts that MiB, as btrfs-progs does. */
-	bx_out_textf(out, "(Unallocated: above each device's first MiB, which is never allocated)");
-	return ret;
+	bx_out_textf(out, "Allocation hint classes (device bytes; Unallocated: above each device's "
+		     "first MiB, which is never allocated):");
+	bx_usage_classes_json(out, rep);
+	return bx_usage_print_class_table(out, rep, units);
 }
 
 /* Text-only label inside the model section; the JSON key at the top level. */
