@@ -258,13 +258,20 @@ def test_text_side_by_side(small_fs, run_btrfsx):
 
 
 def test_one_chunk_breaking_the_hints_is_one(tmp_path, run_btrfsx, btrfsx_json):
-    """single data on one of two devices, that device made metadata_only: one
-    chunk "breaks" the hints and balance misplaced "moves it" (issue 32)."""
-    images = fsutil.make_images(tmp_path, ["1G", "1G"])
-    fsutil.mkfs(images, data="single", metadata="dup")
-    doc = btrfsx_json("filesystem", "usage", *images)
-    (devid,) = [d["devid"] for d in doc["devices"] if d["data"]]
-    _, _, err = run_btrfsx("filesystem", "plan", *images, "--hint", f"{devid}=metadata_only")
+    """raid1 on three devices (mkfs puts every chunk on two of them): one of
+    them made metadata_only leaves the data chunk alone breaking the hints:
+    "1 chunk ... breaks", and balance misplaced "moves it" (issue 32)."""
+    images = fsutil.make_images(tmp_path, ["1G", "1G", "1G"])
+    fsutil.mkfs(images, data="raid1", metadata="raid1")
+    counts = {}
+    for d in btrfsx_json("filesystem", "usage", *images)["devices"]:
+        if not d["data"]:
+            continue
+        change = ("--hint", f"{d['devid']}=metadata_only")
+        doc = btrfsx_json("filesystem", "plan", *images, *change)
+        counts[change] = doc["misplaced"]["chunks"]
+    change = next(c for c, n in counts.items() if n == 1)
+    _, _, err = run_btrfsx("filesystem", "plan", *images, *change)
     assert "1 chunk (0.00B used) breaks the hints after the plan; 'btrfsx balance misplaced' " \
         "moves it" in err
 
