@@ -93,9 +93,12 @@ def bindir() -> Path:
 
 
 def btrfs(*args, check: bool = True) -> subprocess.CompletedProcess:
-    """``btrfs ARGS`` of 6.19."""
+    """``btrfs ARGS`` of 6.19. Its scan for the other members probes every
+    block device afresh (BLKID_FILE=/dev/null): the shared blkid cache, which
+    other test runs rewrite as their loop devices come and go, missed one."""
     p = subprocess.run([str(bindir() / "btrfs"), *map(str, args)], capture_output=True,
-                       text=True, errors="surrogateescape")
+                       text=True, errors="surrogateescape",
+                       env=dict(os.environ, BLKID_FILE="/dev/null"))
     if check and p.returncode:
         raise AssertionError(f"btrfs 6.19 {' '.join(map(str, args))}: exit {p.returncode}\n"
                              f"{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
