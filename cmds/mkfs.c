@@ -42,9 +42,9 @@ const char *const mkfs_usage[] = {
 	"-b|--byte-count <size>     use this size of each device; an image file is",
 	"                           created or grown to it",
 	"-O|--features <list>       extref, skinny-metadata, no-holes, free-space-tree,",
-	"                           block-group-tree (bgt), quota, squota; ^name turns",
-	"                           one off (-R is the same); the default is",
-	"                           mkfs.btrfs 6.19's: the first five",
+	"                           block-group-tree, quota, squota; ^name turns one",
+	"                           off (-R is the same, bgt and fst short names); the",
+	"                           default is mkfs.btrfs 6.19's: the first five",
 	"-f|--force                 overwrite existing filesystems and partition tables",
 	"-q|--quiet                 print nothing but errors (JSON is still printed)",
 	NULL
