@@ -992,6 +992,18 @@ static void test_hints_misc(void)
 	freedevs(d, 2);
 }
 
+/* One decision on @d: it succeeds and takes @want's devices. */
+static void expect_devids(struct bx_alloc_device *d, size_t n, uint64_t type,
+			  const struct bx_alloc_params *p, const uint64_t *want, size_t nr_want,
+			  const char *what)
+{
+	struct bx_alloc_chunk c;
+
+	CHECK_INT(bx_alloc_decide(d, n, type, p, &c), 0, what);
+	check_devids(&c, want, nr_want, what);
+	bx_alloc_chunk_release(&c);
+}
+
 /*
  * BX_ALLOC_DATA_ONLY_LAST (the hint patches' char map on kernels built with
  * -funsigned-char, 6.2 on; the 6.12 guests place every chunk so): for data
@@ -1008,7 +1020,6 @@ static void test_hints_data_only_last(void)
 			      meta[] = { 3, 2 };
 	struct bx_alloc_params last = { .flags = BX_ALLOC_DATA_ONLY_LAST };
 	struct bx_alloc_device d[4];
-	struct bx_alloc_chunk c;
 
 	CHECK_INT(bx_alloc_hint_tier(BX_HINT_DATA_ONLY, DATA, BX_ALLOC_DATA_ONLY_LAST, NULL), 4,
 		  "data_only last for data");
@@ -1019,21 +1030,12 @@ static void test_hints_data_only_last(void)
 	CHECK_INT(bx_alloc_hint_tier(BX_HINT_DATA_ONLY, META, BX_ALLOC_DATA_ONLY_LAST, NULL),
 		  BX_TIER_NEVER, "no metadata on data_only");
 	mkdevs(d, 4, sz, hint);
-	CHECK_INT(bx_alloc_decide(d, 4, DATA, NULL, &c), 0, "data");
-	check_devids(&c, one, 1, "data on data_only");
-	bx_alloc_chunk_release(&c);
-	CHECK_INT(bx_alloc_decide(d, 4, DATA, &last, &c), 0, "data, data_only last");
-	check_devids(&c, two, 1, "data on data_preferred");
-	bx_alloc_chunk_release(&c);
-	CHECK_INT(bx_alloc_decide(d, 4, DATA | RAID1, NULL, &c), 0, "data raid1");
-	check_devids(&c, r1, 2, "data raid1: data_only and data_preferred");
-	bx_alloc_chunk_release(&c);
-	CHECK_INT(bx_alloc_decide(d, 4, DATA | RAID1, &last, &c), 0, "data raid1, data_only last");
-	check_devids(&c, r1_last, 2, "data raid1: data_preferred and metadata_preferred");
-	bx_alloc_chunk_release(&c);
-	CHECK_INT(bx_alloc_decide(d, 4, META | RAID1, &last, &c), 0, "metadata raid1");
-	check_devids(&c, meta, 2, "metadata as without the flag");
-	bx_alloc_chunk_release(&c);
+	expect_devids(d, 4, DATA, NULL, one, 1, "data on data_only");
+	expect_devids(d, 4, DATA, &last, two, 1, "data on data_preferred");
+	expect_devids(d, 4, DATA | RAID1, NULL, r1, 2, "data raid1: data_only, data_preferred");
+	expect_devids(d, 4, DATA | RAID1, &last, r1_last, 2,
+		      "data raid1: data_preferred, metadata_preferred");
+	expect_devids(d, 4, META | RAID1, &last, meta, 2, "metadata as without the flag");
 	freedevs(d, 4);
 }
 
