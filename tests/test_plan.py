@@ -262,16 +262,17 @@ def test_one_chunk_breaking_the_hints_is_one(tmp_path, run_btrfsx, btrfsx_json):
     them made metadata_only leaves the data chunk alone breaking the hints:
     "1 chunk ... breaks", and balance misplaced "moves it" (issue 32)."""
     images = fsutil.make_images(tmp_path, ["1G", "1G", "1G"])
-    fsutil.mkfs(images, data="raid1", metadata="raid1")
-    counts = {}
-    for d in btrfsx_json("filesystem", "usage", *images)["devices"]:
-        if not d["data"]:
-            continue
-        change = ("--hint", f"{d['devid']}=metadata_only")
-        doc = btrfsx_json("filesystem", "plan", *images, *change)
-        counts[change] = doc["misplaced"]["chunks"]
-    change = next(c for c, n in counts.items() if n == 1)
-    _, _, err = run_btrfsx("filesystem", "plan", *images, *change)
+    with fsutil.LoopDevices(images) as loops:
+        fsutil.mkfs(loops.devs, data="raid1", metadata="raid1")
+        counts = {}
+        for d in btrfsx_json("filesystem", "usage", *loops.devs)["devices"]:
+            if not d["data"]:
+                continue
+            change = ("--hint", f"{d['devid']}=metadata_only")
+            doc = btrfsx_json("filesystem", "plan", *loops.devs, *change)
+            counts[change] = doc["misplaced"]["chunks"]
+        change = next(c for c, n in counts.items() if n == 1)
+        _, _, err = run_btrfsx("filesystem", "plan", *loops.devs, *change)
     assert "1 chunk (0.00B used) breaks the hints after the plan; 'btrfsx balance misplaced' " \
         "moves it" in err
 
