@@ -97,8 +97,10 @@ LINES = sorted({vmharness.series_info(s).kernel for s in PATCHED})
 def guests(vm_ready, tmp_path_factory):
     """Runs the script once per series, two guests at a time; the disks stay
     for the host-side checks."""
+    dirs = {series: tmp_path_factory.mktemp(series) for series in EVERY}  # not in threads
+
     def one(series):
-        disks = vmharness.make_disks(tmp_path_factory.mktemp(series), [512 * MiB] * 3)
+        disks = vmharness.make_disks(dirs[series], [512 * MiB] * 3)
         vmharness.mkfs_images(disks)
         script = GUEST_SCRIPT.replace("NAMES", " ".join(NAMES))
         return vmharness.Guest(series).run(script, disks, timeout=400), disks

@@ -190,8 +190,9 @@ SERIES = vmharness.matrix(["v12", "kakra"], newer=True)
 @pytest.fixture(scope="module")
 def newer_rows(vm_ready, tmp_path_factory):
     """The 6.12 series' layouts, their guests at once (one each: the two cores)."""
-    return vmharness.per_series([s for s in SERIES if vmharness.newer(s)],
-                                lambda s: run_series(s, tmp_path_factory.mktemp(f"space-{s}")))
+    # mktemp is not for threads: the directories first
+    dirs = {s: tmp_path_factory.mktemp(f"space-{s}") for s in SERIES if vmharness.newer(s)}
+    return vmharness.per_series(list(dirs), lambda s: run_series(s, dirs[s]))
 
 
 @pytest.fixture(scope="module", params=SERIES)
