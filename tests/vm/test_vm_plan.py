@@ -7,8 +7,8 @@ guests and filled to ENOSPC. Per plan: an impossible change really fails
 (at that change, with ENOSPC where the kernel relocates), a possible one
 succeeds; the chunks the plan moves are those the kernel relocated and
 their used bytes agree within 1 %; free_estimated, free_strict or
-metadata_room (by turns) within 1 % of the fill. 8 plans per series
-(``BTRFSX_VM_PLANS``; with the host's 30 that is 46 a run), up to four per
+metadata_room (by turns) within 1 % of the fill. 6 plans per series
+(``BTRFSX_VM_PLANS``), up to four per
 guest, small devices: the VM part of the suite stays short. Mismatches
 print their seed.
 """
@@ -31,10 +31,10 @@ SIZES = [256 * MiB, 384 * MiB]
 OPS = ["hint", "hint", "hint", "relocate", "relocate", "add", "remove", "resize", "convert",
        "hint", "relocate", "add", "remove", "replace"]
 HINTS = {"v12": [0, 1, 2, 3], "kakra": [0, 1, 2, 3, 4]}
-PLANS = int(os.environ.get("BTRFSX_VM_PLANS", "8"))
+PLANS = int(os.environ.get("BTRFSX_VM_PLANS", "6"))
 #: aged filesystems tried per series (those with a hint value the series
 #: lacks are left out: kakra takes every one, v12 all but 4)
-AGED_PLANS = int(os.environ.get("BTRFSX_VM_AGED", "10"))
+AGED_PLANS = int(os.environ.get("BTRFSX_VM_AGED", "6"))
 AGED_KINDS = ["remove", "resize", "convert", "replace", "add"]
 AGED_CASE_S = 420       # a guest's time per aged case (TCG, on a loaded host)
 FIRST_SEED = int(os.environ.get("BTRFSX_PLAN_SEED", "0"))
