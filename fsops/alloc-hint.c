@@ -381,8 +381,9 @@ static int identify(const char *device, struct bx_hint_state *st, uint8_t fsid[1
 /*
  * The stored value of an unmounted filesystem's device: its DEV_ITEM in the
  * chunk tree, which the kernel reads at mount. When other members cannot be
- * found (image files are not scanned: one named alone), the copy in the
- * device's own superblock, which identify() read and every change writes too.
+ * found (a member missing), or the trees use a format feature btrfsx does not
+ * read, the copy in the device's own superblock, which identify() read and
+ * every change writes too.
  */
 static int read_stored(const char *device, struct bx_hint_state *st)
 {
@@ -397,6 +398,12 @@ static int read_stored(const char *device, struct bx_hint_state *st)
 		return ret;
 	}
 	ret = bx_fs_open(&fs, (char *const *)&device, 1, 0);
+	if (ret == -EOPNOTSUPP) {
+		/* Trees btrfsx does not read (a format feature it lacks): the superblock's copy. */
+		bx_error_clear();
+		st->hint = bx_hint_of_type(st->type);
+		return 0;
+	}
 	if (ret)
 		return ret;
 	ret = bx_read_dev_item(fs, st->devid, &item);
