@@ -21,14 +21,15 @@ devices (it skips otherwise)::
 
     def test_something(aged, tmp_path):
         for seed in aging.seeds():          # BTRFSX_AGED seeds (default 30)
-            fs = aged.get(seed)             # made once per session, then cached
+            fs = aged.get(seed)             # made on first use, then cached
             images = fs.copy(tmp_path / f"s{seed}")   # your own copy to change
             ...                             # fs.spec: what it is; fs.devids
             aging.remove_images(images)
 
 ``aged.get(seed)`` ages the filesystem on loop devices the first time it is
 asked for (a few seconds), unmounts it and keeps its image files, unattached,
-until the end of the session, when they are deleted. Never attach or mount
+until the end of the session, when they are deleted, or until
+``BTRFSX_AGED_KEEP`` (default 4) others have been asked for since. Never attach or mount
 the cached images themselves: take a copy (``fs.copy()``; sparse, the
 filesystem's fsid and device UUIDs unchanged, so attach only one copy of an
 aged filesystem at a time, and delete it when done). ``aged.get(seed,
@@ -258,21 +259,31 @@ class AgedFs:
 
 
 class AgedCache:
-    """Aged filesystems of one session, made on first use (see the module's text)."""
+    """Aged filesystems of one session, made on first use (see the module's
+    text). At most ``BTRFSX_AGED_KEEP`` (default 4) are kept: asking for
+    another deletes the images of the one asked for least recently, which is
+    made again (the same seed, the same past) if it is asked for later. 30
+    aged filesystems kept at once held 31 GiB of the machine's disk."""
 
     def __init__(self, workdir: Path, path_env: str):
         self.workdir = workdir
         self.path_env = path_env
-        self._fs: dict[tuple, AgedFs] = {}
+        self.keep = max(1, int(os.environ.get("BTRFSX_AGED_KEEP", "4")))
+        self._fs: dict[tuple, AgedFs] = {}      # least recently asked for first
 
     def get(self, seed: int, hinted: bool | None = None, small: bool = False) -> AgedFs:
         key = (seed, hinted, small)
-        if key not in self._fs:
-            try:
-                self._fs[key] = self._make(make_spec(seed, hinted, small))
-            except SetupFailed:
-                # Seen once in a loaded run: mkfs failed on fresh loop devices.
-                self._fs[key] = self._make(make_spec(seed, hinted, small))
+        if key in self._fs:
+            self._fs[key] = self._fs.pop(key)
+            return self._fs[key]
+        while len(self._fs) >= self.keep:
+            oldest = next(iter(self._fs))
+            remove_images(self._fs.pop(oldest).images)
+        try:
+            self._fs[key] = self._make(make_spec(seed, hinted, small))
+        except SetupFailed:
+            # Seen once in a loaded run: mkfs failed on fresh loop devices.
+            self._fs[key] = self._make(make_spec(seed, hinted, small))
         return self._fs[key]
 
     def _make(self, spec: AgedSpec) -> AgedFs:
