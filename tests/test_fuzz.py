@@ -3,7 +3,7 @@ and a short run of the structure-aware image mutator (see tests/fuzz/README.md).
 
 test_fuzz_short_run builds the harnesses with clang-14 in $BTRFSX_FUZZ_BUILD
 (default <repo>/build-fuzz, kept between runs so later builds are
-incremental) and runs each for BTRFSX_FUZZ_SECONDS (default 10) seconds from
+incremental) and runs each for BTRFSX_FUZZ_SECONDS (default 5) seconds from
 its seed corpus, which replays every regress-* input of a fixed bug first.
 It fails on any crash, sanitizer report, leak or timeout, printing the report
 and the crash input's path; it skips when clang-14 or libFuzzer is missing.
@@ -55,7 +55,7 @@ def test_fuzz_short_run():
     cc = os.environ.get("BTRFSX_FUZZ_CC", "clang-14")
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} not installed (apt-get install clang-14 libclang-rt-14-dev)")
-    seconds = int(os.environ.get("BTRFSX_FUZZ_SECONDS", "10"))
+    seconds = int(os.environ.get("BTRFSX_FUZZ_SECONDS", "5"))
     build = os.environ.get("BTRFSX_FUZZ_BUILD", str(REPO / "build-fuzz"))
     try:
         proc = subprocess.run(
