@@ -13,9 +13,9 @@ kernel's order (type, stripe size, devices, physical offsets) and checks
 that the model has no room for another data chunk either. The stock module
 ignores hints: its layouts are replayed as if none were set (the control).
 
-BTRFSX_VM_LAYOUTS sets the layouts per series (default on Linux 6.1: 20 on
-the patched series, 8 on the stock control, whose allocator the host tests
-replay too; on 6.12: 3 on each patched series, the first 3 of the 6.1
+BTRFSX_VM_LAYOUTS sets the layouts per series (default on Linux 6.1: 10 on
+the patched series, 4 on the stock control, whose allocator the host tests
+replay too; on 6.12: 2 on each patched series, the first 2 of the 6.1
 layouts, both series' guests at once, and the stock control only with
 BTRFSX_VM_MATRIX=full, which gives 6.12 the 6.1 counts); a failure
 prints each mismatch with its layout seed (BTRFSX_VM_SEED offsets them).
@@ -159,8 +159,8 @@ def layouts_per_series(series: str) -> int:
     if "BTRFSX_VM_LAYOUTS" in os.environ:
         return int(os.environ["BTRFSX_VM_LAYOUTS"])
     if vmharness.newer(series) and not vmharness.full_matrix():
-        return 3
-    return 8 if vmharness.family(series) == "stock" else 20
+        return 2
+    return 4 if vmharness.family(series) == "stock" else 10
 
 
 SERIES = vmharness.matrix(["v12", "kakra"], newer=True) + vmharness.matrix(["stock"])

@@ -7,7 +7,7 @@ guests and filled to ENOSPC. Per plan: an impossible change really fails
 (at that change, with ENOSPC where the kernel relocates), a possible one
 succeeds; the chunks the plan moves are those the kernel relocated and
 their used bytes agree within 1 %; free_estimated, free_strict or
-metadata_room (by turns) within 1 % of the fill. 6 plans per series
+metadata_room (by turns) within 1 % of the fill. 4 plans per series
 (``BTRFSX_VM_PLANS``), up to four per
 guest, small devices: the VM part of the suite stays short. Mismatches
 print their seed.
@@ -31,7 +31,7 @@ SIZES = [256 * MiB, 384 * MiB]
 OPS = ["hint", "hint", "hint", "relocate", "relocate", "add", "remove", "resize", "convert",
        "hint", "relocate", "add", "remove", "replace"]
 HINTS = {"v12": [0, 1, 2, 3], "kakra": [0, 1, 2, 3, 4]}
-PLANS = int(os.environ.get("BTRFSX_VM_PLANS", "6"))
+PLANS = int(os.environ.get("BTRFSX_VM_PLANS", "4"))
 #: aged filesystems tried per series (those with a hint value the series
 #: lacks are left out: kakra takes every one, v12 all but 4)
 AGED_PLANS = int(os.environ.get("BTRFSX_VM_AGED", "10"))
