@@ -36,7 +36,6 @@ and every k. Two guests run at once, each with half the failing-write runs.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import time
@@ -48,6 +47,7 @@ import pytest
 
 from helpers import crashutil
 import dmpack
+from crashpoints import LogReplay, counts, crash_points, log_entries, mark_index, point_cap
 from helpers import fsutil
 from helpers import oracle
 import vmharness
@@ -63,6 +63,7 @@ PAD = dmpack.ALIGN
 SECTOR = dmpack.SECTOR
 OLD_HINT, NEW_HINT = 0, 1          # data_preferred -> metadata_preferred
 WRITE_FAILED = re.compile(r"Input/output error|did not reach the device")
+DEFAULT_POINTS = 16                # BTRFSX_VM_CRASH_POINTS
 
 
 @dataclass
@@ -288,7 +289,7 @@ def recording_script(rec: Recording, pack: dmpack.Pack, logs: dmpack.Pack) -> st
 def failing_ks(writer: Writer) -> list[int]:
     """Before which writes the failure starts: every one, or in CI at most
     half the crash point budget, the first and the last among them."""
-    cap = point_cap()
+    cap = point_cap(DEFAULT_POINTS)
     n = writer.writes
     if cap is None or n <= max(cap // 2, 2):
         return list(range(1, n + 1))
@@ -363,47 +364,6 @@ def test_failing_writes(guest_run, writer):
 
 # ------------------------------------------------------------------ crash points
 
-@dataclass
-class Entry:
-    index: int
-    flags: str
-    sectors: int
-    mark: str
-
-
-def log_entries(log: Path) -> list[Entry]:
-    out = vmharness.run([vmharness.logwrites_replay(), "list", log]).stdout.splitlines()
-    entries = []
-    for line in out[1:]:
-        words = line.split()
-        entries.append(Entry(int(words[0]), words[1], int(words[3]),
-                             words[4] if len(words) > 4 else ""))
-    return entries
-
-
-def crash_points(entries: list[Entry], cap: int | None) -> tuple[list[int], int]:
-    """The entries between the marks after which the machine may stop (every
-    write and every flush) and, when there are more than @cap, the ones
-    checked: every flush point, the first and the last, writes evenly between."""
-    start = next(e.index for e in entries if e.mark == "start")
-    end = next(e.index for e in entries if e.mark == "end")
-    points = [e.index for e in entries[start + 1:end] if "M" not in e.flags]
-    if cap is None or len(points) <= cap:
-        return points, len(points)
-    flushes = [e.index for e in entries[start + 1:end] if "F" in e.flags or "U" in e.flags]
-    keep = set(flushes[:cap]) | {points[0], points[-1]}
-    others = [p for p in points if p not in keep]
-    room = cap - len(keep)
-    if room > 0 and others:
-        keep |= {others[i * len(others) // room] for i in range(min(room, len(others)))}
-    return sorted(keep), len(points)
-
-
-def point_cap() -> int | None:
-    value = os.environ.get("BTRFSX_VM_CRASH_POINTS", "16")
-    return None if value == "all" else int(value)
-
-
 @pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
 def test_every_crash_point(guest_run, writer):
     res, part, _, directory = guest_run
@@ -412,31 +372,19 @@ def test_every_crash_point(guest_run, writer):
     assert rc == 0, text
     log = part["logs"].extract(rec.log, directory / f"{writer.name}.log")
     entries = log_entries(log)
-    points, total = crash_points(entries, point_cap())
+    points, total = crash_points(entries, point_cap(DEFAULT_POINTS))
     work = [directory / f"{writer.name}_replay{i}.img" for i in range(writer.ndev)]
-    for src, dst in zip(writer.base, work):
-        crashutil.copy_sparse(src, dst)
-    targets = [f"{w}:{m.offset - rec.base_offset}:{m.size}" for w, m in zip(work, rec.members)]
     check = [directory / f"{writer.name}_check{i}.img" for i in range(writer.ndev)]
-    applied, seen, states = 0, set(), set()
-    for point in points:
-        vmharness.run([vmharness.logwrites_replay(), "apply", log, applied, point + 1, *targets])
-        applied = point + 1
-        fingerprint = tuple(fsutil.images_state(work))
-        if fingerprint in seen:
-            continue        # a flush, or a write of bytes already there: the same state
-        seen.add(fingerprint)
-        for src, dst in zip(work, check):
-            crashutil.copy_sparse(src, dst)
-        states.add(verify_state(writer, check, complete=point == points[-1]))
+    replay = LogReplay(log, writer.base, work,
+                       [(m.offset - rec.base_offset, m.size) for m in rec.members])
+    states = {verify_state(writer, check, complete=point == points[-1])
+              for point in replay.states(points, check)}
     # The whole log replayed gives what the devices hold after the run: the
     # replayer reads the log right.
-    end = next(e.index for e in entries if e.mark == "end")
-    vmharness.run([vmharness.logwrites_replay(), "apply", log, applied, end, *targets])
+    replay.to(mark_index(entries, "end"))
     recorded = [part["pack"].extract(m, directory / f"{m.name}.img") for m in rec.members]
     assert fsutil.images_state(work) == fsutil.images_state(recorded)
-    writes = sum(1 for e in entries if e.flags == "W" or (e.sectors and "M" not in e.flags))
-    flushes = sum(1 for e in entries if "F" in e.flags)
+    writes, flushes = counts(entries)
     print(f"{writer.name}: log of {len(entries)} entries ({writes} writes, {flushes} flushes); "
-          f"{len(points)} of {total} crash points replayed, {len(seen)} distinct states; "
+          f"{len(points)} of {total} crash points replayed, {len(replay.seen)} distinct states; "
           f"{sorted(states)}")
