@@ -49,24 +49,31 @@ def cases(series: str) -> list[plan_check.Case]:
             for seed in range(FIRST_SEED, FIRST_SEED + PLANS)]
 
 
-def aged_cases(series: str, aged) -> list[tuple[plan_check.Case, object]]:
+def case_dir(workdir, series: str, case: plan_check.Case):
+    return workdir / f"{series}-{case.seed}{'a' if case.devids else ''}"
+
+
+def aged_cases(series: str, aged, workdir) -> list[tuple[plan_check.Case, list]]:
     """Hinted aged filesystems (tests/helpers/aging.py, small ones: the guests
-    relocate under TCG), one change each, with the hints this series takes."""
-    series = vmharness.family(series)
+    relocate under TCG), one change each, with the hints this series takes;
+    each copied at once (the cache keeps only the last few it made)."""
+    family = vmharness.family(series)
     out = []
     for seed in range(FIRST_SEED, FIRST_SEED + AGED_PLANS):
         fs = aged.get(seed, hinted=True, small=True)
-        if any(h not in HINTS[series] for h in fs.spec.hints):
+        if any(h not in HINTS[family] for h in fs.spec.hints):
             continue
-        out.append((plan_check.aged_case(fs, series, AGED_KINDS), fs))
+        case = plan_check.aged_case(fs, family, AGED_KINDS)
+        out.append((case, fs.copy(case_dir(workdir, series, case))))
     return out
 
 
 def run_series(series: str, workdir, aged=None) -> list[plan_check.Outcome]:
     batches: list[list[plan_check.Case]] = [[]]
     images = {}
-    todo = [(case, None) for case in cases(series)] + (aged_cases(series, aged) if aged else [])
-    for case, fs in todo:
+    todo = [(case, None) for case in cases(series)] + \
+        (aged_cases(series, aged, workdir) if aged else [])
+    for case, copied in todo:
         disks = sum(len(c.sizes) + len(c.spares) for c in batches[-1])
         # An aged case relocates hundreds of MiB under TCG: two to a guest.
         per_guest = 2 if case.devids else 4
@@ -75,15 +82,15 @@ def run_series(series: str, workdir, aged=None) -> list[plan_check.Outcome]:
                             bool(batches[-1][0].devids) != bool(case.devids)):
             batches.append([])
         batches[-1].append(case)
-        images[id(case)] = fs
+        images[id(case)] = copied
 
     def one(batch):
         script, disks = plan_check.FUNCTIONS, []
         for case in batch:
             names = {}
-            where = workdir / f"{series}-{case.seed}{'a' if case.devids else ''}"
+            where = case_dir(workdir, series, case)
             sizes = [(f"dev{i}", s) for i, s in enumerate(case.sizes)]
-            made = images[id(case)].copy(where) if case.devids else \
+            made = list(images[id(case)]) if case.devids else \
                 vmharness.make_disks(where, [s for _, s in sizes])
             spares = [(f"spare{i}", s) for i, s in enumerate(case.spares)]
             made += vmharness.make_disks(where / "spares", [s for _, s in spares])
