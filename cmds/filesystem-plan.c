@@ -42,6 +42,13 @@ const char *const bx_filesystem_plan_usage[] = {
 	"                         and does not copy the hint (give it to set it)",
 	"--relocate               move the misplaced chunks as 'btrfsx balance",
 	"                         misplaced' would",
+	"--balance dusage=U,musage=U",
+	"                         a balance with usage filters, as btrfs balance",
+	"                         makes it: the data (dusage) or metadata and",
+	"                         system (musage) chunks used below U percent",
+	"                         (U: N, or MIN..MAX; name one kind or both)",
+	"--resume                 the paused or interrupted balance resumed to its",
+	"                         end ('btrfs balance resume')",
 	"",
 	"Shown: Free (estimated), Free (strict), Metadata room (alone and after a",
 	"data fill), the hint classes and every device's unallocated space, before",
@@ -443,7 +450,7 @@ static void print_misplaced(struct bx_out *out, const struct bx_plan_result *res
 /* ---- the command ---- */
 
 static const char *const change_ops[] = {
-	"add", "remove", "resize", "hint", "convert", "replace", "relocate",
+	"add", "remove", "resize", "hint", "convert", "replace", "relocate", "balance", "resume",
 };
 
 static int add_change(struct bx_plan_change **changes, size_t *nr, const char *op,
@@ -466,7 +473,7 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 			 struct bx_plan_change **changes, size_t *nr)
 {
 	enum { OPT_ADD = 256, OPT_REMOVE, OPT_RESIZE, OPT_HINT, OPT_CONVERT, OPT_REPLACE,
-	       OPT_RELOCATE };
+	       OPT_RELOCATE, OPT_BALANCE, OPT_RESUME };
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
 		{ "add", required_argument, NULL, OPT_ADD },
@@ -476,6 +483,8 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 		{ "convert", required_argument, NULL, OPT_CONVERT },
 		{ "replace", required_argument, NULL, OPT_REPLACE },
 		{ "relocate", no_argument, NULL, OPT_RELOCATE },
+		{ "balance", required_argument, NULL, OPT_BALANCE },
+		{ "resume", no_argument, NULL, OPT_RESUME },
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
@@ -484,16 +493,16 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 	while ((opt = bx_getopt(ctx, argc, argv, BX_UNITS_SHORTOPTS, longopts)) != -1) {
 		if (bx_units_option(opt, units))
 			continue;
-		if (opt < OPT_ADD || opt > OPT_RELOCATE)
+		if (opt < OPT_ADD || opt > OPT_RESUME)
 			return bx_opt_result(opt);
 		ret = add_change(changes, nr, change_ops[opt - OPT_ADD],
-				 opt == OPT_RELOCATE ? NULL : optarg);
+				 opt == OPT_RELOCATE || opt == OPT_RESUME ? NULL : optarg);
 		if (ret)
 			return ret;
 	}
 	if (!*nr)
 		return bx_usage_error("no change to plan (--add, --remove, --resize, --hint, "
-				      "--convert, --replace, --relocate)");
+				      "--convert, --replace, --relocate, --balance, --resume)");
 	return bx_check_argc(argc - optind, 1, -1) ? BX_EXIT_USAGE : 0;
 }
 

@@ -1058,6 +1058,8 @@ enum btrfsx_plan_op {
 	BTRFSX_PLAN_CONVERT,	/* flags: the type (data or metadata) and its new profile */
 	BTRFSX_PLAN_REPLACE,	/* devid by a device of size, hint when has_hint */
 	BTRFSX_PLAN_RELOCATE,	/* the misplaced chunks moved */
+	BTRFSX_PLAN_BALANCE,	/* flags: the kinds; *_usage_*: their filters (Since: 0.2) */
+	BTRFSX_PLAN_RESUME,	/* the paused balance resumed to its end (Since: 0.2) */
 };
 
 /* One change of a plan. */
@@ -1067,14 +1069,25 @@ struct btrfsx_plan_change {
 	uint64_t size;			/* bytes */
 	uint64_t hint;
 	bool has_hint;
-	uint64_t flags;			/* convert: BTRFS_BLOCK_GROUP_DATA or _METADATA | profile */
+	/*
+	 * balance: a chunk of a kind in flags is balanced when its used bytes
+	 * are at least MIN and below MAX percent of its size (MAX 0: the empty
+	 * ones); metadata's range holds for system chunks too. Since: 0.2 (in
+	 * the padding after has_hint: no member moved).
+	 */
+	uint8_t data_usage_min, data_usage_max;
+	uint8_t metadata_usage_min, metadata_usage_max;
+	/* convert: BTRFS_BLOCK_GROUP_DATA or _METADATA | profile; balance: DATA and/or METADATA */
+	uint64_t flags;
 };
 
 /**
  * btrfsx_plan_change_parse() - a change as `btrfsx filesystem plan` spells it.
- * @op: "add", "remove", "resize", "hint", "convert", "replace" or "relocate".
+ * @op: "add", "remove", "resize", "hint", "convert", "replace", "relocate",
+ *      "balance" or "resume".
  * @value: its value ("64G:metadata_only", "3", "3=10G", "3=data_only",
- *         "data=raid1", "2=1T:metadata_only"); NULL for relocate.
+ *         "data=raid1", "2=1T:metadata_only", "dusage=50,musage=10..30");
+ *         NULL for relocate and resume.
  * @change: filled on success.
  *
  * Return: BTRFSX_OK, or BTRFSX_ERROR_INVALID_ARGUMENT with a message saying

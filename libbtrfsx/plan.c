@@ -18,7 +18,12 @@ static const enum bx_plan_op ops[] = {
 	[BTRFSX_PLAN_CONVERT] = BX_PLAN_CONVERT,
 	[BTRFSX_PLAN_REPLACE] = BX_PLAN_REPLACE,
 	[BTRFSX_PLAN_RELOCATE] = BX_PLAN_RELOCATE,
+	[BTRFSX_PLAN_BALANCE] = BX_PLAN_BALANCE,
+	[BTRFSX_PLAN_RESUME] = BX_PLAN_RESUME,
 };
+/* Every change kind of the planner has its public one: a new kind stops the build here. */
+_Static_assert(sizeof(ops) / sizeof(ops[0]) == BX_PLAN_LAST_OP + 1,
+	       "each change kind of the planner needs its BTRFSX_PLAN_ value");
 
 static enum btrfsx_plan_op public_op(enum bx_plan_op op)
 {
@@ -36,7 +41,12 @@ static void public_change(const struct bx_plan_change *c, struct btrfsx_plan_cha
 		.size = c->size,
 		.hint = c->hint,
 		.has_hint = c->has_hint,
-		.flags = c->op == BX_PLAN_CONVERT ? c->type | c->profile : 0,
+		.data_usage_min = c->data_usage_min,
+		.data_usage_max = c->data_usage_max,
+		.metadata_usage_min = c->metadata_usage_min,
+		.metadata_usage_max = c->metadata_usage_max,
+		.flags = c->op == BX_PLAN_CONVERT ? c->type | c->profile :
+			 c->op == BX_PLAN_BALANCE ? c->type : 0,
 	};
 }
 
@@ -52,6 +62,10 @@ static int core_change(const struct btrfsx_plan_change *c, struct bx_plan_change
 		.has_hint = c->has_hint,
 		.type = c->flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA),
 		.profile = c->flags & BTRFS_BLOCK_GROUP_PROFILE_MASK,
+		.data_usage_min = c->data_usage_min,
+		.data_usage_max = c->data_usage_max,
+		.metadata_usage_min = c->metadata_usage_min,
+		.metadata_usage_max = c->metadata_usage_max,
 	};
 	if (out->op == BX_PLAN_CONVERT && out->type != BTRFS_BLOCK_GROUP_DATA &&
 	    out->type != BTRFS_BLOCK_GROUP_METADATA)

@@ -22,6 +22,8 @@ static const char *const op_names[] = {
 	[BX_PLAN_CONVERT] = "convert",
 	[BX_PLAN_REPLACE] = "replace",
 	[BX_PLAN_RELOCATE] = "relocate",
+	[BX_PLAN_BALANCE] = "balance",
+	[BX_PLAN_RESUME] = "resume",
 };
 
 const char *bx_plan_op_name(enum bx_plan_op op)
@@ -116,6 +118,88 @@ static int parse_convert(const char *str, struct bx_plan_change *c)
 	return ret ? bx_error_wrap(ret, "--convert") : 0;
 }
 
+/* A percent of a chunk's size: 0 .. 100. */
+static int parse_percent(const char *str, size_t len, uint8_t *pct)
+{
+	char num[8];
+	uint64_t v;
+
+	if (!len || len >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, str, len);
+	num[len] = '\0';
+	if (bx_parse_u64(num, &v) || v > 100)
+		return -EINVAL;
+	*pct = (uint8_t)v;
+	return 0;
+}
+
+/*
+ * "N" (0 .. N) or "MIN..MAX", percent, as btrfs balance takes them. For a
+ * range btrfs-progs sets the single-value filter too, with MIN as its value:
+ * the kernel asks that one first, and from 0 it takes only the empty
+ * chunks. So "0..MAX" is what the kernel makes of it: "0".
+ */
+static int parse_usage(const char *item, const char *str, uint8_t *min, uint8_t *max)
+{
+	const char *dots = strstr(str, "..");
+	int ret;
+
+	*min = 0;
+	if (dots)
+		ret = parse_percent(str, (size_t)(dots - str), min) ||
+		      parse_percent(dots + 2, strlen(dots + 2), max) || *min > *max ? -EINVAL : 0;
+	else
+		ret = parse_percent(str, strlen(str), max);
+	if (ret)
+		return bx_error(-EINVAL, "--balance: the usage '%s' of '%s' is neither a percent "
+				"(0 .. 100) nor MIN..MAX (MIN at most MAX)", str, item);
+	if (dots && !*min)
+		*max = 0;
+	return 0;
+}
+
+/* One filter of --balance: [-]dusage=U or [-]musage=U. */
+static int parse_balance_item(const char *item, struct bx_plan_change *c)
+{
+	const char *name = item[0] == '-' ? item + 1 : item;
+	bool data = !strncmp(name, "dusage=", 7);
+	uint64_t kind = data ? BTRFS_BLOCK_GROUP_DATA : BTRFS_BLOCK_GROUP_METADATA;
+
+	if (!data && strncmp(name, "musage=", 7))
+		return bx_error(-EINVAL, "--balance: '%s' is not a filter (dusage=U or musage=U, U "
+				"a percent or MIN..MAX: dusage=50,musage=30)", item);
+	if (c->type & kind)
+		return bx_error(-EINVAL, "--balance: %s is filtered twice",
+				data ? "data" : "metadata");
+	c->type |= kind;
+	return data ? parse_usage(item, name + 7, &c->data_usage_min, &c->data_usage_max) :
+		      parse_usage(item, name + 7, &c->metadata_usage_min, &c->metadata_usage_max);
+}
+
+/* "dusage=50,musage=10..30": the kinds balanced and their usage ranges. */
+static int parse_balance(const char *value, struct bx_plan_change *c)
+{
+	char item[64];
+	const char *p = value;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		int ret;
+
+		if (len >= sizeof(item))
+			return bx_error(-EINVAL, "--balance: '%.*s' is not a filter", (int)len, p);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		ret = parse_balance_item(item, c);
+		if (ret)
+			return ret;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
 static int parse_value(const char *op, const char *value, struct bx_plan_change *c)
 {
 	char devid[32];
@@ -144,6 +228,8 @@ static int parse_value(const char *op, const char *value, struct bx_plan_change 
 		if (!ret)
 			ret = parse_devid(op, devid, &c->devid);
 		return ret ? ret : parse_size_hint(op, right, c);
+	case BX_PLAN_BALANCE:
+		return parse_balance(value, c);
 	default:
 		return 0;
 	}
@@ -159,16 +245,42 @@ int bx_plan_parse_change(const char *op, const char *value, struct bx_plan_chang
 			break;
 	if (i == sizeof(op_names) / sizeof(op_names[0]))
 		return bx_error(-EINVAL, "unknown change '%s' (add, remove, resize, hint, convert, "
-				"replace, relocate)", op ? op : "");
+				"replace, relocate, balance, resume)", op ? op : "");
 	c->op = (enum bx_plan_op)i;
-	if (c->op == BX_PLAN_RELOCATE) {
+	if (c->op == BX_PLAN_RELOCATE || c->op == BX_PLAN_RESUME) {
 		if (value)
-			return bx_error(-EINVAL, "--relocate takes no value");
+			return bx_error(-EINVAL, "--%s takes no value", op);
 		return 0;
 	}
 	if (!value || !*value)
 		return bx_error(-EINVAL, "--%s: the value is empty ('')", op);
 	return parse_value(op, value, c);
+}
+
+/* "data chunks below 50 % used", "metadata and system chunks 10 % to 30 % used" */
+static size_t describe_usage(char *buf, size_t len, const char *kind, unsigned int min,
+			     unsigned int max)
+{
+	if (!max)
+		return (size_t)snprintf(buf, len, "the empty %s chunks", kind);
+	if (!min)
+		return (size_t)snprintf(buf, len, "%s chunks below %u %% used", kind, max);
+	return (size_t)snprintf(buf, len, "%s chunks %u %% to %u %% used", kind, min, max);
+}
+
+static void describe_balance(const struct bx_plan_change *c, char *buf, size_t len)
+{
+	size_t used = (size_t)snprintf(buf, len, "balance ");
+
+	if ((c->type & BTRFS_BLOCK_GROUP_DATA) && used < len)
+		used += describe_usage(buf + used, len - used, "data", c->data_usage_min,
+				       c->data_usage_max);
+	if ((c->type & BTRFS_BLOCK_GROUP_DATA) && (c->type & BTRFS_BLOCK_GROUP_METADATA) &&
+	    used < len)
+		used += (size_t)snprintf(buf + used, len - used, " and ");
+	if ((c->type & BTRFS_BLOCK_GROUP_METADATA) && used < len)
+		describe_usage(buf + used, len - used, "metadata and system", c->metadata_usage_min,
+			       c->metadata_usage_max);
 }
 
 void bx_plan_describe_change(const struct bx_plan_change *c, char *buf, size_t len)
@@ -202,6 +314,12 @@ void bx_plan_describe_change(const struct bx_plan_change *c, char *buf, size_t l
 		break;
 	case BX_PLAN_RELOCATE:
 		snprintf(buf, len, "relocate the misplaced chunks");
+		break;
+	case BX_PLAN_BALANCE:
+		describe_balance(c, buf, len);
+		break;
+	case BX_PLAN_RESUME:
+		snprintf(buf, len, "resume the balance to its end");
 		break;
 	}
 }

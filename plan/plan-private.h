@@ -117,6 +117,7 @@ struct plan_state {
 	long moving;			/* the chunk being moved, or -1 */
 	bool exact;			/* the data chunks' extents are known */
 	bool size_classes;		/* the kernel's data allocator keeps size classes */
+	bool balance_ended;		/* a resume ran the input's balance to its end */
 	struct ps_hole_index hix;
 };
 
@@ -126,6 +127,8 @@ void ps_release(struct plan_state *s);
 /* The index of devid @devid (a removed one when no other has it), or -1. */
 long ps_dev_index(const struct plan_state *s, uint64_t devid);
 size_t ps_nr_writable(const struct plan_state *s);
+/* Whether the filesystem has mixed block groups (data and metadata together). */
+bool ps_is_mixed(const struct plan_state *s);
 /* The type and profile the kernel gives a new chunk of @kind (a BTRFS_BLOCK_GROUP_* type bit). */
 uint64_t ps_alloc_type(const struct plan_state *s, uint64_t kind);
 /* Logical bytes used in chunks of @kind (type bits). */

@@ -48,7 +48,7 @@ size_t ps_nr_writable(const struct plan_state *s)
 	return n;
 }
 
-static bool state_is_mixed(const struct plan_state *s)
+bool ps_is_mixed(const struct plan_state *s)
 {
 	for (size_t i = 0; i < s->nr_spaces; i++)
 		if (!(s->spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV) &&
@@ -59,8 +59,11 @@ static bool state_is_mixed(const struct plan_state *s)
 
 uint64_t ps_alloc_type(const struct plan_state *s, uint64_t kind)
 {
-	if (kind != BTRFS_BLOCK_GROUP_SYSTEM && state_is_mixed(s))
+	if (kind != BTRFS_BLOCK_GROUP_SYSTEM && ps_is_mixed(s))
 		kind = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
+	if (s->balance_ended)
+		return kind | bx_usage_alloc_profile(s->spaces, s->nr_spaces, kind,
+						     ps_nr_writable(s));
 	/* A paused or interrupted balance's convert target wins, as in the kernel. */
 	return bx_usage_new_chunk_type(s->in, s->spaces, s->nr_spaces, kind, ps_nr_writable(s));
 }
@@ -943,9 +946,14 @@ int ps_materialize(const struct plan_state *s, struct bx_usage_input *out)
 	out->have_global_reserve = in->have_global_reserve;
 	out->global_reserve = in->global_reserve;
 	out->global_reserve_used = in->global_reserve_used;
-	/* A paused or interrupted balance stays through the changes: its targets still win. */
-	out->balance = in->balance;
-	memcpy(out->balance_target, in->balance_target, sizeof(out->balance_target));
+	/*
+	 * A paused or interrupted balance stays through the changes (its
+	 * targets still win) unless one resumed it to its end.
+	 */
+	if (!s->balance_ended) {
+		out->balance = in->balance;
+		memcpy(out->balance_target, in->balance_target, sizeof(out->balance_target));
+	}
 	out->spaces = calloc(s->nr_spaces + 1, sizeof(*out->spaces));
 	if (!out->spaces)
 		return OOM();

@@ -37,6 +37,9 @@ struct relocation {
 	bool improve;			/* relocate: new chunks must place it better */
 	bool reserved;
 	bool system_made;		/* convert: the system chunk of the new profile */
+	/* balance: the usage filter, checked as the balance reaches each chunk */
+	const struct bx_plan_change *usage;
+	bool soft;			/* resume: chunks already in the target stay */
 };
 
 /* What a change could not place, per type of the chunks it needed. */
@@ -403,6 +406,42 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 	return need ? 1 : 0;
 }
 
+/* @pct percent of @len, as the kernel's balance filters compute it (div_factor_fine). */
+static uint64_t percent_of(uint64_t len, unsigned int pct)
+{
+	return pct == 100 ? len : len * pct / 100;
+}
+
+/*
+ * The kernel's usage filter (chunk_usage_range_filter; a single value N is
+ * the range 0..N, chunk_usage_filter): the chunk is balanced when its used
+ * bytes, as the balance reaches it, are at least MIN % and below MAX % of
+ * its size; MAX 0 takes the empty ones. Mixed chunks take data's filter.
+ */
+static bool usage_selects(const struct bx_plan_change *f, const struct ps_chunk *c)
+{
+	bool data = c->type & BTRFS_BLOCK_GROUP_DATA;
+	unsigned int min = data ? f->data_usage_min : f->metadata_usage_min;
+	unsigned int max = data ? f->data_usage_max : f->metadata_usage_max;
+	uint64_t low = min ? percent_of(c->length, min) : 0;
+	uint64_t high = max ? percent_of(c->length, max) : 1;
+
+	return low <= c->used && c->used < high;
+}
+
+/* Whether a balance (@rel's filters) takes chunk @idx when it reaches it. */
+static bool balance_selects(const struct plan_state *s, const struct relocation *rel, size_t idx)
+{
+	const struct ps_chunk *c = &s->chunks[idx];
+	uint64_t target = rel->target[bx_place_kind(c->type)];
+
+	/* The soft filter: a chunk in the target profile already is left alone. */
+	if (rel->soft && target &&
+	    (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK) == (target & BTRFS_BLOCK_GROUP_PROFILE_MASK))
+		return false;
+	return !rel->usage || usage_selects(rel->usage, c);
+}
+
 /* Whether chunk @idx still breaks the hints (earlier moves may have changed that). */
 static int still_misplaced(const struct plan_state *s, size_t idx)
 {
@@ -442,7 +481,7 @@ static int relocate_pass(struct planner *p, struct relocation *rel, struct move_
 		uint64_t missing = 0, target;
 		struct shortage *sh;
 		bool fatal;
-		int ret = rel->improve ? still_misplaced(s, idx) : 1;
+		int ret = rel->improve ? still_misplaced(s, idx) : balance_selects(s, rel, idx);
 
 		if (ret <= 0) {
 			s->chunks[idx].pending = false;
@@ -915,15 +954,10 @@ static int check_convert(const struct planner *p, const struct bx_plan_change *c
 	size_t writable = ps_nr_writable(&p->s);
 	bool data = c->type & BTRFS_BLOCK_GROUP_DATA;
 
-	for (size_t i = 0; i < p->s.nr_spaces; i++) {
-		uint64_t f = p->s.spaces[i].flags;
-
-		if ((f & BTRFS_BLOCK_GROUP_DATA) && (f & BTRFS_BLOCK_GROUP_METADATA) &&
-		    !(f & BX_SPACE_INFO_GLOBAL_RSV))
-			return bx_error(-EINVAL, "--convert: the filesystem has mixed block groups "
-					"(data and metadata together); the planner does not "
-					"convert those");
-	}
+	if (ps_is_mixed(&p->s))
+		return bx_error(-EINVAL, "--convert: the filesystem has mixed block groups "
+				"(data and metadata together); the planner does not "
+				"convert those");
 	if (p->converted[!data])
 		return bx_error(-EINVAL, "--convert: %s is converted twice in one plan (conflicting "
 				"changes)", data ? "data" : "metadata");
@@ -1138,6 +1172,119 @@ static int apply_replace(struct planner *p, const struct bx_plan_change *c)
 	return 0;
 }
 
+/* ---- balance: usage filters, and a paused balance resumed ---- */
+
+/*
+ * What btrfs balance refuses of a usage filter (the library's callers can
+ * pass any bytes; the command line's parser refuses the same).
+ */
+static int check_balance(const struct planner *p, const struct bx_plan_change *c)
+{
+	const uint64_t kinds = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
+
+	if (!(c->type & kinds) || (c->type & ~kinds))
+		return bx_error(-EINVAL, "--balance: name data (dusage=), metadata (musage=) or "
+				"both");
+	if (((c->type & BTRFS_BLOCK_GROUP_DATA) &&
+	     (c->data_usage_max > 100 || c->data_usage_min > c->data_usage_max)) ||
+	    ((c->type & BTRFS_BLOCK_GROUP_METADATA) &&
+	     (c->metadata_usage_max > 100 || c->metadata_usage_min > c->metadata_usage_max)))
+		return bx_error(-EINVAL, "--balance: a usage range is 0 .. 100 percent, its "
+				"minimum at most its maximum");
+	/* btrfs_balance(): with mixed block groups both kinds are one and must match. */
+	if (ps_is_mixed(&p->s) &&
+	    (c->type != kinds || c->data_usage_min != c->metadata_usage_min ||
+	     c->data_usage_max != c->metadata_usage_max))
+		return bx_error(-EINVAL, "--balance: the filesystem has mixed block groups: data "
+				"and metadata need the same filter (btrfs balance refuses others)");
+	return 0;
+}
+
+/* The chunks of the kinds in @types (metadata takes system along), as the balance walks them. */
+static int balance_chunks(const struct plan_state *s, uint64_t types, struct move_list *ml)
+{
+	if (types & BTRFS_BLOCK_GROUP_METADATA)
+		types |= BTRFS_BLOCK_GROUP_SYSTEM;
+	return chunks_of_type(s, types, ml);
+}
+
+/*
+ * The chunks the balance selected and could not move stay where they are;
+ * the kernel moves the others and then fails the balance with ENOSPC.
+ */
+static int balance_short(struct planner *p, const struct move_list *ml)
+{
+	return step_short(p, ml, "chunks the balance selects find no room; btrfs balance moves "
+			  "the others and then fails");
+}
+
+static int apply_balance(struct planner *p, const struct bx_plan_change *c)
+{
+	struct relocation rel = { .reserve_once = true, .usage = c };
+	struct move_list ml = { 0 };
+	int ret = check_balance(p, c);
+
+	if (!ret)
+		ret = balance_chunks(&p->s, c->type, &ml);
+	if (!ret)
+		ret = relocate(p, &rel, &ml);
+	if (!ret && ml.nr)
+		ret = balance_short(p, &ml);
+	free(ml.idx);
+	return ret;
+}
+
+/* Whether a chunk of @type that no earlier change removed is there. */
+static bool have_chunk_of(const struct plan_state *s, uint64_t type)
+{
+	for (size_t c = 0; c < s->nr_chunks; c++)
+		if (!s->chunks[c].gone && s->chunks[c].type == type)
+			return true;
+	return false;
+}
+
+/*
+ * btrfs balance resume (or the mount that resumes an interrupted one): the
+ * kernel turns on the soft filter of every kind the balance converts
+ * (update_balance_args), so the chunks already converted stay, and walks
+ * the chunks again from the last down. The balance is over afterwards,
+ * also when a chunk found no room (the kernel then closes it with ENOSPC).
+ */
+static int apply_resume(struct planner *p)
+{
+	const struct bx_usage_input *in = p->s.in;
+	struct relocation rel = { .reserve_once = true, .soft = true };
+	struct move_list ml = { 0 };
+	uint64_t types = 0;
+	int ret;
+
+	if (p->s.balance_ended || in->balance == BX_USAGE_BALANCE_NONE)
+		return bx_error(-EINVAL, "--resume: there is no paused or interrupted balance to "
+				"resume");
+	if (in->balance == BX_USAGE_BALANCE_RUNNING)
+		return bx_error(-EINVAL, "--resume: the balance is running and goes on by "
+				"itself ('btrfs balance resume' refuses); pause it first to plan "
+				"the rest");
+	for (int k = 0; k < BX_PLACE_NR_KINDS; k++) {
+		rel.target[k] = in->balance_target[k];
+		if (rel.target[k])
+			types |= kind_bit(k);
+	}
+	if (!types)
+		return bx_error(-EINVAL, "--resume: the balance converts nothing; the planner "
+				"models the rest of a conversion only");
+	rel.system_made = !rel.target[BX_PLACE_KIND_SYSTEM] ||
+			  have_chunk_of(&p->s, rel.target[BX_PLACE_KIND_SYSTEM]);
+	ret = chunks_of_type(&p->s, types, &ml);
+	if (!ret)
+		ret = relocate(p, &rel, &ml);
+	if (!ret && ml.nr)
+		ret = balance_short(p, &ml);
+	p->s.balance_ended = true;
+	free(ml.idx);
+	return ret;
+}
+
 /* ---- relocate: the misplaced chunks, as `btrfsx balance misplaced` moves them ---- */
 
 /*
@@ -1317,10 +1464,12 @@ static const char *exclusive_op(enum bx_plan_op op)
 
 static bool refused_by_balance(struct planner *p, const struct bx_plan_change *c)
 {
-	enum bx_usage_balance balance = p->s.in->balance;
+	enum bx_usage_balance balance = p->s.balance_ended ? BX_USAGE_BALANCE_NONE :
+					p->s.in->balance;
 	const char *state = bx_usage_balance_name(balance);
 
 	if (balance == BX_USAGE_BALANCE_NONE || c->op == BX_PLAN_HINT ||
+	    c->op == BX_PLAN_RESUME ||
 	    (c->op == BX_PLAN_ADD && balance != BX_USAGE_BALANCE_RUNNING))
 		return false;
 	p->step->status = BX_PLAN_STEP_IMPOSSIBLE;
@@ -1351,6 +1500,10 @@ static int apply(struct planner *p, const struct bx_plan_change *c)
 		return apply_replace(p, c);
 	case BX_PLAN_RELOCATE:
 		return apply_relocate(p);
+	case BX_PLAN_BALANCE:
+		return apply_balance(p, c);
+	case BX_PLAN_RESUME:
+		return apply_resume(p);
 	}
 	return bx_error(-EINVAL, "unknown change");
 }

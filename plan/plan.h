@@ -31,6 +31,18 @@
  *  - relocate: the misplaced chunks moved as `btrfsx balance misplaced` moves
  *    them (forbidden first, each only where the model places it better),
  *    refused as a whole when the model has no room for all.
+ *  - balance dusage=U,musage=U: `btrfs balance start -dusage=U -musage=U`
+ *    (U: N or MIN..MAX, percent of a chunk's size): the chunks of the kinds
+ *    named (metadata: system too, as btrfs balance copies -m to -s) from the
+ *    last down, each whose used bytes are in the range when the balance
+ *    reaches it (earlier moves may have filled it), rewritten in the profile
+ *    new chunks get. A chunk without room stays and the balance goes on
+ *    (the kernel's enospc_errors): the change is then impossible.
+ *  - resume: the paused or interrupted balance resumed to its end (btrfs
+ *    balance resume, or the mount that resumes it): the chunks of each kind
+ *    it converts that are not in the target profile yet (the kernel turns
+ *    on the soft filter when it resumes), from the last down. The kinds it
+ *    balances without converting are not in the input: not modelled.
  *
  * Relocating a chunk: its used bytes go first into the free space of the
  * chunks of the new chunk type, by address (the kernel fills existing block
@@ -70,7 +82,11 @@ enum bx_plan_op {
 	BX_PLAN_CONVERT,
 	BX_PLAN_REPLACE,
 	BX_PLAN_RELOCATE,
+	BX_PLAN_BALANCE,
+	BX_PLAN_RESUME,
 };
+/* The last change kind: the library's table of them is checked against it. */
+#define BX_PLAN_LAST_OP BX_PLAN_RESUME
 
 struct bx_plan_change {
 	enum bx_plan_op op;
@@ -78,14 +94,23 @@ struct bx_plan_change {
 	uint64_t size;		/* add, resize, replace: bytes */
 	uint64_t hint;		/* hint; add and replace when has_hint */
 	bool has_hint;
-	uint64_t type;		/* convert: BTRFS_BLOCK_GROUP_DATA or _METADATA */
+	/* convert: BTRFS_BLOCK_GROUP_DATA or _METADATA; balance: either or both */
+	uint64_t type;
 	uint64_t profile;	/* convert: the profile bits (0: single) */
+	/*
+	 * balance: a chunk of a kind in @type is balanced when its used bytes
+	 * are at least MIN and below MAX percent of its size (the kernel's
+	 * usage filter; MAX 0: the empty ones). Metadata's hold for system too.
+	 */
+	uint8_t data_usage_min, data_usage_max;
+	uint8_t metadata_usage_min, metadata_usage_max;
 };
 
 /*
  * One change as the command line spells it: @op "add", "remove", "resize",
- * "hint", "convert", "replace" or "relocate", and its value ("64G:metadata_only",
- * "3", "3=10G", "3=data_only", "data=raid1", "2=1T[:hint]"; NULL for relocate).
+ * "hint", "convert", "replace", "relocate", "balance" or "resume", and its
+ * value ("64G:metadata_only", "3", "3=10G", "3=data_only", "data=raid1",
+ * "2=1T[:hint]", "dusage=50,musage=10..30"; NULL for relocate and resume).
  * Returns 0 or -EINVAL with a message saying what is wrong.
  */
 int bx_plan_parse_change(const char *op, const char *value, struct bx_plan_change *c);

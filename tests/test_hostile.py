@@ -54,6 +54,7 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
         ("{B}", "--resize", "1={N}"), ("{B}", "--add", "{S}"), ("{B}", "--hint", "{S}"),
         ("{B}", "--convert", "{S}"), ("{B}", "--replace", "{S}"), ("{B}",),
         ("--relocate",), ("--bogus", "{B}"), ("{B}", "{P}", "--remove", "1"),
+        ("{B}", "--balance", "{S}"), ("{B}", "--balance", "dusage={N}"), ("{B}", "--resume"),
     ],
     "inspect dump-super": [
         ("{Ps}",), ("-a", "{Ps}"), (), ("{B}", "{B}"),

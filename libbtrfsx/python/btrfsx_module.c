@@ -50,6 +50,7 @@ struct field {
  */
 #define KIND_OF(type, member)                                                    \
 	_Generic(((type *)0)->member,                                            \
+		 unsigned char: K_UNSIGNED,                                      \
 		 unsigned short: K_UNSIGNED, unsigned int: K_UNSIGNED,           \
 		 unsigned long: K_UNSIGNED, unsigned long long: K_UNSIGNED,      \
 		 short: K_SIGNED, int: K_SIGNED, long: K_SIGNED, long long: K_SIGNED, \
@@ -67,6 +68,8 @@ static PyObject *decode_chars(const char *chars, size_t size)
 static unsigned long long read_unsigned(const void *p, size_t size)
 {
 	switch (size) {
+	case sizeof(uint8_t):
+		return *(const uint8_t *)p;
 	case sizeof(uint16_t):
 		return *(const uint16_t *)p;
 	case sizeof(uint32_t):
@@ -1379,6 +1382,10 @@ static const struct field plan_change_fields[] = {
 	FIELD(struct btrfsx_plan_change, size),
 	FIELD(struct btrfsx_plan_change, hint),
 	FIELD(struct btrfsx_plan_change, has_hint),
+	FIELD(struct btrfsx_plan_change, data_usage_min),
+	FIELD(struct btrfsx_plan_change, data_usage_max),
+	FIELD(struct btrfsx_plan_change, metadata_usage_min),
+	FIELD(struct btrfsx_plan_change, metadata_usage_max),
 	FIELD(struct btrfsx_plan_change, flags),
 	END_FIELDS
 };
@@ -1743,6 +1750,7 @@ static const struct constant constants[] = {
 	CONSTANT(RELOCATE_MISPLACED_AGAIN), CONSTANT(RELOCATE_FAILED),
 	CONSTANT(PLAN_ADD), CONSTANT(PLAN_REMOVE), CONSTANT(PLAN_RESIZE), CONSTANT(PLAN_HINT),
 	CONSTANT(PLAN_CONVERT), CONSTANT(PLAN_REPLACE), CONSTANT(PLAN_RELOCATE),
+	CONSTANT(PLAN_BALANCE), CONSTANT(PLAN_RESUME),
 	CONSTANT(PLAN_POSSIBLE), CONSTANT(PLAN_IMPOSSIBLE), CONSTANT(PLAN_NOT_REACHED),
 	CONSTANT(IO_TIMEOUT_NONE),
 	{ NULL, 0 }

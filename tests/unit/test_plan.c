@@ -350,6 +350,136 @@ static void test_empty_data_chunk_kept(void)
 	bx_usage_input_release(&f.in);
 }
 
+/*
+ * Three 4 GiB devices, raid1 (system, metadata 64 of 256 MiB used), data
+ * chunk 2 (on 2,3) with @used2 and data chunk 3 (on 3,1, the last) with @used3.
+ */
+static void two_data_chunks(struct fs *f, uint64_t used2, uint64_t used3)
+{
+	uint64_t sizes[3] = { 4 * GiB, 4 * GiB, 4 * GiB };
+
+	fs_init(f, 3, sizes, NULL);
+	raid1(f, SYS, 8 * MiB, 16384, 1, 2, 1 * MiB);
+	raid1(f, META, 256 * MiB, 64 * MiB, 1, 2, 9 * MiB);
+	raid1(f, DATA, 1 * GiB, used2, 2, 3, 265 * MiB);
+	raid1(f, DATA, 1 * GiB, used3, 3, 1, 1289 * MiB);
+}
+
+/*
+ * -dusage=50: the balance walks down from the last chunk and asks each
+ * chunk's usage as it reaches it. Chunk 3 (100 MiB) moves into chunk 2's
+ * free space; chunk 2, 450 MiB before, holds 550 MiB by then (above half
+ * of 1 GiB) and stays. -dusage=0 takes no chunk with data.
+ */
+static void test_balance_usage(void)
+{
+	static const char *const half[] = { "balance", "dusage=50" };
+	static const char *const empty[] = { "balance", "dusage=0" };
+	static const char *const range[] = { "balance", "dusage=40..50" };
+	struct bx_plan_result res;
+	struct fs f;
+
+	two_data_chunks(&f, 450 * MiB, 100 * MiB);
+	CHECK(plan(&f.in, half, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 1);
+	CHECK_EQ_U64(res.moved[0].logical, f.in.chunks[3].logical);
+	CHECK_EQ_U64(res.steps[0].moved_bytes, 100 * MiB);
+	CHECK_EQ_U64(res.steps[0].new_chunks, 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
+	CHECK_EQ_U64(res.after.data_used, 550 * MiB);
+	/* A GiB of each of two devices back as unallocated space; the free bytes stay. */
+	CHECK(res.after.overall.device_unallocated ==
+	      res.before.overall.device_unallocated + 2 * (int64_t)GiB);
+	bx_plan_result_release(&res);
+	CHECK(plan(&f.in, empty, 1, &res) == 0);
+	CHECK(res.possible && res.steps[0].moved_chunks == 0);
+	bx_plan_result_release(&res);
+	/* 40..50: chunk 2 alone (43.9 %), its 450 MiB into chunk 3's free space. */
+	CHECK(plan(&f.in, range, 1, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 1);
+	CHECK_EQ_U64(res.moved[0].logical, f.in.chunks[2].logical);
+	CHECK_EQ_U64(res.steps[0].new_chunks, 0);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/*
+ * -musage=30: metadata (25 % used) and system (musage holds for system too)
+ * move; each is the only one of its type, so each needs a new chunk.
+ * Data is not touched. A paused balance refuses a new one.
+ */
+static void test_balance_metadata(void)
+{
+	static const char *const meta[] = { "balance", "-musage=30" };
+	struct bx_plan_result res;
+	struct fs f;
+
+	two_data_chunks(&f, 450 * MiB, 100 * MiB);
+	CHECK(plan(&f.in, meta, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
+	CHECK_EQ_U64(res.steps[0].moved_bytes, 64 * MiB + 16384);
+	for (size_t i = 0; i < res.nr_moved; i++)
+		CHECK(!(res.moved[i].type & DATA));
+	CHECK_EQ_U64(res.steps[0].new_chunks, 2);
+	bx_plan_result_release(&res);
+	f.in.balance = BX_USAGE_BALANCE_PAUSED;
+	CHECK(plan(&f.in, meta, 1, &res) == 0);
+	CHECK(!res.possible && strstr(res.steps[0].reason, "refuses a new balance"));
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/*
+ * raid1 -> single paused after one chunk: the resume converts the raid1
+ * chunks left and leaves the single one (the soft filter); afterwards the
+ * balance is over: a remove is no longer refused, new data is single.
+ */
+static void test_resume(void)
+{
+	static const char *const resume[] = { "resume", NULL, "remove", "1" };
+	uint64_t one = 2, at = 2 * GiB;
+	struct bx_plan_result res;
+	struct fs f;
+
+	two_data_chunks(&f, 300 * MiB, 200 * MiB);
+	add_chunk(&f, DATA, 512 * MiB, 512 * MiB, 100 * MiB, 1, &one, &at);
+	f.in.balance = BX_USAGE_BALANCE_PAUSED;
+	f.in.balance_target[BX_USAGE_KIND_DATA] = DATA;
+	CHECK(plan(&f.in, resume, 2, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
+	CHECK_EQ_U64(res.steps[0].moved_bytes, 500 * MiB);
+	for (size_t i = 0; i < res.steps[0].nr_moved; i++)
+		CHECK(res.moved[i].type & RAID1);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 0);
+	CHECK(res.steps[1].status == BX_PLAN_STEP_DONE);
+	CHECK(res.after_in.balance == BX_USAGE_BALANCE_NONE);
+	CHECK_EQ_U64(res.after.data_type, DATA);
+	CHECK_EQ_U64(res.after.data_used, 600 * MiB);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+static void test_bad_balances(void)
+{
+	static const char *const resume[] = { "resume", NULL };
+	static const char *const twice[] = { "resume", NULL, "resume", NULL };
+	struct fs f;
+
+	two_data_chunks(&f, 450 * MiB, 100 * MiB);
+	expect_einval(&f.in, resume, 1, "no paused or interrupted balance");
+	f.in.balance = BX_USAGE_BALANCE_RUNNING;
+	f.in.balance_target[BX_USAGE_KIND_DATA] = DATA;
+	expect_einval(&f.in, resume, 1, "the balance is running");
+	f.in.balance = BX_USAGE_BALANCE_INTERRUPTED;
+	expect_einval(&f.in, twice, 2, "no paused or interrupted balance");
+	f.in.balance_target[BX_USAGE_KIND_DATA] = 0;
+	expect_einval(&f.in, resume, 1, "converts nothing");
+	bx_usage_input_release(&f.in);
+}
+
 static void test_parse(void)
 {
 	struct bx_plan_change c;
@@ -380,6 +510,29 @@ static void test_parse(void)
 	CHECK(bx_plan_parse_change("relocate", "1", &c) == -EINVAL);
 	CHECK(bx_plan_parse_change("balance", "1", &c) == -EINVAL);
 	CHECK(bx_plan_parse_change("hint", NULL, &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "dusage=50,musage=10..30", &c) == 0);
+	CHECK(c.op == BX_PLAN_BALANCE && c.type == (DATA | META));
+	CHECK(c.data_usage_min == 0 && c.data_usage_max == 50);
+	CHECK(c.metadata_usage_min == 10 && c.metadata_usage_max == 30);
+	bx_plan_describe_change(&c, text, sizeof(text));
+	CHECK(!strcmp(text, "balance data chunks below 50 % used and metadata and system chunks "
+		      "10 % to 30 % used"));
+	CHECK(bx_plan_parse_change("balance", "-dusage=0", &c) == 0 && c.type == DATA);
+	bx_plan_describe_change(&c, text, sizeof(text));
+	CHECK(!strcmp(text, "balance the empty data chunks"));
+	/* btrfs-progs sets the single-value filter beside a range: from 0, the empty ones. */
+	CHECK(bx_plan_parse_change("balance", "musage=0..90", &c) == 0 && c.type == META);
+	CHECK(c.metadata_usage_min == 0 && c.metadata_usage_max == 0);
+	CHECK(bx_plan_parse_change("resume", NULL, &c) == 0 && c.op == BX_PLAN_RESUME);
+	CHECK(bx_plan_parse_change("resume", "1", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "dusage=101", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "dusage=50..10", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "dusage=..10", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "dusage=", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "dusage=5,dusage=6", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "dusage=5,", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "susage=5", &c) == -EINVAL);
+	CHECK(bx_plan_parse_change("balance", "usage=5", &c) == -EINVAL);
 	bx_error_clear();
 }
 
@@ -536,6 +689,10 @@ int main(void)
 	test_relocation_needs_contiguous_room();
 	test_size_classes();
 	test_metadata_move_aborts();
+	test_balance_usage();
+	test_balance_metadata();
+	test_resume();
+	test_bad_balances();
 	test_parse();
 	bx_warnings_clear();
 	return unit_summary();

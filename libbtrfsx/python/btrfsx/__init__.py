@@ -153,6 +153,8 @@ class PlanOp(enum.IntEnum):
     CONVERT = _btrfsx.PLAN_CONVERT
     REPLACE = _btrfsx.PLAN_REPLACE
     RELOCATE = _btrfsx.PLAN_RELOCATE
+    BALANCE = _btrfsx.PLAN_BALANCE      #: usage-filtered balance (flags: the kinds)
+    RESUME = _btrfsx.PLAN_RESUME        #: the paused or interrupted balance resumed
 
 
 class PlanStatus(enum.IntEnum):
@@ -1053,14 +1055,22 @@ class PlanChange:
     devid: int
     size: int                    #: bytes
     hint: Optional[Union[Hint, int]]     #: None when the change sets none
-    flags: int                   #: convert: the type (data or metadata) and the new profile
+    #: balance: a chunk is balanced when its used bytes are at least MIN and
+    #: below MAX percent of its size (MAX 0: the empty ones); metadata's
+    #: range holds for system chunks too
+    data_usage_min: int
+    data_usage_max: int
+    metadata_usage_min: int
+    metadata_usage_max: int
+    #: convert: the type (data or metadata) and the new profile; balance: the kinds
+    flags: int
 
     @classmethod
     def _from(cls, raw: dict) -> "PlanChange":
         op = PlanOp(raw["op"])
+        fields = {k: v for k, v in raw.items() if k != "has_hint"}
         has = raw["has_hint"] or op == PlanOp.HINT
-        return cls(op=op, devid=raw["devid"], size=raw["size"],
-                   hint=_hint(raw["hint"]) if has else None, flags=raw["flags"])
+        return cls(**dict(fields, op=op, hint=_hint(raw["hint"]) if has else None))
 
 
 @_c_fields()
@@ -1484,7 +1494,8 @@ def plan(paths: Paths, changes: Sequence[tuple], *, sysfs_root: Optional[Path] =
     of an unmounted filesystem. @changes: applied in order, each a tuple
     (op, value) as the command spells it: ("add", "64G:metadata_only"),
     ("remove", 3), ("resize", "3=10G"), ("hint", "3=data_only"),
-    ("convert", "metadata=raid1c3"), ("replace", "2=4T"), ("relocate",).
+    ("convert", "metadata=raid1c3"), ("replace", "2=4T"), ("relocate",),
+    ("balance", "dusage=50,musage=10..30"), ("resume",).
     An impossible change is no error: see :attr:`Plan.possible` and each
     step's status and reason. :class:`InvalidArgumentError` for a plan that
     cannot be made (an unknown devid, a size too small, a profile the devices
