@@ -9,7 +9,8 @@ a guest (busybox sh) and on the host (bash): make the filesystem, run
 ``btrfsx filesystem plan`` (JSON), record every chunk and its used bytes
 (btrfs-progs' dump-tree, the oracle), make each change for real (``btrfs
 device add/remove``, ``btrfs filesystem resize``, ``btrfs balance start
--dconvert``, ``btrfs replace``, hint sets, ``btrfsx balance misplaced``),
+-dconvert`` or ``-dusage= -musage=``, ``btrfs balance resume``, ``btrfs
+replace``, hint sets, ``btrfsx balance misplaced``),
 stop at the first that fails, record the chunks again, and fill the result
 to ENOSPC: data (fallocate), metadata (xattrs), or data with every
 preference made strict. Results come back as ``@@R`` lines and ``@@BEGIN``
@@ -68,6 +69,14 @@ class Case:
     #: disk order ("dev0"..), and its description; none for a fresh one
     devids: list = field(default_factory=list)
     past: str = ""
+    #: compare the after-state with `usage` as for an aged one (a young one
+    #: is held to the fill alone unless this is set)
+    after_state: bool = False
+    #: read every block group in before the plan (fstrim waits for each): the
+    #: kernel's allocator then finds free space by address, as the plan does,
+    #: not only in the block groups it happened to have read (a balance's
+    #: usage filter sees the difference)
+    cache_first: bool = False
 
     def describe(self) -> str:
         ch = " ".join(f"--{op}" + (f" {v}" if v is not None else "") for op, v in self.changes)
@@ -152,7 +161,25 @@ def _pick_change(rng: random.Random, fs: _Fs, ops: list[str], sizes: list[int],
         if not any(v["hint"] for v in fs.devs.values()):
             return None
         return "relocate", None
+    if op == "balance":
+        return "balance", balance_filters(rng)
     return None
+
+
+def balance_filters(rng: random.Random) -> str:
+    """A usage-filtered balance's value (``--balance``): data, metadata or
+    both, a percent or a range each."""
+    def usage(choices):
+        low, high = sorted(rng.sample(choices, 2))
+        return f"{low}..{high}" if rng.random() < 0.25 else str(high)
+
+    kinds = rng.choice(["d", "m", "dm", "dm"])
+    out = []
+    if "d" in kinds:
+        out.append(f"dusage={usage([0, 10, 30, 50, 70, 80, 95])}")
+    if "m" in kinds:
+        out.append(f"musage={usage([0, 5, 30, 60, 90])}")
+    return ",".join(out)
 
 
 def make_case(series: str, seed: int, sizes: list[int], ops: list[str],
@@ -279,6 +306,11 @@ def _change_cmds(case: Case, disks: dict[str, str], mnt: str) -> list[str]:
             cmds.append(_set_hint(paths[int(devid)], hint))
         elif op == "relocate":
             cmds.append(f"btrfsx balance misplaced {mnt}")
+        elif op == "balance":
+            filters = " ".join("-" + f.lstrip("-") for f in value.split(","))
+            cmds.append(f"btrfs balance start {filters} {mnt}")
+        elif op == "resume":
+            cmds.append(f"btrfs balance resume {mnt}")
     return cmds
 
 
@@ -304,6 +336,8 @@ def script(case: Case, disks: dict[str, str], mnt: str = "/mnt") -> str:
             lines.append(f"btrfs filesystem resize {devid}:{size // MiB}M {mnt} >/dev/null")
         lines.append(f"guest-fill part {mnt} {case.prefill} {case.small_files} | "
                      f"sed 's/^@@R fill_part/@@R part {s}/'")
+    if case.cache_first:
+        lines.append(f"fstrim {mnt}")
     lines.append("sync")
     return "\n".join(lines) + "\n" + _plan_and_change(case, disks, mnt)
 
@@ -341,7 +375,7 @@ def _plan_and_change(case: Case, disks: dict[str, str], mnt: str) -> str:
 def aged_case(fs, series: str, kinds: list[str]) -> Case:
     """One change on the aged filesystem @fs (an aging.AgedFs), of the kind
     the seed picks from @kinds ("remove", "resize", "replace", "convert",
-    "add"); the same seed gives the same change."""
+    "add", "balance"); the same seed gives the same change."""
     spec = fs.spec
     rng = random.Random(f"aged-plan-{series}-{spec.seed}")
     sizes = spec.sizes + ([spec.spare] if spec.spare else [])
@@ -376,6 +410,8 @@ def aged_case(fs, series: str, kinds: list[str]) -> Case:
             size = rng.choice([256 * MiB, 512 * MiB])
             case.spares.append(size)
             case.changes = [("add", f"{size // MiB}M"), ("remove", str(devid))]
+        elif kind == "balance":
+            case.changes = [("balance", balance_filters(rng))]
         else:
             continue
         break
@@ -508,7 +544,7 @@ def compare(case: Case, res) -> Outcome:
         text = res.output(f"step_{s}_{real_fail}")[1]
         op = case.changes[real_fail][0]
         # An ENOSPC inside a transaction aborts it: the filesystem goes read-only.
-        if op in ("remove", "resize", "convert") and not any(
+        if op in ("remove", "resize", "convert", "balance", "resume") and not any(
                 why in text for why in ("No space left", "Read-only file system",
                                         "Input/output error")):
             out.problems.append(f"change {real_fail} failed, but not with ENOSPC: {text[-300:]}")
@@ -527,7 +563,7 @@ def compare(case: Case, res) -> Outcome:
         out.problems.append(f"moved bytes {plan_moved} vs {real_moved} "
                             f"({err(plan_moved, real_moved):+.2%})")
     after_fig = plan["after"]
-    if case.devids:
+    if case.devids or case.after_state:
         _after_state(out, after_fig, res.json(f"usage_{s}")[1])
     if case.measure == "meta":
         used_before = progs_metadata(res.output(f"premeta_{s}")[1])[1]
