@@ -166,9 +166,10 @@ def _pick_change(rng: random.Random, fs: _Fs, ops: list[str], sizes: list[int],
     return None
 
 
-def balance_filters(rng: random.Random) -> str:
+def balance_filters(rng: random.Random, gentle: bool = False) -> str:
     """A usage-filtered balance's value (``--balance``): data, metadata or
-    both, a percent or a range each."""
+    both, a percent or a range each; @gentle: the low percentages sysadmins
+    give a nearly full filesystem (most of the aged ones are)."""
     def usage(choices):
         low, high = sorted(rng.sample(choices, 2))
         return f"{low}..{high}" if rng.random() < 0.25 else str(high)
@@ -176,9 +177,10 @@ def balance_filters(rng: random.Random) -> str:
     kinds = rng.choice(["d", "m", "dm", "dm"])
     out = []
     if "d" in kinds:
-        out.append(f"dusage={usage([0, 10, 30, 50, 70, 80, 95])}")
+        data = [0, 5, 10, 20, 30, 50] if gentle else [0, 10, 30, 50, 70, 80, 95]
+        out.append(f"dusage={usage(data)}")
     if "m" in kinds:
-        out.append(f"musage={usage([0, 5, 30, 60, 90])}")
+        out.append(f"musage={usage([0, 5, 10, 30] if gentle else [0, 5, 30, 60, 90])}")
     return ",".join(out)
 
 
@@ -411,7 +413,7 @@ def aged_case(fs, series: str, kinds: list[str]) -> Case:
             case.spares.append(size)
             case.changes = [("add", f"{size // MiB}M"), ("remove", str(devid))]
         elif kind == "balance":
-            case.changes = [("balance", balance_filters(rng))]
+            case.changes = [("balance", balance_filters(rng, gentle=True))]
         else:
             continue
         break
