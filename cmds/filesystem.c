@@ -188,6 +188,17 @@ static int show_mounted(struct bx_ctx *ctx, const char *path, unsigned int units
 	return 0;
 }
 
+/*
+ * Whether @ret says the device libblkid listed is gone or no longer btrfs: a
+ * loop device detached, or a filesystem unmounted and its device reused,
+ * between the scan and the open. Such a device is skipped, not an error.
+ */
+static bool vanished(int ret)
+{
+	return ret == -ENOENT || ret == -ENXIO || ret == -ENODEV ||
+	       bx_error_last_kind() == BX_ERROR_KIND_NOT_BTRFS;
+}
+
 /* Every btrfs filesystem libblkid sees, one member named per fsid. */
 static int show_all(struct bx_ctx *ctx, unsigned int units, bool mounted_only)
 {
@@ -212,6 +223,11 @@ static int show_all(struct bx_ctx *ctx, unsigned int units, bool mounted_only)
 		if (uuid && !dup && nr_seen < 64) {
 			snprintf(seen[nr_seen++], sizeof(seen[0]), "%s", uuid);
 			ret = show_offline(ctx, &name, 1, units, mounted_only);
+			if (ret && vanished(ret)) {
+				bx_warn("skipped, gone while listing: %s", bx_error_message(ret));
+				bx_error_clear();
+				ret = 0;
+			}
 		}
 		free(uuid);
 	}
