@@ -430,6 +430,37 @@ static int replay_error(const struct replay *rp)
 			rp->error == -EIO ? "input/output error or short read" : strerror(-rp->error));
 }
 
+/*
+ * The bytes a job of equal parts would have read in the replay's time: each
+ * reader's reads go to the devices in the proportions its own went, so
+ * device d carries share_d of the job and the job ends when the device with
+ * the most work for its pace ends. The bytes read until a deadline alone
+ * would count what a fast device's readers read while the others' readers
+ * wait: pid sending 3 of 8 readers to an SSD scored as the SSD, while a job
+ * of 8 equal parts waits for the 5 on the slower disks.
+ */
+static uint64_t equal_parts_bytes(const struct replay *rp, const struct reader *readers,
+				  unsigned int nr)
+{
+	double least = -1;
+
+	for (size_t d = 0; d < rp->map->nr_devs; d++) {
+		double share = 0;
+
+		for (unsigned int i = 0; i < nr; i++) {
+			uint64_t total = 0;
+
+			for (size_t k = 0; k < rp->map->nr_devs; k++)
+				total += readers[i].dev_bytes[k];
+			if (total)
+				share += (double)readers[i].dev_bytes[d] / (double)total / nr;
+		}
+		if (share > 0 && (least < 0 || (double)rp->dev_bytes[d] / share < least))
+			least = (double)rp->dev_bytes[d] / share;
+	}
+	return least < 0 ? 0 : (uint64_t)least;
+}
+
 int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 		    const struct bx_rp_value *policy, unsigned int pid_base, unsigned int pass,
 		    double seconds, const volatile sig_atomic_t *cancel, struct bx_probe_result *r)
@@ -467,10 +498,8 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 			break;
 		}
 	}
-	for (unsigned int i = 0; i < started; i++) {
+	for (unsigned int i = 0; i < started; i++)
 		pthread_join(readers[i].thread, NULL);
-		free(readers[i].dev_bytes);
-	}
 	sample_counters(map, after);
 	if (rp.error) {
 		ret = replay_error(&rp);
@@ -481,12 +510,13 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 		goto out;
 	}
 	r->seconds += rp.last_end - start;
-	for (size_t i = 0; i < map->nr_devs; i++) {
+	r->bytes += equal_parts_bytes(&rp, readers, started);
+	for (size_t i = 0; i < map->nr_devs; i++)
 		r->dev_bytes[i] += rp.dev_bytes[i];
-		r->bytes += rp.dev_bytes[i];
-	}
 	add_others(map, before, after, rp.dev_bytes, r);
 out:
+	for (unsigned int i = 0; i < started; i++)
+		free(readers[i].dev_bytes);
 	free(rp.dev_bytes);
 	free(before);
 	free(after);

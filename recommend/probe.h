@@ -103,7 +103,7 @@ void bx_probe_route(const struct bx_probe_map *map, const struct bx_rp_value *po
 
 /* What one timed replay read, per device too (indexes of the map's devs). */
 struct bx_probe_result {
-	uint64_t bytes;
+	uint64_t bytes;                /* as a job of equal parts per reader would */
 	double seconds;
 	uint64_t *dev_bytes;           /* map->nr_devs entries: what the probe read */
 	uint64_t *other_read_bytes;    /* ... what others read meanwhile (stat) */
