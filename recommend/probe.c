@@ -430,33 +430,25 @@ static int replay_error(const struct replay *rp)
 			rp->error == -EIO ? "input/output error or short read" : strerror(-rp->error));
 }
 
-/*
- * The bytes a job of equal parts would have read in the replay's time: each
- * reader's reads go to the devices in the proportions its own went, so
- * device d carries share_d of the job and the job ends when the device with
- * the most work for its pace ends. The bytes read until a deadline alone
- * would count what a fast device's readers read while the others' readers
- * wait: pid sending 3 of 8 readers to an SSD scored as the SSD, while a job
- * of 8 equal parts waits for the 5 on the slower disks.
- */
-static uint64_t equal_parts_bytes(const struct replay *rp, const struct reader *readers,
-				  unsigned int nr)
+uint64_t bx_probe_equal_parts(const uint64_t *bytes, unsigned int readers, size_t nr_devs)
 {
 	double least = -1;
 
-	for (size_t d = 0; d < rp->map->nr_devs; d++) {
-		double share = 0;
+	for (size_t d = 0; d < nr_devs; d++) {
+		double share = 0, dev_bytes = 0;
 
-		for (unsigned int i = 0; i < nr; i++) {
+		for (unsigned int i = 0; i < readers; i++) {
+			const uint64_t *row = bytes + (size_t)i * nr_devs;
 			uint64_t total = 0;
 
-			for (size_t k = 0; k < rp->map->nr_devs; k++)
-				total += readers[i].dev_bytes[k];
+			for (size_t k = 0; k < nr_devs; k++)
+				total += row[k];
 			if (total)
-				share += (double)readers[i].dev_bytes[d] / (double)total / nr;
+				share += (double)row[d] / (double)total / readers;
+			dev_bytes += (double)row[d];
 		}
-		if (share > 0 && (least < 0 || (double)rp->dev_bytes[d] / share < least))
-			least = (double)rp->dev_bytes[d] / share;
+		if (share > 0 && (least < 0 || dev_bytes / share < least))
+			least = dev_bytes / share;
 	}
 	return least < 0 ? 0 : (uint64_t)least;
 }
@@ -468,6 +460,7 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 	struct bx_blk_counters *before = calloc(map->nr_devs + 1, sizeof(*before));
 	struct bx_blk_counters *after = calloc(map->nr_devs + 1, sizeof(*after));
 	struct reader readers[BX_PROBE_MAX_READERS];
+	uint64_t *reader_bytes = calloc((size_t)w->readers * map->nr_devs + 1, sizeof(uint64_t));
 	struct replay rp = {
 		.map = map, .w = w, .policy = policy, .pid_base = pid_base, .pass = pass,
 		.cancel = cancel, .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -479,7 +472,7 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 	if (w->readers == 0 || w->readers > BX_PROBE_MAX_READERS || !map->length)
 		ret = bx_error(-EINVAL, "no reads to replay");
 	rp.dev_bytes = calloc(map->nr_devs + 1, sizeof(uint64_t));
-	if (!ret && (!before || !after || !rp.dev_bytes))
+	if (!ret && (!before || !after || !rp.dev_bytes || !reader_bytes))
 		ret = bx_error(-ENOMEM, "out of memory");
 	if (ret)
 		goto out;
@@ -490,10 +483,9 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 	for (; started < w->readers; started++) {
 		struct reader *rd = &readers[started];
 
-		*rd = (struct reader){ .rp = &rp, .index = started };
-		rd->dev_bytes = calloc(map->nr_devs + 1, sizeof(uint64_t));
-		if (!rd->dev_bytes || pthread_create(&rd->thread, NULL, reader_main, rd)) {
-			free(rd->dev_bytes);
+		*rd = (struct reader){ .rp = &rp, .index = started,
+				       .dev_bytes = reader_bytes + (size_t)started * map->nr_devs };
+		if (pthread_create(&rd->thread, NULL, reader_main, rd)) {
 			reader_failed(&rp, -ENOMEM, SIZE_MAX, 0);
 			break;
 		}
@@ -510,13 +502,12 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 		goto out;
 	}
 	r->seconds += rp.last_end - start;
-	r->bytes += equal_parts_bytes(&rp, readers, started);
+	r->bytes += bx_probe_equal_parts(reader_bytes, started, map->nr_devs);
 	for (size_t i = 0; i < map->nr_devs; i++)
 		r->dev_bytes[i] += rp.dev_bytes[i];
 	add_others(map, before, after, rp.dev_bytes, r);
 out:
-	for (unsigned int i = 0; i < started; i++)
-		free(readers[i].dev_bytes);
+	free(reader_bytes);
 	free(rp.dev_bytes);
 	free(before);
 	free(after);

@@ -117,6 +117,19 @@ void bx_probe_result_free(struct bx_probe_result *r);
  * Opens the devices (read-only, O_DIRECT) for bx_probe_replay(); closed by
  * bx_probe_map_free().
  */
+/*
+ * The bytes a job of equal parts per reader would have read in the time the
+ * readers read @bytes (@readers rows of @nr_devs: what each read from each
+ * device). Each reader's part goes to the devices in the proportions its own
+ * reads went, so device d carries share_d of the job, and the job ends when
+ * the device with the most of it for its pace does. The bytes read until a
+ * deadline alone would count what a fast device's readers read while the
+ * others' wait: pid sending 3 of 8 readers to an SSD scored as the SSD, while
+ * a job of 8 equal parts waits for the 5 on the slower disks. Never more than
+ * the bytes read; as many when every reader split its reads alike. Pure.
+ */
+uint64_t bx_probe_equal_parts(const uint64_t *bytes, unsigned int readers, size_t nr_devs);
+
 int bx_probe_open(struct bx_probe_map *map);
 
 /*

@@ -1,6 +1,7 @@
 /*
  * recommend/ without devices: which copy the kernel's policies read
- * (bx_probe_route), and the pick from the rates (bx_rec_decide).
+ * (bx_probe_route), a replay's bytes as a job of equal parts
+ * (bx_probe_equal_parts), and the pick from the rates (bx_rec_decide).
  */
 #include <stdio.h>
 #include <string.h>
@@ -152,10 +153,30 @@ static void test_decide(void)
 	CHECK(strstr(res.reason, "1.20x pid (10.0 MiB/s)") != NULL);
 }
 
+/* 8 readers, pid on raid1c3 of an SSD (device 0) and two HDDs: the HDDs set the pace. */
+static void test_equal_parts(void)
+{
+	const uint64_t pid[8 * 3] = {
+		100, 0, 0,  0, 5, 0,  0, 0, 5,  100, 0, 0,
+		0, 5, 0,  0, 0, 5,  100, 0, 0,  0, 5, 0,
+	};
+	const uint64_t alike[2 * 3] = { 10, 10, 10,  10, 10, 10 };
+	const uint64_t one[3] = { 5, 0, 15 };
+	const uint64_t none[2 * 3] = { 0 };
+
+	/* 3/8 of the job on device 1, which read 15 meanwhile: 40 in all */
+	CHECK(bx_probe_equal_parts(pid, 8, 3) == 40);
+	/* readers that split alike, and one reader: what they read */
+	CHECK(bx_probe_equal_parts(alike, 2, 3) == 60);
+	CHECK(bx_probe_equal_parts(one, 1, 3) == 20);
+	CHECK(bx_probe_equal_parts(none, 2, 3) == 0);
+}
+
 int main(void)
 {
 	test_raid1c3();
 	test_raid10();
+	test_equal_parts();
 	test_decide();
 	return unit_summary();
 }
