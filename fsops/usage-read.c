@@ -316,6 +316,14 @@ bool bx_kernel_at_least(unsigned int major, unsigned int minor)
 	return have_major > major || (have_major == major && have_minor >= minor);
 }
 
+/* What the running kernel does that the allocator and relocation models follow. */
+static void set_running_kernel(struct bx_usage_input *in)
+{
+	in->kernel_flags = bx_kernel_alloc_flags();
+	in->kernel_size_classes = bx_kernel_at_least(6, 3);
+	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
+}
+
 static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_usage_chunk *c);
 
 /*
@@ -354,9 +362,7 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 	if (ret)
 		return ret;
 	in->mounted = true;
-	in->kernel_flags = bx_kernel_alloc_flags();
-	in->kernel_size_classes = bx_kernel_at_least(6, 3);
-	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
+	set_running_kernel(in);
 	snprintf(in->path, sizeof(in->path), "%s", mfs.path);
 	memcpy(in->fsid, mfs.fsid, sizeof(in->fsid));
 	in->nodesize = mfs.nodesize;
@@ -591,9 +597,7 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 
 	memset(in, 0, sizeof(*in));
 	/* The kernel that will mount it is unknown: the running one is the best guess. */
-	in->kernel_flags = bx_kernel_alloc_flags();
-	in->kernel_size_classes = bx_kernel_at_least(6, 3);
-	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
+	set_running_kernel(in);
 	ret = bx_fs_open(&o.fs, paths, nr_paths, BX_OPEN_DEGRADED);
 	if (ret)
 		return ret;

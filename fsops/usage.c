@@ -744,9 +744,9 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 		alloc_flags |= BX_ALLOC_IGNORE_HINTS;
 	if (flags & BX_USAGE_STRICT)
 		alloc_flags |= BX_ALLOC_STRICT;
-	alloc_flags |= in->kernel_flags & ~BX_ALLOC_DATA_ONLY_LAST;
-	if (in->mounted && in->hints_effective && rep->hints_honoured)
-		alloc_flags |= BX_ALLOC_HINT_KERNEL | (in->kernel_flags & BX_ALLOC_DATA_ONLY_LAST);
+	/* The hint kernel's own order only where the hints are modelled at all. */
+	alloc_flags |= rep->hints_honoured ? bx_usage_kernel_flags(in) :
+			in->kernel_flags & ~BX_ALLOC_DATA_ONLY_LAST;
 	rep->model_flags = alloc_flags;
 	if (!in->hints_effective && any_hint && !(flags & BX_USAGE_IGNORE_HINTS))
 		rep->warnings |= BX_USAGE_W_HINTS_IGNORED;
