@@ -293,13 +293,16 @@ int bx_probe_open(struct bx_probe_map *map)
 	return 0;
 }
 
+/* A replay's bytes per reader and device: every read, the warm ones, as scored. */
+#define BYTES_KINDS 3
+
 /* What the readers of one replay share. */
 struct replay {
 	const struct bx_probe_map *map;
 	const struct bx_probe_workload *w;
 	const struct bx_rp_value *policy;
 	unsigned int pid_base, pass;
-	double deadline;
+	double start, deadline;
 	const volatile sig_atomic_t *cancel;
 	atomic_uint_fast64_t blocks_read;    /* round-robin's counter */
 	atomic_int failed;
@@ -315,7 +318,10 @@ struct reader {
 	struct replay *rp;
 	unsigned int index;
 	pthread_t thread;
-	uint64_t *dev_bytes;
+	uint64_t *dev_bytes;            /* every read, per device */
+	uint64_t *warm_bytes;           /* ... but the cold ones (sequential readers) */
+	double cold_seconds;            /* the cold reads took */
+	double seconds;                 /* from the replay's start to its last read's end */
 };
 
 static uint64_t next_random(uint64_t *state)
@@ -361,14 +367,14 @@ static void *reader_main(void *arg)
 	struct replay *rp = rd->rp;
 	uint64_t state = ((uint64_t)rp->pass * 131 + rd->index + 1) * 0x9e3779b97f4a7c15ULL;
 	void *buf = NULL;
-	double end;
+	double begun, end;
 
 	if (posix_memalign(&buf, 4096, BX_PROBE_REQUEST)) {
 		reader_failed(rp, -ENOMEM, SIZE_MAX, 0);
 		return NULL;
 	}
 	for (uint64_t n = 0; !rp->failed && !(rp->cancel && *rp->cancel) &&
-			     now_seconds() < rp->deadline; n++) {
+			     (begun = now_seconds()) < rp->deadline; n++) {
 		uint64_t offset = read_offset(rp, rd->index, n, &state), physical;
 		uint64_t blocks = atomic_fetch_add(&rp->blocks_read,
 						   BX_PROBE_REQUEST / rp->map->sectorsize);
@@ -382,9 +388,19 @@ static void *reader_main(void *arg)
 			reader_failed(rp, got < 0 ? -errno : -EIO, dev, physical);
 			break;
 		}
+		/*
+		 * A sequential reader's first read from a device seeks to its slice: a
+		 * long job pays that once, a replay of a fraction of a second pays it
+		 * in full. Random reads seek every time; none of theirs is colder.
+		 */
+		if (!rp->w->random && !rd->dev_bytes[dev])
+			rd->cold_seconds += now_seconds() - begun;
+		else
+			rd->warm_bytes[dev] += BX_PROBE_REQUEST;
 		rd->dev_bytes[dev] += BX_PROBE_REQUEST;
 	}
 	end = now_seconds();
+	rd->seconds = end - rp->start;
 	pthread_mutex_lock(&rp->lock);
 	if (end > rp->last_end)
 		rp->last_end = end;
@@ -453,6 +469,30 @@ uint64_t bx_probe_equal_parts(const uint64_t *bytes, unsigned int readers, size_
 	return least < 0 ? 0 : (uint64_t)least;
 }
 
+void bx_probe_warm_row(const uint64_t *all, const uint64_t *warm, size_t nr_devs, double seconds,
+		       double cold_seconds, double replay_seconds, uint64_t *row)
+{
+	double warm_seconds = seconds - cold_seconds;
+	uint64_t warm_total = 0;
+
+	for (size_t d = 0; d < nr_devs; d++)
+		warm_total += warm[d];
+	for (size_t d = 0; d < nr_devs; d++)
+		row[d] = warm_total && warm_seconds > 0 ?
+			 (uint64_t)((double)warm[d] * replay_seconds / warm_seconds) : all[d];
+}
+
+/* Every reader's row at its warm pace, into @rows, as a job of equal parts of them. */
+static uint64_t scored_bytes(const struct reader *readers, unsigned int nr, size_t nr_devs,
+			     double replay_seconds, uint64_t *rows)
+{
+	for (unsigned int i = 0; i < nr; i++)
+		bx_probe_warm_row(readers[i].dev_bytes, readers[i].warm_bytes, nr_devs,
+				  readers[i].seconds, readers[i].cold_seconds, replay_seconds,
+				  rows + (size_t)i * nr_devs);
+	return bx_probe_equal_parts(rows, nr, nr_devs);
+}
+
 int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 		    const struct bx_rp_value *policy, unsigned int pid_base, unsigned int pass,
 		    double seconds, const volatile sig_atomic_t *cancel, struct bx_probe_result *r)
@@ -460,7 +500,9 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 	struct bx_blk_counters *before = calloc(map->nr_devs + 1, sizeof(*before));
 	struct bx_blk_counters *after = calloc(map->nr_devs + 1, sizeof(*after));
 	struct reader readers[BX_PROBE_MAX_READERS];
-	uint64_t *reader_bytes = calloc((size_t)w->readers * map->nr_devs + 1, sizeof(uint64_t));
+	/* each reader's row of every read, of the warm ones, and scored: BYTES_KINDS blocks */
+	size_t cells = (size_t)w->readers * map->nr_devs;
+	uint64_t *reader_bytes = calloc(BYTES_KINDS * cells + 1, sizeof(uint64_t));
 	struct replay rp = {
 		.map = map, .w = w, .policy = policy, .pid_base = pid_base, .pass = pass,
 		.cancel = cancel, .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -477,14 +519,16 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 	if (ret)
 		goto out;
 	sample_counters(map, before);
-	start = now_seconds();
+	start = rp.start = now_seconds();
 	rp.deadline = start + seconds;
 	rp.last_end = start;
 	for (; started < w->readers; started++) {
 		struct reader *rd = &readers[started];
 
 		*rd = (struct reader){ .rp = &rp, .index = started,
-				       .dev_bytes = reader_bytes + (size_t)started * map->nr_devs };
+				       .dev_bytes = reader_bytes + (size_t)started * map->nr_devs,
+				       .warm_bytes = reader_bytes + cells +
+						     (size_t)started * map->nr_devs };
 		if (pthread_create(&rd->thread, NULL, reader_main, rd)) {
 			reader_failed(&rp, -ENOMEM, SIZE_MAX, 0);
 			break;
@@ -502,7 +546,8 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 		goto out;
 	}
 	r->seconds += rp.last_end - start;
-	r->bytes += bx_probe_equal_parts(reader_bytes, started, map->nr_devs);
+	r->bytes += scored_bytes(readers, started, map->nr_devs, rp.last_end - start,
+				 reader_bytes + 2 * cells);
 	for (size_t i = 0; i < map->nr_devs; i++)
 		r->dev_bytes[i] += rp.dev_bytes[i];
 	add_others(map, before, after, rp.dev_bytes, r);

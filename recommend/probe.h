@@ -103,7 +103,7 @@ void bx_probe_route(const struct bx_probe_map *map, const struct bx_rp_value *po
 
 /* What one timed replay read, per device too (indexes of the map's devs). */
 struct bx_probe_result {
-	uint64_t bytes;                /* as a job of equal parts per reader would */
+	uint64_t bytes;                /* as a job of equal parts per reader would, warm */
 	double seconds;
 	uint64_t *dev_bytes;           /* map->nr_devs entries: what the probe read */
 	uint64_t *other_read_bytes;    /* ... what others read meanwhile (stat) */
@@ -113,10 +113,6 @@ struct bx_probe_result {
 int bx_probe_result_init(struct bx_probe_result *r, size_t nr_devs);
 void bx_probe_result_free(struct bx_probe_result *r);
 
-/*
- * Opens the devices (read-only, O_DIRECT) for bx_probe_replay(); closed by
- * bx_probe_map_free().
- */
 /*
  * The bytes a job of equal parts per reader would have read in the time the
  * readers read @bytes (@readers rows of @nr_devs: what each read from each
@@ -129,6 +125,25 @@ void bx_probe_result_free(struct bx_probe_result *r);
  * the bytes read; as many when every reader split its reads alike. Pure.
  */
 uint64_t bx_probe_equal_parts(const uint64_t *bytes, unsigned int readers, size_t nr_devs);
+
+/*
+ * A reader's row for bx_probe_equal_parts(): what it would have read from
+ * each device in @replay_seconds at the pace of its warm reads, those of
+ * @warm (its reads but the cold ones, which took @cold_seconds of its
+ * @seconds). A sequential reader's first read from each device seeks to its
+ * slice: a job of many seconds pays that once, a replay of a fraction of one
+ * (30 s for 64 replays) pays it in full, and more for a policy spreading one
+ * reader over more devices (on RAID10's 4 disks, 2 cold reads of ~0.1 s
+ * each took most of a pid replay of 0.23 s). A reader with no warm read
+ * keeps @all, what it read. Pure.
+ */
+void bx_probe_warm_row(const uint64_t *all, const uint64_t *warm, size_t nr_devs, double seconds,
+		       double cold_seconds, double replay_seconds, uint64_t *row);
+
+/*
+ * Opens the devices (read-only, O_DIRECT) for bx_probe_replay(); closed by
+ * bx_probe_map_free().
+ */
 
 int bx_probe_open(struct bx_probe_map *map);
 

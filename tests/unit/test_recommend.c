@@ -1,7 +1,8 @@
 /*
  * recommend/ without devices: which copy the kernel's policies read
  * (bx_probe_route), a replay's bytes as a job of equal parts
- * (bx_probe_equal_parts), and the pick from the rates (bx_rec_decide).
+ * (bx_probe_equal_parts) at the readers' warm pace (bx_probe_warm_row), and
+ * the pick from the rates (bx_rec_decide).
  */
 #include <stdio.h>
 #include <string.h>
@@ -172,11 +173,32 @@ static void test_equal_parts(void)
 	CHECK(bx_probe_equal_parts(none, 2, 3) == 0);
 }
 
+static void test_warm_row(void)
+{
+	const uint64_t all[2] = { 5 * K64, 5 * K64 }, warm[2] = { 4 * K64, 4 * K64 };
+	const uint64_t none[2] = { 0 };
+	uint64_t row[2];
+
+	/* two cold reads took half the replay: the warm ones' pace, over all of it */
+	bx_probe_warm_row(all, warm, 2, 0.5, 0.25, 0.5, row);
+	CHECK_EQ_U64(row[0], 8 * K64);
+	CHECK_EQ_U64(row[1], 8 * K64);
+	/* a reader that ended before the replay's last read: its pace over the replay */
+	bx_probe_warm_row(all, all, 2, 0.25, 0, 0.5, row);
+	CHECK_EQ_U64(row[0], 10 * K64);
+	/* only cold reads (or random ones, never cold): what it read */
+	bx_probe_warm_row(all, none, 2, 0.5, 0.5, 0.5, row);
+	CHECK_EQ_U64(row[0], 5 * K64);
+	bx_probe_warm_row(all, all, 2, 0.5, 0, 0.5, row);
+	CHECK_EQ_U64(row[1], 5 * K64);
+}
+
 int main(void)
 {
 	test_raid1c3();
 	test_raid10();
 	test_equal_parts();
+	test_warm_row();
 	test_decide();
 	return unit_summary();
 }
