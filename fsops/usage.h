@@ -156,6 +156,12 @@ struct bx_usage_input {
 	 * data chunk (calc_available_free_space(), 6.7 and later).
 	 */
 	bool kernel_overcommit_keeps_data_chunk;
+	/*
+	 * The running kernel's cleaner deletes a new block group that nothing
+	 * was allocated in, as it deletes one that became empty (6.8 and
+	 * later; before, one never used stays until the next mount).
+	 */
+	bool kernel_cleans_new_block_groups;
 	bool have_global_reserve;	/* mounted only */
 	uint64_t global_reserve;
 	uint64_t global_reserve_used;

@@ -37,6 +37,7 @@ struct ps_chunk {
 	bool pending;			/* to be moved by the running change */
 	bool moving;			/* being moved: read-only, no pool */
 	bool in_pool;			/* listed in its pool */
+	bool unused_listed;		/* on the kernel's list of unused block groups */
 	/*
 	 * Data chunks when the extents are known (plan_state.exact): the extents in it
 	 * (what moving it copies, one by one) and the free space between them
@@ -156,6 +157,12 @@ long ps_pool_chunk(struct plan_state *s, uint64_t type, const struct bx_place_ch
 int ps_free_chunk(struct plan_state *s, size_t idx);
 /* The transaction commits: the extents freed since become holes. */
 int ps_commit(struct plan_state *s);
+/*
+ * The kernel's cleaner after a change (btrfs_delete_unused_bgs()): the empty
+ * block groups on its list go, but the last of their profile and those its
+ * space info may need soon; then a commit.
+ */
+int ps_delete_unused(struct plan_state *s);
 
 /*
  * Puts up to @bytes into the free space of the pool of @type, in order;

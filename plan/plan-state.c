@@ -12,6 +12,7 @@
 #include "plan/plan-private.h"
 
 #define OOM() bx_error(-ENOMEM, "out of memory")
+#define TYPE_MASK (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)
 
 long ps_dev_index(const struct plan_state *s, uint64_t devid)
 {
@@ -233,6 +234,16 @@ static int copy_extents(struct plan_state *s, const struct bx_usage_input *in, c
 	return ret;
 }
 
+/* Chunks of @flags (type and profile) not gone, but for chunk @skip. */
+static size_t alike_chunks(const struct plan_state *s, uint64_t flags, size_t skip)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nr_chunks; i++)
+		n += i != skip && !s->chunks[i].gone && s->chunks[i].type == flags;
+	return n;
+}
+
 static int copy_chunks(struct plan_state *s, const struct bx_usage_input *in)
 {
 	s->chunks = calloc(in->nr_chunks + 1, sizeof(*s->chunks));
@@ -268,6 +279,14 @@ static int copy_chunks(struct plan_state *s, const struct bx_usage_input *in)
 				return ret;
 		}
 	}
+	/*
+	 * Empty ones are on the cleaner's list (an unmounted filesystem's from
+	 * the next mount on) but the last of their profile, which it dropped.
+	 */
+	for (size_t i = 0; i < s->nr_chunks; i++)
+		s->chunks[i].unused_listed = !s->chunks[i].used &&
+					     !bx_type_is_mixed(s->chunks[i].type) &&
+					     alike_chunks(s, s->chunks[i].type, i);
 	/* No chunk left at all: mkfs's first address. */
 	s->first_logical = 1024 * 1024;
 	return 0;
@@ -489,6 +508,7 @@ long ps_alloc_chunk(struct plan_state *s, uint64_t type, const struct bx_place_c
 	}
 	pc->logical = next_logical(s);
 	pc->is_new = true;
+	pc->unused_listed = s->in->kernel_cleans_new_block_groups && !bx_type_is_mixed(c.type);
 	pc->length = c.length;
 	pc->type = c.type;
 	pc->num_stripes = c.num_stripes;
@@ -579,6 +599,53 @@ int ps_commit(struct plan_state *s)
 	}
 	s->nr_freed = 0;
 	return 0;
+}
+
+/*
+ * btrfs_delete_unused_bgs()'s "may be used soon": an empty block group
+ * stays while its space info's other chunks could not hold what it has in
+ * use and reserves; at rest that is the used bytes, and for metadata the
+ * global reserve too.
+ */
+static bool needed_soon(const struct plan_state *s, const struct ps_chunk *c)
+{
+	uint64_t kind = c->type & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA |
+				   BTRFS_BLOCK_GROUP_SYSTEM);
+	uint64_t total = 0, used = 0;
+
+	for (size_t i = 0; i < s->nr_spaces; i++) {
+		uint64_t f = s->spaces[i].flags;
+
+		if (!(f & BX_SPACE_INFO_GLOBAL_RSV) && (f & TYPE_MASK) == kind) {
+			total += s->spaces[i].total_bytes;
+			used += s->spaces[i].used_bytes;
+		}
+	}
+	if (kind == BTRFS_BLOCK_GROUP_METADATA)
+		used += s->in->global_reserve;
+	return total - c->length < used;
+}
+
+int ps_delete_unused(struct plan_state *s)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < s->nr_chunks && !ret; i++) {
+		struct ps_chunk *c = &s->chunks[i];
+
+		if (c->gone || !c->unused_listed)
+			continue;
+		/* Used again, or the last of its profile: off the list for good. */
+		if (c->used || !alike_chunks(s, c->type, i)) {
+			c->unused_listed = false;
+			continue;
+		}
+		if (needed_soon(s, c))
+			continue;
+		ret = ps_free_chunk(s, i);
+		s->hix.stale = true;
+	}
+	return ret ? ret : ps_commit(s);
 }
 
 /* ---- pools ---- */
@@ -943,6 +1010,9 @@ int ps_materialize(const struct plan_state *s, struct bx_usage_input *out)
 	out->sectorsize = in->sectorsize;
 	out->hints_effective = in->hints_effective;
 	out->kernel_flags = in->kernel_flags;
+	out->kernel_size_classes = in->kernel_size_classes;
+	out->kernel_overcommit_keeps_data_chunk = in->kernel_overcommit_keeps_data_chunk;
+	out->kernel_cleans_new_block_groups = in->kernel_cleans_new_block_groups;
 	out->have_global_reserve = in->have_global_reserve;
 	out->global_reserve = in->global_reserve;
 	out->global_reserve_used = in->global_reserve_used;

@@ -528,6 +528,22 @@ static int relocate_pass(struct planner *p, struct relocation *rel, struct move_
 	return 0;
 }
 
+/*
+ * A shrink whose chunks all move only because its second try found the room
+ * the first one lacked: tight, and a warning that says why. The kernel
+ * retries at once, and the space the failed first try preallocated may still
+ * be held then (seen on an aged raid1c3: the retry failed with ENOSPC, and
+ * the space came back at the next commit), where the model gives it back.
+ */
+static void warn_second_try(struct planner *p)
+{
+	p->step->tight_retry = true;
+	add_warning(p, "change %zu moves some chunks only on the kernel's second try, after the "
+		    "others made room; what the failed first try took may still be held then, and "
+		    "the change then fails with ENOSPC (seen on an aged filesystem): free some "
+		    "space or add a device first", (size_t)(p->step - p->res->steps) + 1);
+}
+
 static int relocate(struct planner *p, struct relocation *rel, struct move_list *ml)
 {
 	struct plan_state *s = &p->s;
@@ -544,8 +560,11 @@ static int relocate(struct planner *p, struct relocation *rel, struct move_list 
 			return ret;
 	}
 	ret = relocate_pass(p, rel, ml);
-	if (!ret && ml->nr && rel->retry)
+	if (!ret && ml->nr && rel->retry) {
 		ret = relocate_pass(p, rel, ml);
+		if (!ret && !ml->nr)
+			warn_second_try(p);
+	}
 	if (!ret)
 		ret = ps_commit(s);
 	for (size_t i = 0; i < ml->nr; i++)
@@ -1603,12 +1622,15 @@ static void warn_after(struct planner *p, const struct bx_usage_input *in)
 	const struct bx_usage_report *a = &res->after;
 	char x[32], y[32];
 
-	for (size_t i = 0; i < res->nr_steps; i++)
+	for (size_t i = 0; i < res->nr_steps; i++) {
 		if (res->steps[i].tight)
 			add_warning(p, "change %zu is tight: it moves or copies the only metadata or "
 				    "system block group with little room; the kernel may allocate another "
 				    "meanwhile or fail with ENOSPC (figures uncertain); free some space "
 				    "first", i + 1);
+		/* Its own warning said why (warn_second_try()). */
+		p->res->steps[i].tight |= res->steps[i].tight_retry;
+	}
 	warn_metadata_devices(p);
 	if (a->warnings & BX_USAGE_W_METADATA_LOW) {
 		bx_pretty_size(a->metadata_room, 0, x, sizeof(x));
@@ -1714,6 +1736,9 @@ int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change
 			continue;
 		}
 		ret = apply(&p, &changes[i]);
+		/* At rest after it: the cleaner has deleted what it deletes. */
+		if (!ret)
+			ret = ps_delete_unused(&p.s);
 		if (!ret)
 			ret = record_created(&p, first_new);
 		p.step->nr_moved = res->nr_moved - p.step->first_moved;

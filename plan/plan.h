@@ -180,6 +180,7 @@ struct bx_plan_step {
 	enum bx_plan_status status;
 	BX_PLAN_STEP_FIELDS(BX_FIELD_MEMBER)
 	bool tight_abort;		/* tight: the kernel may abort the transaction (a warning) */
+	bool tight_retry;		/* tight: it moves all only on the kernel's second try */
 	size_t first_moved, nr_moved;	/* its chunks in bx_plan_result.moved */
 	size_t first_created, nr_created;	/* and in bx_plan_result.created */
 	size_t nr_short;

@@ -43,15 +43,14 @@ FIRST_SEED = int(os.environ.get("BTRFSX_PLAN_SEED", "0"))
 
 @pytest.fixture(scope="module")
 def tools(tmp_path_factory, btrfsx):
-    """A PATH with btrfsx and the fill helper (tests/vm/guest-fill.c, built here)."""
+    """A PATH with btrfsx and the helpers of tests/vm/guest-fill.c and
+    guest-age.c (built here)."""
+    from helpers import aging
+
     ok, why = fsutil.can_use_loop()
     if not ok:
         pytest.skip(why)
-    bindir = tmp_path_factory.mktemp("plan-bin")
-    fsutil.run(["gcc", "-O2", "-o", str(bindir / "guest-fill"),
-                str(fsutil.TESTS_DIR / "vm" / "guest-fill.c")])
-    (bindir / "btrfsx").symlink_to(btrfsx)
-    return f"{bindir}:{os.environ['PATH']}"
+    return aging.build_tools(tmp_path_factory.mktemp("plan-bin"), btrfsx)
 
 
 def run_case(case: plan_check.Case, workdir: Path, path_env: str,
@@ -131,14 +130,12 @@ def test_aged_plans_against_the_kernel(aged, tmp_path):
         outcomes.append(outcome_of(case, workdir, aged.path_env, fs.copy(workdir / "dev")))
     print("\n" + plan_check.report(outcomes) + "\n\n" + plan_check.table(outcomes))
     bad = [o for o in outcomes if o.problems]
-    # Open, and said so in Documentation/guides/planning.md: an aged past is
-    # not the same bytes twice (the kernel's commits fall where they fall), and
-    # up to 2 of 30 cases have differed in a run (a raid1c3 add and remove the
-    # kernel failed with ENOSPC on its retry; a shrink with one metadata chunk
-    # fewer than the model). More than a tenth is a regression.
-    assert len(bad) <= len(outcomes) // 10, (
-        f"{len(bad)} of {len(outcomes)} aged plans differ from the kernel:\n" +
-        plan_check.report(bad) + "\n\n" + plan_check.table(outcomes))
+    assert not bad, (f"{len(bad)} of {len(outcomes)} aged plans differ from the kernel:\n" +
+                     plan_check.report(bad) + "\n\n" + plan_check.table(outcomes))
+    # A change the kernel failed where the plan only warned ("tight", with
+    # the reason) stays the exception.
+    tolerated = sum(1 for o in outcomes if o.tolerated)
+    assert tolerated <= len(outcomes) // 10, plan_check.report(outcomes)
 
 
 def _fallocate_files(directory: Path, prefix: str, count: int, size: int) -> None:

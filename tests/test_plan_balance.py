@@ -128,6 +128,7 @@ def test_resume_a_paused_conversion(loopdevs, btrfsx_json, aged):
             "exclusive operation" not in offline["changes"][1]["reason"]
         before = chunk_profiles(devs)
         fsutil.run(["btrfs", "balance", "resume", str(mnt)])
+        aging.settle(mnt, aged.path_env)
         after = chunk_profiles(devs)
         # the raid1 chunks left are rewritten, those converted already stay
         gone = sorted(lg for lg, t in before.items() if lg not in after and "RAID1" in t)

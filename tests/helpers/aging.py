@@ -47,6 +47,7 @@ In the guests (tests/vm) the same images are attached as disks (copies,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import shutil
@@ -75,6 +76,8 @@ MAX_TOTAL = 2 * GiB                     # device bytes of one filesystem
 MAX_DATA = 1024 * MiB                   # the capacity the workload is scaled to
 SMALL_TOTAL = 1280 * MiB                # the same for make_spec(small=True)
 SMALL_DATA = 320 * MiB
+#: what the kernel does at a time of its own choosing stays out (see script())
+MOUNT_OPTIONS = "nodiscard,commit=300"
 HINT_NAMES = ["data_preferred", "metadata_preferred", "metadata_only", "data_only", "none"]
 
 
@@ -175,7 +178,15 @@ def script(spec: AgedSpec, disks: list[str], spare: str | None, mnt: str) -> str
     mkfs or the mount failing prints ``@@R age_failed <seed> <what>``, a step
     that fails (a balance or remove a full filesystem refuses, anything after
     a transaction abort) ``@@R age_enospc <seed> <step> <op>``: the filesystem
-    is then what its last commit left."""
+    is then what its last commit left; one that left it read-only (the kernel
+    aborted a transaction) also ``@@R age_readonly <seed> <step> <op>``.
+    After every step the filesystem settles (``guest-age settle``: committed,
+    and the empty block groups the kernel's cleaner deletes deleted), so the
+    next step starts from the same state every run. The mount keeps the
+    kernel's timers out: no asynchronous discard (nodiscard: with it, the
+    kernel deletes empty block groups once a delayed discard of them ends,
+    seconds later) and a commit interval beyond any step (commit=300: its
+    timer also wakes the cleaner), so only those commits happen."""
     s = spec.seed
     vol = f"{mnt}/vol"
     lines = [f"mkfs.btrfs -q -f -K -d {spec.data} -m {spec.metadata} {' '.join(disks)} "
@@ -185,7 +196,10 @@ def script(spec: AgedSpec, disks: list[str], spare: str | None, mnt: str) -> str
             lines.append(f"btrfsx property set -f {dev} allocation_hint {HINT_NAMES[hint]} "
                          ">/dev/null")
     opts = ",".join(f"device={d}" for d in disks)
-    lines.append(f"mount -o {opts} {disks[0]} {mnt} || echo '@@R age_failed {s} mount'")
+    lines.append(f"mount -o {MOUNT_OPTIONS},{opts} {disks[0]} {mnt} || echo '@@R age_failed {s} mount'")
+    # Every block group read in (FITRIM waits for each): allocations never
+    # depend on how far the kernel's caching threads got.
+    lines.append(f"fstrim {mnt}")
     lines.append(f"btrfs -q subvolume create {vol} >/dev/null")
     for i, step in enumerate(spec.steps):
         op, args = step[0], step[1:]
@@ -206,13 +220,31 @@ def script(spec: AgedSpec, disks: list[str], spare: str | None, mnt: str) -> str
         else:
             raise ValueError(op)
         # A full filesystem may refuse a balance or a remove, or even abort a
-        # transaction and go read-only (seen on raid6): that is part of its past.
-        verdict = "age_enospc"
-        lines.append(f"{cmd} >/tmp/age.$$ 2>&1 || echo '@@R {verdict} {s} {i} {op}'; "
+        # transaction and go read-only (seen on raid6 and on a remove): that
+        # is part of its past, but for the abort (see AgedCache._make).
+        lines.append(f"{cmd} >/tmp/age.$$ 2>&1 || {{ echo '@@R age_enospc {s} {i} {op}'; "
+                     f"grep -q ' {mnt} btrfs ro[ ,]' /proc/mounts && "
+                     f"echo '@@R age_readonly {s} {i} {op}'; }}; "
                      f"grep '^@@R' /tmp/age.$$; rm -f /tmp/age.$$")
-        lines.append("sync")
+        lines.append(f"guest-age settle {mnt}")
     lines.append(f"umount {mnt}")
     return "\n".join(lines) + "\n"
+
+
+def without_step(spec: AgedSpec, index: int) -> AgedSpec:
+    """@spec without its step @index (and a device added for a remove
+    without the remove, a remove without the device added before it)."""
+    op = spec.steps[index][0]
+    drop = {index}
+    if op == "add":
+        drop |= {i for i, st in enumerate(spec.steps) if st[0] == "remove"}
+    steps = [st for i, st in enumerate(spec.steps) if i not in drop]
+    out = dataclasses.replace(spec, steps=steps)
+    if op in ("add", "remove"):
+        out.removed = 0
+    if op == "add":
+        out.spare = 0
+    return out
 
 
 def build_tools(bindir: Path, btrfsx: str) -> str:
@@ -231,6 +263,13 @@ def build_tools(bindir: Path, btrfsx: str) -> str:
 def remove_images(paths) -> None:
     for path in paths:
         Path(path).unlink(missing_ok=True)
+
+
+def settle(mnt, path_env: str) -> None:
+    """The filesystem at @mnt at rest: committed, and the empty block groups
+    the kernel's cleaner deletes deleted (``guest-age settle``), as a plan
+    describes it after a change."""
+    fsutil.run(["guest-age", "settle", str(mnt)], env=dict(os.environ, PATH=path_env))
 
 
 class SetupFailed(AssertionError):
@@ -287,6 +326,19 @@ class AgedCache:
         return self._fs[key]
 
     def _make(self, spec: AgedSpec) -> AgedFs:
+        """Ages @spec; a past that aborted a transaction (the filesystem went
+        read-only, its images no longer what one commit left: a remove
+        aborted after it wiped the device's superblocks) is aged again
+        without that step."""
+        for _ in range(len(spec.steps)):
+            fs, aborted = self._age(spec)
+            if aborted is None:
+                return fs
+            remove_images(fs.images)
+            spec = without_step(spec, aborted)
+        raise AssertionError(f"{spec.describe()}: every past aborted")
+
+    def _age(self, spec: AgedSpec) -> tuple[AgedFs, int | None]:
         where = self.workdir / f"aged{spec.seed}{'h' if spec.hinted else ''}{spec.small}"
         shutil.rmtree(where, ignore_errors=True)
         sizes = spec.sizes + ([spec.spare] if spec.spare else [])
@@ -307,16 +359,22 @@ class AgedCache:
         failed = res.results.get("age_failed", [])
         if failed:
             remove_images(images)
-            raise (SetupFailed if failed[0][1] == "mkfs" else AssertionError)(f"{spec.describe()}: aging failed at {failed}:\n"
-                                 f"{p.stdout[-3000:]}{p.stderr[-3000:]}")
+            raise (SetupFailed if failed[0][1] == "mkfs" else AssertionError)(
+                f"{spec.describe()}: aging failed at {failed}:\n"
+                f"{p.stdout[-3000:]}{p.stderr[-3000:]}")
+        readonly = res.results.get("age_readonly", [])
         refused = {w[2] for w in res.results.get("age_enospc", [])}
         removed = 0 if "remove" in refused else spec.removed
         devids = [i + 1 for i in range(len(spec.sizes)) if i + 1 != removed]
-        if spec.spare:
+        members = [img for i, img in enumerate(images[:len(spec.sizes)]) if i + 1 != removed]
+        if spec.spare and "add" not in refused:
             devids.append(len(spec.sizes) + 1)
-        members = [img for i, img in enumerate(images) if i + 1 != removed]
+            members.append(images[-1])
         remove_images(set(images) - set(members))
-        return AgedFs(spec, members, devids, fsutil.read_fsid(members[0]), p.stdout + p.stderr)
+        if readonly:
+            return AgedFs(spec, members, devids, "", p.stdout + p.stderr), int(readonly[0][1])
+        return AgedFs(spec, members, devids, fsutil.read_fsid(members[0]),
+                      p.stdout + p.stderr), None
 
     def close(self) -> None:
         self._fs.clear()

@@ -23,16 +23,38 @@
  *   guest-age reflink <dir> <seed> <permille>
  *       Clones about <permille>/1000 of the files (FICLONE) to "<name>.r".
  *       Prints "@@R age_reflink <files> <errno or 0>".
+ *   guest-age settle <mnt>
+ *       Commits and wakes the kernel's cleaner (BTRFS_IOC_SYNC, as `btrfs
+ *       filesystem sync`) until it has deleted every empty block group it
+ *       deletes: none left but the last of its type and profile
+ *       (list_is_singular), or the same ones for SETTLE_STABLE rounds (the
+ *       kernel keeps an empty one while the space its reservations count
+ *       may need it). Prints "@@R age_settle <rounds> <empty block groups
+ *       left> <errno or 0>".
+ *
+ * The kernel decides where data goes when it writes it back, frees what a
+ * commit unpins, and deletes empty block groups when its cleaner wakes
+ * (after the transaction thread's, every commit interval): each new file
+ * is written back as soon as it is written (sync_file_range), writes are
+ * committed (syncfs, which does not wake the cleaner) every SYNC_BYTES,
+ * and each step of a past ends with a settle, so writeback, commits and
+ * the cleaner come at the same points every run, not when a flusher or a
+ * timer wakes.
  */
+#define _GNU_SOURCE
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef FICLONE
@@ -41,6 +63,23 @@
 
 #define KiB 1024ULL
 #define MiB (1024 * KiB)
+#define SYNC_BYTES (64 * MiB)
+#define SETTLE_STABLE 20
+#define SETTLE_ROUNDS 600
+
+/* Commits the filesystem of @dir: what is written so far is allocated and on disk. */
+static int commit_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (syncfs(fd))
+		err = errno;
+	close(fd);
+	return err;
+}
 
 static uint64_t rng_state;
 
@@ -75,6 +114,17 @@ static void fill_buffer(size_t len)
 
 		memcpy(buf + i, &v, 8);
 	}
+}
+
+/*
+ * What was written to @fd is written back (allocated) now, in the order of
+ * the writes, not when a flusher gets to it; no log tree (fsync's), whose
+ * commits come and go with the kernel's timing. 0 or -1 (errno).
+ */
+static int written_back(int fd)
+{
+	return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+			       SYNC_FILE_RANGE_WAIT_AFTER);
 }
 
 /* Writes @len bytes at @off of @fd; 0 or the errno. */
@@ -112,7 +162,7 @@ static uint64_t file_size(uint64_t largest)
 static int write_files(const char *what, const char *dir, uint64_t seed, uint64_t bytes,
 		       unsigned int count, uint64_t largest)
 {
-	uint64_t written = 0;
+	uint64_t written = 0, synced = 0;
 	unsigned int files = 0;
 	int err = 0;
 
@@ -132,12 +182,18 @@ static int write_files(const char *what, const char *dir, uint64_t seed, uint64_
 			break;
 		}
 		err = put(fd, 0, size);
+		if (!err && written_back(fd))
+			err = errno;
 		if (close(fd) && !err)
 			err = errno;
 		if (err)
 			break;
 		written += size;
 		files++;
+		if (written - synced >= SYNC_BYTES) {
+			err = commit_dir(dir);
+			synced = written;
+		}
 	}
 	printf("@@R age_%s %llu %u %d\n", what, (unsigned long long)written, files, err);
 	return 0;
@@ -248,7 +304,7 @@ static int age_overwrite(const char *dir, uint64_t seed, uint64_t bytes)
 			break;
 		}
 		err = put(fd, off, piece);
-		if (!err && fsync(fd))
+		if (!err && written_back(fd))
 			err = errno;
 		close(fd);
 		done += piece;
@@ -290,6 +346,144 @@ static int age_reflink(const char *dir, uint64_t seed, unsigned int permille)
 	return 0;
 }
 
+/* A block group as its item says: where, how big, its flags, its used bytes. */
+struct bg {
+	uint64_t start, length, flags, used;
+};
+
+struct bgs {
+	struct bg v[4096];
+	size_t nr;
+};
+
+/* One tree search of the keys from @min to @max of @tree into @args; its item count or -errno. */
+static int search(int fd, struct btrfs_ioctl_search_args_v2 *args, size_t size, uint64_t tree,
+		  const struct btrfs_disk_key *min, const struct btrfs_disk_key *max)
+{
+	struct btrfs_ioctl_search_key *sk = &args->key;
+
+	memset(args, 0, sizeof(*args));
+	sk->tree_id = tree;
+	sk->min_objectid = min->objectid;
+	sk->min_type = min->type;
+	sk->min_offset = min->offset;
+	sk->max_objectid = max->objectid;
+	sk->max_type = max->type;
+	sk->max_offset = max->offset;
+	sk->max_transid = UINT64_MAX;
+	sk->nr_items = UINT32_MAX;
+	args->buf_size = size - sizeof(*args);
+	return ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) ? -errno : (int)sk->nr_items;
+}
+
+/*
+ * Every block group: the chunks from the chunk tree, then each one's item
+ * (the extent tree's, or the block group tree's when there is one) by its
+ * exact key.
+ */
+static int read_bgs(int fd, struct bgs *out)
+{
+	static char buf[1 << 16];
+	struct btrfs_ioctl_search_args_v2 *args = (void *)buf;
+	struct btrfs_disk_key min = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, 0 };
+	struct btrfs_disk_key max = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY,
+				      UINT64_MAX };
+	uint64_t tree = BTRFS_BLOCK_GROUP_TREE_OBJECTID;
+	int n;
+
+	out->nr = 0;
+	do {
+		size_t off = 0;
+
+		n = search(fd, args, sizeof(buf), BTRFS_CHUNK_TREE_OBJECTID, &min, &max);
+		for (int i = 0; i < n && out->nr < 4096; i++) {
+			struct btrfs_ioctl_search_header *h = (void *)(args->buf + off);
+			struct btrfs_chunk *c = (void *)(h + 1);
+
+			off += sizeof(*h) + h->len;
+			out->v[out->nr++] = (struct bg){ h->offset, le64toh(c->length),
+							 le64toh(c->type), 0 };
+			min.offset = h->offset + 1;
+		}
+	} while (n > 0 && min.offset);
+	if (n < 0)
+		return -n;
+	for (size_t i = 0; i < out->nr; i++) {
+		struct btrfs_disk_key key = { out->v[i].start, BTRFS_BLOCK_GROUP_ITEM_KEY,
+					      out->v[i].length };
+		struct btrfs_ioctl_search_header *h = (void *)args->buf;
+
+		n = search(fd, args, sizeof(buf), tree, &key, &key);
+		if (n == -ENOENT && tree == BTRFS_BLOCK_GROUP_TREE_OBJECTID) {
+			tree = BTRFS_EXTENT_TREE_OBJECTID;	/* no block group tree */
+			n = search(fd, args, sizeof(buf), tree, &key, &key);
+		}
+		if (n < 0)
+			return -n;
+		if (n)
+			out->v[i].used = le64toh(((struct btrfs_block_group_item *)(h + 1))->used);
+		else
+			out->v[i].used = UINT64_MAX;	/* not committed yet: not empty */
+	}
+	return 0;
+}
+
+#define BG_KIND (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)
+
+/* Empty block groups the cleaner deletes: not the last of their type and profile. */
+static size_t deletable(const struct bgs *b, uint64_t *sum)
+{
+	size_t n = 0;
+
+	*sum = 0;
+	for (size_t i = 0; i < b->nr; i++) {
+		size_t alike = 0;
+
+		if (b->v[i].used)
+			continue;
+		for (size_t k = 0; k < b->nr; k++)
+			alike += b->v[k].flags == b->v[i].flags;
+		if (alike > 1) {
+			n++;
+			*sum += b->v[i].start;
+		}
+	}
+	return n;
+}
+
+static int age_settle(const char *mnt)
+{
+	static struct bgs b;
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t sum, last_sum = 0;
+	size_t left = 0, last = SIZE_MAX;
+	int rounds, stable = 0, err = 0;
+
+	if (fd < 0)
+		return 1;
+	for (rounds = 1; rounds <= SETTLE_ROUNDS; rounds++) {
+		struct timespec pause = { 0, 100 * 1000 * 1000 };
+
+		if (ioctl(fd, BTRFS_IOC_SYNC, NULL)) {
+			err = errno;
+			break;
+		}
+		nanosleep(&pause, NULL);
+		err = read_bgs(fd, &b);
+		if (err)
+			break;
+		left = deletable(&b, &sum);
+		stable = left == last && sum == last_sum ? stable + 1 : 0;
+		if (!left || stable >= SETTLE_STABLE)
+			break;
+		last = left;
+		last_sum = sum;
+	}
+	close(fd);
+	printf("@@R age_settle %d %zu %d\n", rounds, left, err);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "write"))
@@ -307,8 +501,10 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "reflink"))
 		return age_reflink(argv[2], strtoull(argv[3], NULL, 0),
 				   (unsigned int)strtoul(argv[4], NULL, 0));
+	if (argc == 3 && !strcmp(argv[1], "settle"))
+		return age_settle(argv[2]);
 	fprintf(stderr, "usage: guest-age write <dir> <seed> <bytes> <largest> | small <dir> "
 		"<seed> <files> | delete <dir> <seed> <permille> | overwrite <dir> <seed> <bytes> | reflink <dir> <seed> "
-		"<permille>\n");
+		"<permille> | settle <mnt>\n");
 	return 2;
 }
