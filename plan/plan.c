@@ -1079,6 +1079,21 @@ static int replace_refused(struct planner *p, size_t idx)
 	return 1;
 }
 
+/*
+ * The system chunk the replace had to make (@made) while the only one with
+ * room (@ro) was read-only: adding its chunk item rewrote the chunk tree
+ * into it, so it holds what @ro held, and @ro, copied empty, goes on the
+ * cleaner's list (seen on Linux 6.1: the old system block group gone, the
+ * new one holding the chunk tree).
+ */
+static int system_moved(struct plan_state *s, size_t ro, size_t made)
+{
+	s->chunks[made].used = s->chunks[ro].used;
+	s->chunks[ro].used = 0;
+	s->chunks[ro].unused_listed = true;
+	return ps_pool_add(s, made);
+}
+
 static int replace_read_only_pass(struct planner *p, uint64_t devid)
 {
 	struct move_list ml = { 0 };
@@ -1094,6 +1109,12 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 		uint64_t type = ps_alloc_type(s, s->chunks[idx].type & TYPE_BITS);
 		long n;
 
+		/*
+		 * Copied and read-write again, an empty one goes on the cleaner's
+		 * list (scrub_enumerate_chunks(): its read-only spell may have
+		 * kept the cleaner from it).
+		 */
+		s->chunks[idx].unused_listed |= !s->chunks[idx].used;
 		if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_DATA)
 			continue;
 		ps_begin_move(s, idx);
@@ -1115,7 +1136,7 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 			} else {
 				n = ps_alloc_chunk(s, type, NULL);
 				if (n >= 0)
-					ret = ps_pool_add(s, (size_t)n);
+					ret = system_moved(s, idx, (size_t)n);
 				else if (n != -ENOSPC)
 					ret = (int)n;
 			}

@@ -371,6 +371,7 @@ def _plan_and_change(case: Case, disks: dict[str, str], mnt: str) -> str:
     names = "|".join(sorted({d.rsplit("/", 1)[-1] for d in disks.values()}))
     lines.append(f"relocated relocated_{s} '{names}'")
     lines.append('if [ "$failed" = 0 ]; then')
+    lines.append(f"  chunks after_{s}")
     # The result at rest, read as `filesystem usage` reads it (exact at rest).
     lines.append(f"  capture usage_{s} quiet btrfsx --format json filesystem usage {mnt}")
     if case.measure == "meta":
@@ -454,6 +455,20 @@ def parse_chunks(text: str) -> dict[int, dict]:
             out[int(m.group(1))]["used"] = int(used.group(1)) if used else None
             out[int(m.group(1))]["type"] = flags.group(1) if flags else "?"
     return out
+
+
+def _chunks_note(before: dict, after: dict, plan: dict) -> str:
+    """The block groups behind an allocated-bytes mismatch: the kernel's that
+    came and went, and the plan's new ones."""
+    def listed(chunks):
+        return ", ".join(f"{lg} {c.get('type', '?')} used {c['used']}"
+                         for lg, c in sorted(chunks.items())) or "none"
+    came = {lg: c for lg, c in after.items() if lg not in before}
+    went = {lg: c for lg, c in before.items() if lg not in after}
+    made = ", ".join(f"{c['logical']} {c['type']} used {c['used']} on {c['devids']}"
+                     for c in plan["created"]) or "none"
+    return (f"the kernel's block groups: new {listed(came)}; gone {listed(went)}; "
+            f"the plan's new ones: {made}")
 
 
 def parse_relocated(text: str) -> list[int]:
@@ -581,6 +596,9 @@ def compare(case: Case, res) -> Outcome:
     after_fig = plan["after"]
     if case.devids or case.after_state:
         _after_state(out, after_fig, res.json(f"usage_{s}")[1])
+        if any(p.startswith("allocated") for p in out.problems):
+            out.notes.append(_chunks_note(before, parse_chunks(res.output(f"after_{s}")[1]),
+                                          plan))
     if case.measure == "meta":
         used_before = progs_metadata(res.output(f"premeta_{s}")[1])[1]
         size_after = progs_metadata(res.output(f"postmeta_{s}")[1])[0]
