@@ -235,6 +235,15 @@ int bx_alloc_device_set_holes(struct bx_alloc_device *dev,
 	return 0;
 }
 
+/* Whether @extents are by start already: a device's, read in key order, mostly are. */
+static bool in_order(const struct bx_alloc_hole *extents, size_t nr)
+{
+	for (size_t i = 1; i < nr; i++)
+		if (hole_cmp(&extents[i - 1], &extents[i]) > 0)
+			return false;
+	return true;
+}
+
 int bx_alloc_device_set_extents(struct bx_alloc_device *dev, struct bx_alloc_hole *extents,
 				size_t nr)
 {
@@ -245,7 +254,8 @@ int bx_alloc_device_set_extents(struct bx_alloc_device *dev, struct bx_alloc_hol
 
 	if (!holes)
 		return -ENOMEM;
-	qsort(extents, nr, sizeof(*extents), hole_cmp);
+	if (!in_order(extents, nr))
+		qsort(extents, nr, sizeof(*extents), hole_cmp);
 	for (size_t i = 0; i < nr; i++) {
 		if (extents[i].start > pos)
 			holes[nh++] = (struct bx_alloc_hole){ pos, extents[i].start - pos };

@@ -1081,16 +1081,20 @@ static int replace_refused(struct planner *p, size_t idx)
 
 /*
  * The system chunk the replace had to make (@made) while the only one with
- * room (@ro) was read-only: adding its chunk item rewrote the chunk tree
- * into it, so it holds what @ro held, and @ro, copied empty, goes on the
- * cleaner's list (seen on Linux 6.1: the old system block group gone, the
- * new one holding the chunk tree).
+ * room (@ro) was read-only. On Linux 6.1 the chunk tree went into it (its
+ * chunk item rewrote the tree while @ro was read-only) and @ro, copied
+ * empty, went at rest: seen in every such replace there. On 6.18 @ro kept
+ * the chunk tree and the new one, never used, went (6.8 and later delete
+ * those, see kernel_cleans_new_block_groups): seen in every one there. No
+ * kernel in between was tried; the plan draws the line with that trait.
  */
-static int system_moved(struct plan_state *s, size_t ro, size_t made)
+static int system_made(struct plan_state *s, size_t ro, size_t made)
 {
-	s->chunks[made].used = s->chunks[ro].used;
-	s->chunks[ro].used = 0;
-	s->chunks[ro].unused_listed = true;
+	if (!s->in->kernel_cleans_new_block_groups) {
+		s->chunks[made].used = s->chunks[ro].used;
+		s->chunks[ro].used = 0;
+		s->chunks[ro].unused_listed = true;
+	}
 	return ps_pool_add(s, made);
 }
 
@@ -1136,7 +1140,7 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 			} else {
 				n = ps_alloc_chunk(s, type, NULL);
 				if (n >= 0)
-					ret = system_moved(s, idx, (size_t)n);
+					ret = system_made(s, idx, (size_t)n);
 				else if (n != -ENOSPC)
 					ret = (int)n;
 			}
