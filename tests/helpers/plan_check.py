@@ -391,7 +391,7 @@ def _plan_and_change(case: Case, disks: dict[str, str], mnt: str) -> str:
 
 def aged_case(fs, series: str, kinds: list[str]) -> Case:
     """One change on the aged filesystem @fs (an aging.AgedFs), of the kind
-    the seed picks from @kinds ("remove", "resize", "replace", "convert",
+    the seed picks from @kinds ("remove", "resize", "replace", "convert", "relocate",
     "add", "balance"); the same seed gives the same change."""
     spec = fs.spec
     rng = random.Random(f"aged-plan-{series}-{spec.seed}")
@@ -429,6 +429,8 @@ def aged_case(fs, series: str, kinds: list[str]) -> Case:
             case.changes = [("add", f"{size // MiB}M"), ("remove", str(devid))]
         elif kind == "balance":
             case.changes = [("balance", balance_filters(rng, gentle=True))]
+        elif kind == "relocate" and any(hints.values()):
+            case.changes = [("relocate", None)]
         else:
             continue
         break

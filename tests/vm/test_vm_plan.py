@@ -35,7 +35,7 @@ PLANS = int(os.environ.get("BTRFSX_VM_PLANS", "4"))
 #: aged filesystems tried per series (those with a hint value the series
 #: lacks are left out: kakra takes every one, v12 all but 4)
 AGED_PLANS = int(os.environ.get("BTRFSX_VM_AGED", "10"))
-AGED_KINDS = ["remove", "resize", "convert", "replace", "add"]
+AGED_KINDS = ["remove", "resize", "convert", "replace", "add", "relocate"]
 AGED_CASE_S = 420       # a guest's time per aged case (TCG, on a loaded host)
 FIRST_SEED = int(os.environ.get("BTRFSX_PLAN_SEED", "0"))
 MAX_DISKS = 20     # virtio disks a guest takes
