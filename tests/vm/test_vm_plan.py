@@ -35,7 +35,9 @@ PLANS = int(os.environ.get("BTRFSX_VM_PLANS", "4"))
 #: aged filesystems tried per series (those with a hint value the series
 #: lacks are left out: kakra takes every one, v12 all but 4)
 AGED_PLANS = int(os.environ.get("BTRFSX_VM_AGED", "10"))
-AGED_KINDS = ["remove", "resize", "convert", "replace", "add", "relocate"]
+AGED_KINDS = ["remove", "resize", "convert", "replace", "add"]
+#: of those, the first few also get a `balance misplaced` of their own
+AGED_RELOCATE = int(os.environ.get("BTRFSX_VM_AGED_RELOCATE", "3"))
 AGED_CASE_S = 420       # a guest's time per aged case (TCG, on a loaded host)
 FIRST_SEED = int(os.environ.get("BTRFSX_PLAN_SEED", "0"))
 MAX_DISKS = 20     # virtio disks a guest takes
@@ -49,13 +51,19 @@ def cases(series: str) -> list[plan_check.Case]:
             for seed in range(FIRST_SEED, FIRST_SEED + PLANS)]
 
 
+def _relocates(case: plan_check.Case) -> bool:
+    return case.changes == [("relocate", None)]
+
+
 def case_dir(workdir, series: str, case: plan_check.Case):
-    return workdir / f"{series}-{case.seed}{'a' if case.devids else ''}"
+    kind = ("r" if _relocates(case) else "a") if case.devids else ""
+    return workdir / f"{series}-{case.seed}{kind}"
 
 
 def aged_cases(series: str, aged, workdir) -> list[tuple[plan_check.Case, list]]:
     """Hinted aged filesystems (tests/helpers/aging.py, small ones: the guests
-    relocate under TCG), one change each, with the hints this series takes;
+    relocate under TCG), one change each, with the hints this series takes,
+    and the first AGED_RELOCATE a `balance misplaced` too (a case of its own);
     each copied at once (the cache keeps only the last few it made)."""
     family = vmharness.family(series)
     out = []
@@ -65,6 +73,10 @@ def aged_cases(series: str, aged, workdir) -> list[tuple[plan_check.Case, list]]
             continue
         case = plan_check.aged_case(fs, family, AGED_KINDS)
         out.append((case, fs.copy(case_dir(workdir, series, case))))
+        if seed < FIRST_SEED + AGED_RELOCATE:
+            case = plan_check.aged_case(fs, family, ["relocate"])
+            if case.changes:
+                out.append((case, fs.copy(case_dir(workdir, series, case))))
     return out
 
 
@@ -77,9 +89,11 @@ def run_series(series: str, workdir, aged=None) -> list[plan_check.Outcome]:
         disks = sum(len(c.sizes) + len(c.spares) for c in batches[-1])
         # An aged case relocates hundreds of MiB under TCG: two to a guest.
         per_guest = 2 if case.devids else 4
+        # A seed's captures are named after it: its two aged cases in two guests.
         if batches[-1] and (disks + len(case.sizes) + len(case.spares) > MAX_DISKS or
                             len(batches[-1]) >= per_guest or
-                            bool(batches[-1][0].devids) != bool(case.devids)):
+                            bool(batches[-1][0].devids) != bool(case.devids) or
+                            _relocates(batches[-1][0]) != _relocates(case)):
             batches.append([])
         batches[-1].append(case)
         images[id(case)] = copied
