@@ -907,10 +907,56 @@ void ps_pools_reset(struct plan_state *s)
 
 /* ---- the state as an input ---- */
 
+/* Devids up to this find their output slot in a table (real ones are small). */
+#define DEVID_TABLE_MAX 65536
+
+/*
+ * The output slot of each devid up to @max_devid (-1: removed or none), so
+ * that the stripes of a 1 PiB array's chunks find theirs at once.
+ */
+static long *slots_by_devid(const struct plan_state *s, const long *slot, uint64_t max_devid)
+{
+	long *by_devid = malloc((max_devid + 1) * sizeof(*by_devid));
+
+	if (!by_devid)
+		return NULL;
+	for (uint64_t d = 0; d <= max_devid; d++)
+		by_devid[d] = -1;
+	/* A removed devid may be taken again by a device added later: that one wins. */
+	for (size_t i = 0; i < s->nr_devs; i++)
+		if (slot[i] >= 0)
+			by_devid[s->devs[i].info.devid] = slot[i];
+	return by_devid;
+}
+
+static uint64_t largest_devid(const struct plan_state *s)
+{
+	uint64_t max = 0;
+
+	for (size_t i = 0; i < s->nr_devs; i++)
+		if (s->devs[i].info.devid > max)
+			max = s->devs[i].info.devid;
+	return max;
+}
+
+/* The output slot of @devid: from the table (devids up to @max_devid) when there is one. */
+static long slot_of(const struct plan_state *s, const long *slot, const long *by_devid,
+		    uint64_t max_devid, uint64_t devid)
+{
+	long d;
+
+	if (by_devid)
+		return devid <= max_devid ? by_devid[devid] : -1;
+	d = ps_dev_index(s, devid);
+	return d >= 0 ? slot[d] : -1;
+}
+
 static int materialize_devices(const struct plan_state *s, struct bx_usage_input *out)
 {
 	size_t *count = calloc(s->nr_devs + 1, sizeof(*count));
 	long *slot = calloc(s->nr_devs + 1, sizeof(*slot));
+	uint64_t max_devid = largest_devid(s);
+	long *by_devid = NULL;
 	int ret = 0;
 
 	out->devs = calloc(s->nr_devs + 1, sizeof(*out->devs));
@@ -927,12 +973,19 @@ static int materialize_devices(const struct plan_state *s, struct bx_usage_input
 		out->devs[out->nr_devs].bytes_used = 0;
 		out->nr_devs++;
 	}
+	if (max_devid <= DEVID_TABLE_MAX) {
+		by_devid = slots_by_devid(s, slot, max_devid);
+		if (!by_devid) {
+			ret = OOM();
+			goto out;
+		}
+	}
 	for (size_t c = 0; c < s->nr_chunks; c++)
 		for (uint32_t k = 0; !s->chunks[c].gone && k < s->chunks[c].num_stripes; k++) {
-			long d = ps_dev_index(s, s->chunks[c].stripes[k].devid);
+			long d = slot_of(s, slot, by_devid, max_devid, s->chunks[c].stripes[k].devid);
 
-			if (d >= 0 && slot[d] >= 0)
-				count[slot[d]]++;
+			if (d >= 0)
+				count[d]++;
 		}
 	for (size_t i = 0; i < out->nr_devs; i++) {
 		out->devs[i].extents = calloc(count[i] + 1, sizeof(*out->devs[i].extents));
@@ -945,18 +998,19 @@ static int materialize_devices(const struct plan_state *s, struct bx_usage_input
 		const struct ps_chunk *pc = &s->chunks[c];
 
 		for (uint32_t k = 0; !pc->gone && k < pc->num_stripes; k++) {
-			long d = ps_dev_index(s, pc->stripes[k].devid);
+			long d = slot_of(s, slot, by_devid, max_devid, pc->stripes[k].devid);
 			struct bx_usage_dev *od;
 
-			if (d < 0 || slot[d] < 0)
+			if (d < 0)
 				continue;
-			od = &out->devs[slot[d]];
+			od = &out->devs[d];
 			od->extents[od->nr_extents++] = (struct bx_usage_extent){
 				pc->stripes[k].physical, pc->stripe_size, pc->logical };
 			od->bytes_used += pc->stripe_size;
 		}
 	}
 out:
+	free(by_devid);
 	free(count);
 	free(slot);
 	return ret;
