@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from helpers import fsutil
+from helpers import aging, fsutil
 from helpers import oracle
 from helpers.fsutil import MiB
 from helpers.misplaced_oracle import chunk_tree, expected
@@ -39,7 +39,7 @@ def state(tmp_path):
 
 
 @pytest.fixture
-def misplaced_fs(loopdevs, run_btrfsx):
+def misplaced_fs(loopdevs, run_btrfsx, aged):
     """raid1 on 1 GiB + 1040 + 1280 + 1320 MiB: made on devids 1, 2 with
     the files (in mkfs's one data chunk); devids 3, 4 added, and a metadata
     balance puts metadata and system on them; hints set offline. The host
@@ -48,7 +48,8 @@ def misplaced_fs(loopdevs, run_btrfsx):
     space), then the off-preference system and metadata to devids 1, 2,
     which the data left. No two devices tie on free space, so the stripe
     order is the same with and without hints (the hint kernels sort ties
-    differently). Yields (devs, mount point, the files' checksums)."""
+    differently). Settled (tests/helpers/aging.py settle) before it is
+    used. Yields (devs, mount point, the files' checksums)."""
     loops = loopdevs(sizes=["1G", "1040M", "1280M", "1320M"])
     fsutil.mkfs(loops.devs[:2], data="raid1", metadata="raid1")
     with fsutil.mounted(loops.devs[:2]) as mnt:
@@ -62,6 +63,9 @@ def misplaced_fs(loopdevs, run_btrfsx):
     for dev, hint in zip(loops.devs, HINTS):
         run_btrfsx("property", "set", dev, "allocation_hint", hint)
     with fsutil.mounted(loops.devs) as mnt:
+        # At rest before any model looks: a chunk the cleaner has yet to
+        # delete would change where the kernel puts a relocated one.
+        aging.settle(mnt, aged.path_env)
         sums = {p: fsutil.sha256_file(mnt / p) for p in sorted(files_of(mnt))}
         yield loops.devs, mnt, sums
 
