@@ -640,9 +640,19 @@ bool bx_usage_chunk_on_seed(const struct bx_usage_input *in, const struct bx_usa
 	return false;
 }
 
+static bool has_seed(const struct bx_usage_input *in)
+{
+	for (size_t i = 0; i < in->nr_devs; i++)
+		if (in->devs[i].seed)
+			return true;
+	return false;
+}
+
 /* Takes the free space of the read-only chunks on seed devices off what is free in chunks. */
 static void drop_seed_chunks(const struct bx_usage_input *in, struct bx_usage_report *rep)
 {
+	if (!has_seed(in))
+		return;		/* most filesystems: no chunk to look at */
 	for (size_t i = 0; i < in->nr_chunks; i++) {
 		const struct bx_usage_chunk *c = &in->chunks[i];
 		uint64_t locked = c->length > c->used ? c->length - c->used : 0;
