@@ -12,7 +12,6 @@
 #include "plan/plan-private.h"
 
 #define OOM() bx_error(-ENOMEM, "out of memory")
-#define TYPE_MASK (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)
 
 long ps_dev_index(const struct plan_state *s, uint64_t devid)
 {
@@ -609,14 +608,13 @@ int ps_commit(struct plan_state *s)
  */
 static bool needed_soon(const struct plan_state *s, const struct ps_chunk *c)
 {
-	uint64_t kind = c->type & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA |
-				   BTRFS_BLOCK_GROUP_SYSTEM);
+	uint64_t kind = c->type & BTRFS_BLOCK_GROUP_TYPE_MASK;
 	uint64_t total = 0, used = 0;
 
 	for (size_t i = 0; i < s->nr_spaces; i++) {
 		uint64_t f = s->spaces[i].flags;
 
-		if (!(f & BX_SPACE_INFO_GLOBAL_RSV) && (f & TYPE_MASK) == kind) {
+		if (!(f & BX_SPACE_INFO_GLOBAL_RSV) && (f & BTRFS_BLOCK_GROUP_TYPE_MASK) == kind) {
 			total += s->spaces[i].total_bytes;
 			used += s->spaces[i].used_bytes;
 		}

@@ -19,7 +19,6 @@
 #include "plan/plan-private.h"
 
 #define OOM() bx_error(-ENOMEM, "out of memory")
-#define TYPE_BITS (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)
 
 struct planner {
 	struct plan_state s;
@@ -1113,7 +1112,7 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 	/* Scrub goes up the device; chunks_on_device lists them down. */
 	for (size_t i = ml.nr; !ret && i-- > 0;) {
 		size_t idx = ml.idx[i];
-		uint64_t type = ps_alloc_type(s, s->chunks[idx].type & TYPE_BITS);
+		uint64_t type = ps_alloc_type(s, s->chunks[idx].type & BTRFS_BLOCK_GROUP_TYPE_MASK);
 		long n;
 
 		/*

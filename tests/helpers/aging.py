@@ -196,7 +196,8 @@ def script(spec: AgedSpec, disks: list[str], spare: str | None, mnt: str) -> str
             lines.append(f"btrfsx property set -f {dev} allocation_hint {HINT_NAMES[hint]} "
                          ">/dev/null")
     opts = ",".join(f"device={d}" for d in disks)
-    lines.append(f"mount -o {MOUNT_OPTIONS},{opts} {disks[0]} {mnt} || echo '@@R age_failed {s} mount'")
+    lines.append(f"mount -o {MOUNT_OPTIONS},{opts} {disks[0]} {mnt} || "
+                 f"echo '@@R age_failed {s} mount'")
     # Every block group read in (FITRIM waits for each): allocations never
     # depend on how far the kernel's caching threads got.
     lines.append(f"fstrim {mnt}")

@@ -31,6 +31,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+# The aging's mount (the kernel's timers out: see aging.script) and hint names.
+from helpers.aging import HINT_NAMES, MOUNT_OPTIONS
+
 MiB = 1 << 20
 PROFILE_MIN = {"single": 1, "dup": 1, "raid0": 2, "raid1": 2, "raid10": 2, "raid1c3": 3,
                "raid5": 2, "raid6": 3}
@@ -39,14 +42,6 @@ COPIES = {"single": 1, "dup": 2, "raid0": 1, "raid1": 2, "raid10": 2, "raid1c3":
 DATA_PROFILES = ["single", "raid0", "raid1", "raid10", "raid1c3"]
 META_PROFILES = ["dup", "raid1", "raid1c3"]
 STRICT = {0: 3, 1: 2, 2: 2, 3: 3, 4: 4}
-#: The kernel's timers out of the comparison: with asynchronous discard
-#: (the host kernel's default) an empty block group goes once its delayed
-#: discard ends, and the commit timer wakes the cleaner every 30 s; the
-#: script settles instead (``guest-age settle``) before the plan and after
-#: each change, so the kernel's result is the state at rest that the plan
-#: describes.
-MOUNT_OPTIONS = "nodiscard,commit=300"
-HINT_NAMES = ["data_preferred", "metadata_preferred", "metadata_only", "data_only", "none"]
 TOLERANCE = 0.01
 #: below this many bytes a difference is noise whatever its share (a fill that
 #: stops at 4 KiB, the last partial stripe): figures near 0 are not 1 % exact
@@ -351,8 +346,9 @@ def script(case: Case, disks: dict[str, str], mnt: str = "/mnt") -> str:
                      f"sed 's/^@@R fill_part/@@R part {s}/'")
     if case.cache_first:
         lines.append(f"fstrim {mnt}")
-    # The cleaner done: the plan and the kernel start from the same state
-    # at rest (see MOUNT_OPTIONS).
+    # The cleaner done: the plan and the kernel start from the same state at
+    # rest, which the script settles to again after each change (the mount's
+    # MOUNT_OPTIONS keep the kernel's timers from doing it at times of their own).
     lines.append("settle")
     return "\n".join(lines) + "\n" + _plan_and_change(case, disks, mnt)
 
