@@ -13,6 +13,12 @@
  *    extent), then every block group in list order (by address), each
  *    offering its largest free range (the free space cache's bytes index);
  *    when none has room, a new chunk is allocated and the search repeated;
+ *  - single data has no profile bit, so block_group_bits() lets it into a
+ *    data block group of any profile: after the single ones, those of the
+ *    other profiles in the kernel's raid index order (by profile bit), and
+ *    its reservation counts their free space too. A convert to single
+ *    first fills the old profile's block groups that are still to move
+ *    (seen: raid5 to single on 6.1);
  *  - kernels from 6.3 on keep size classes (below 128 KiB, below 8 MiB,
  *    larger): a block group gets the class of its first allocation, or of
  *    the smallest of five sampled extents when it is read in; an extent goes
@@ -47,6 +53,23 @@ static bool usable(const struct plan_state *s, size_t idx, uint64_t type)
 	const struct ps_chunk *c = &s->chunks[idx];
 
 	return !c->gone && !c->moving && c->type == type && c->nr_holes;
+}
+
+/* Whether @type's extents go to data block groups of every profile. */
+static bool takes_any_data(uint64_t type)
+{
+	return type == BTRFS_BLOCK_GROUP_DATA;
+}
+
+/* usable(), for an extent of @type in a block group of another profile too. */
+static bool usable_for(const struct plan_state *s, size_t idx, uint64_t type)
+{
+	const struct ps_chunk *c = &s->chunks[idx];
+
+	if (c->type == type || !takes_any_data(type))
+		return usable(s, idx, type);
+	return !c->gone && !c->moving && c->nr_holes &&
+	       (c->type & BTRFS_BLOCK_GROUP_TYPE_MASK) == BTRFS_BLOCK_GROUP_DATA;
 }
 
 /* The first free range of @c from @at on (or holding it) of @len bytes; its start, or 0. */
@@ -178,6 +201,31 @@ static size_t hix_first(struct plan_state *s, enum ps_size_class cls, enum pass 
 	return best;
 }
 
+/*
+ * The first block group of another profile with a free range of @len, in
+ * raid index order (the profile bits') and then list order; or SIZE_MAX.
+ */
+static size_t other_first(const struct plan_state *s, uint64_t type, enum ps_size_class cls,
+			  enum pass pass, uint64_t len)
+{
+	size_t best = SIZE_MAX;
+	uint64_t best_profile = 0;
+
+	for (size_t i = 0; i < s->nr_chunks; i++) {
+		const struct ps_chunk *c = &s->chunks[i];
+		uint64_t profile = c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+
+		if (c->type == type || !usable_for(s, i, type) || !class_fits(s, c, cls, pass) ||
+		    largest(c)->len < len)
+			continue;
+		if (best == SIZE_MAX || profile < best_profile) {
+			best = i;
+			best_profile = profile;
+		}
+	}
+	return best;
+}
+
 /* Puts the extent at @at of chunk @i; the chunk takes @cls when it had none. */
 static int put(struct plan_state *s, size_t i, uint64_t at, uint64_t len, enum ps_size_class cls,
 	       uint64_t *hint)
@@ -203,13 +251,15 @@ static int search(struct plan_state *s, uint64_t type, uint64_t len, enum pass p
 
 	if (ret)
 		return ret;
-	if (h >= 0 && usable(s, (size_t)h, type) && class_fits(s, &s->chunks[h], cls, pass)) {
+	if (h >= 0 && usable_for(s, (size_t)h, type) && class_fits(s, &s->chunks[h], cls, pass)) {
 		uint64_t at = from_hint(&s->chunks[h], *hint, len);
 
 		if (at)
 			return put(s, (size_t)h, at, len, cls, hint);
 	}
 	i = hix_first(s, cls, pass, len);
+	if (i == SIZE_MAX && takes_any_data(type))
+		i = other_first(s, type, cls, pass, len);
 	return i == SIZE_MAX ? 0 : put(s, i, largest(&s->chunks[i])->start, len, cls, hint);
 }
 
@@ -235,10 +285,23 @@ static int place(struct plan_state *s, uint64_t type, uint64_t len, const struct
 	return 0;
 }
 
+/* The free bytes a reservation for @type's extents sees (the data space info's). */
+static uint64_t reservable(const struct plan_state *s, uint64_t type)
+{
+	uint64_t free = 0;
+
+	if (!takes_any_data(type))
+		return ps_pool_free(s, type);
+	for (size_t i = 0; i < s->nr_pools; i++)
+		if ((s->pools[i].type & BTRFS_BLOCK_GROUP_TYPE_MASK) == BTRFS_BLOCK_GROUP_DATA)
+			free += ps_pool_free(s, s->pools[i].type);
+	return free;
+}
+
 /* The reservation of a cluster's bytes: data chunks while the free space is short. */
 static int reserve(struct plan_state *s, uint64_t type, uint64_t bytes, const struct bx_place_chunk *improve)
 {
-	while (ps_pool_free(s, type) < bytes) {
+	while (reservable(s, type) < bytes) {
 		long n = ps_pool_chunk(s, type, improve);
 
 		if (n == -ENOSPC)

@@ -617,6 +617,42 @@ static void test_size_classes(void)
 }
 
 /*
+ * Converting to single, relocated extents go to the block groups of the old
+ * profile still to move too (single has no profile bit: find_free_extent()
+ * takes any data block group), before a new chunk. Two 1 GiB devices,
+ * raid1: system [1, 9), metadata [9, 73), data A [73, 329) with one
+ * 100 MiB extent, data B [329, 585) with three 80 MiB extents; holes
+ * [585, 1024) = 439 MiB. New single chunks are 208 MiB (10 % of 2 GiB,
+ * rounded up to 16 MiB). B moves first: its forced chunk takes two
+ * extents, the third goes into A's free space (not into a new chunk); then
+ * A (now 180 MiB) fills a second forced chunk.
+ */
+static void test_convert_to_single_fills_the_old_profile(void)
+{
+	static const char *const ch[] = { "convert", "data=single" };
+	uint64_t sizes[2] = { 1 * GiB, 1 * GiB };
+	struct bx_plan_result res;
+	struct fs f;
+
+	fs_init(&f, 2, sizes, NULL);
+	raid1(&f, SYS, 8 * MiB, 16384, 1, 2, 1 * MiB);
+	raid1(&f, META, 64 * MiB, 1 * MiB, 1, 2, 9 * MiB);
+	raid1(&f, DATA, 256 * MiB, 100 * MiB, 1, 2, 73 * MiB);
+	raid1(&f, DATA, 256 * MiB, 240 * MiB, 1, 2, 329 * MiB);
+	add_dextents(&f, 2, 100 * MiB, 100 * MiB, 1);
+	add_dextents(&f, 3, 80 * MiB, 80 * MiB, 3);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, 0), 2);
+	CHECK_EQ_U64(res.after.data_used, 340 * MiB);
+	/* What the two held before the change. */
+	CHECK_EQ_U64(res.steps[0].moved_bytes, 340 * MiB);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/*
  * Removing devid 1 of three 1 GiB devices: data chunk X (1,3) moves first
  * into the free space of Y (2,3), then the only metadata chunk (1,2). Its
  * read-only switch counts X's freed extents, the commit before its
@@ -689,6 +725,7 @@ int main(void)
 	test_empty_data_chunk_kept();
 	test_relocation_needs_contiguous_room();
 	test_size_classes();
+	test_convert_to_single_fills_the_old_profile();
 	test_metadata_move_aborts();
 	test_balance_usage();
 	test_balance_metadata();
