@@ -486,6 +486,101 @@ static void sim_snapshot(const struct bx_alloc_sim *sim, size_t nr, uint64_t *ou
 		out[i] = bx_alloc_sim_unallocated(sim, i);
 }
 
+/*
+ * The metadata a file's creation reserves (btrfs_create(): inode item, dir
+ * item, dir index, parent inode and a security label), in items of
+ * BTRFS_MAX_LEVEL * 2 tree blocks; and as much again for the delayed refs
+ * it makes, before 6.7 (start_transaction() while that reserve is short),
+ * twice as much from 6.7 on with the free space tree (every filesystem
+ * made since btrfs-progs 5.15). Seen on 6.18: 3.75 MiB per file.
+ */
+#define CREATE_ITEMS 5
+#define ITEM_BLOCKS (8 * 2)
+
+static uint64_t create_reservation(const struct bx_usage_input *in)
+{
+	uint64_t items = (uint64_t)(in->nodesize ? in->nodesize : 16384) * ITEM_BLOCKS * CREATE_ITEMS;
+
+	/* The delayed-ref reservation came with the overcommit change, in 6.7. */
+	return items * (in->kernel_overcommit_keeps_data_chunk ? 3 : 2);
+}
+
+/*
+ * Whether a file's creation, with the devices' unallocated bytes as @sim
+ * has them, makes the kernel allocate a metadata chunk (@grown: made so
+ * far). Its reservation fits neither in the metadata chunks beside what
+ * they hold and the global reserve, nor in what the kernel overcommits on
+ * unallocated space (calc_available_free_space(): per copy, from 6.7 on
+ * less a data chunk, an eighth when it may flush); the flusher then forces
+ * a chunk. Seen on 6.18: raid0s whose only 8 MiB of metadata left 1.1 MiB
+ * beside the reserve got a 48 and a 204 MiB metadata chunk while data
+ * filled them.
+ */
+static bool metadata_must_grow(const struct bx_usage_input *in, const struct bx_usage_report *rep,
+			       const struct bx_usage_model *m, const struct bx_alloc_sim *sim,
+			       uint64_t grown)
+{
+	uint64_t need = create_reservation(in);
+	uint64_t held = rep->metadata_used + in->global_reserve - in->global_reserve_used;
+	uint64_t total = rep->metadata_size + grown, unallocated = 0, rw = 0, avail;
+	struct bx_raid_attr r;
+
+	if (!in->have_global_reserve || rep->mixed || held + need <= total ||
+	    bx_raid_attr(rep->metadata_type, &r) || !r.ncopies)
+		return false;
+	for (size_t i = 0; i < m->nr; i++) {
+		if (!m->devs[i].writable)
+			continue;
+		unallocated += bx_alloc_sim_unallocated(sim, i);
+		rw += m->devs[i].total_bytes;
+	}
+	avail = unallocated / (uint64_t)r.ncopies;
+	if (in->kernel_overcommit_keeps_data_chunk) {
+		uint64_t data_chunk = rw / 10 < (1ULL << 30) ? rw / 10 : 1ULL << 30;
+
+		avail = avail > data_chunk ? avail - data_chunk : 0;
+	}
+	return held + need >= total + avail / 8;
+}
+
+/*
+ * Data chunks until ENOSPC (logical bytes into *@data), and the metadata
+ * chunk the kernel makes on the way when metadata_must_grow() (without
+ * room for one, the data stops there): its logical bytes into *@grown, the
+ * bytes it took of each device into @grown_devs (one per device; zero
+ * without it).
+ */
+static int fill_data(const struct bx_usage_input *in, const struct bx_usage_report *rep,
+		     const struct bx_usage_model *m, struct bx_alloc_sim *sim, uint64_t *data,
+		     uint64_t *grown, uint64_t *grown_devs)
+{
+	struct bx_alloc_chunk chunk;
+	int ret;
+
+	*grown = 0;
+	memset(grown_devs, 0, m->nr * sizeof(*grown_devs));
+	for (;;) {
+		if (!*grown && metadata_must_grow(in, rep, m, sim, *grown)) {
+			sim_snapshot(sim, m->nr, grown_devs);
+			ret = bx_alloc_sim_step(sim, rep->metadata_type, &chunk);
+			if (ret) {
+				/* No room for it: the writers' reservations fail, ENOSPC. */
+				memset(grown_devs, 0, m->nr * sizeof(*grown_devs));
+				return ret == -ENOSPC ? 0 : ret;
+			}
+			for (size_t i = 0; i < m->nr; i++)
+				grown_devs[i] -= bx_alloc_sim_unallocated(sim, i);
+			*grown = chunk.length;
+		}
+		ret = bx_alloc_sim_step(sim, rep->data_type, &chunk);
+		if (ret == -ENOSPC)
+			return 0;
+		if (ret)
+			return ret;
+		*data += chunk.length;
+	}
+}
+
 static struct bx_usage_class *class_of(struct bx_usage_report *rep, uint64_t hint)
 {
 	for (size_t i = 0; i < rep->nr_classes; i++)
@@ -740,7 +835,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 		     struct bx_usage_report *rep)
 {
 	struct bx_alloc_sim *sim = NULL;
-	uint64_t *before = NULL, *after = NULL;
+	uint64_t *before = NULL, *after = NULL, *grown_devs = NULL, metadata_grown;
 	uint32_t alloc_flags = 0;
 	size_t nr_writable = 0;
 	struct bx_usage_model m = { 0 };
@@ -807,7 +902,8 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	ret = fill_tables(in, &m, rep);
 	before = calloc(m.nr, sizeof(*before));
 	after = calloc(m.nr, sizeof(*after));
-	if (!ret && (!before || !after))
+	grown_devs = calloc(m.nr, sizeof(*grown_devs));
+	if (!ret && (!before || !after || !grown_devs))
 		ret = bx_error(-ENOMEM, "out of memory");
 	if (ret)
 		goto out;
@@ -817,9 +913,12 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	if (ret)
 		goto model_error;
 	sim_snapshot(sim, m.nr, before);
-	ret = fill(sim, rep->data_type, &rep->data_new_chunks);
+	ret = fill_data(in, rep, &m, sim, &rep->data_new_chunks, &metadata_grown, grown_devs);
 	sim_snapshot(sim, m.nr, after);
+	for (size_t i = 0; i < m.nr; i++)
+		after[i] += grown_devs[i];	/* not data's */
 	record_taken(in, rep, before, after, true);
+	rep->metadata_room_after_data = metadata_grown;
 	if (!ret)
 		ret = fill(sim, rep->metadata_type, &rep->metadata_room_after_data);
 	bx_alloc_sim_free(sim);
@@ -843,7 +942,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	m.params.flags = (alloc_flags & ~BX_ALLOC_IGNORE_HINTS) | BX_ALLOC_STRICT;
 	ret = bx_alloc_sim_new(m.devs, m.nr, &m.params, &sim);
 	if (!ret)
-		ret = fill(sim, rep->data_type, &strict_new);
+		ret = fill_data(in, rep, &m, sim, &strict_new, &metadata_grown, grown_devs);
 	bx_alloc_sim_free(sim);
 	sim = NULL;
 	if (ret)
@@ -891,6 +990,7 @@ model_error:
 out:
 	free(before);
 	free(after);
+	free(grown_devs);
 	bx_usage_model_release(&m);
 	if (ret) {
 		bx_usage_report_release(rep);

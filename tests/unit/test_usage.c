@@ -468,6 +468,71 @@ static void test_data_on_metadata_devices(void)
 	bx_usage_report_release(&rep);
 }
 
+/*
+ * One 1 GiB device, single everything: system [1, 5) MiB, metadata 8 MiB
+ * at [5, 13) with 1.5 MiB used, data 64 MiB at [13, 77) empty; hole
+ * [77, 1024) = 947 MiB. Global reserve 5.5 MiB: beside it and what is
+ * used, the metadata chunk has 1 MiB, less than a file's creation reserves
+ * (5 items x 8 levels x 2 x 16 KiB = 1.25 MiB, times 3 from 6.7 on with
+ * the delayed refs, times 2 before).
+ */
+static void starved_fixture(struct fixture *fx, bool keeps_data_chunk)
+{
+	fx_init(fx);
+	fx_dev(fx, 1, 1 * GiB, BX_HINT_DATA_PREFERRED);
+	fx_chunk(fx, 22020096, SYS, 4 * MiB, 4 * MiB, 1, (uint64_t[]){ 1, 1 * MiB });
+	fx_chunk(fx, 26214400, META, 8 * MiB, 8 * MiB, 1, (uint64_t[]){ 1, 5 * MiB });
+	fx_chunk(fx, 34603008, DATA, 64 * MiB, 64 * MiB, 1, (uint64_t[]){ 1, 13 * MiB });
+	fx_space(fx, DATA, 64 * MiB, 0);
+	fx_space(fx, META, 8 * MiB, 3 * MiB / 2);
+	fx_space(fx, SYS, 4 * MiB, 16 * 1024);
+	fx_space(fx, BX_SPACE_INFO_GLOBAL_RSV, 11 * MiB / 2, 0);
+	fx->in.have_global_reserve = true;
+	fx->in.global_reserve = 11 * MiB / 2;
+	fx->in.kernel_overcommit_keeps_data_chunk = keeps_data_chunk;
+}
+
+static void test_metadata_grows_during_a_data_fill(void)
+{
+	struct fixture fx;
+	struct bx_usage_report rep;
+
+	/*
+	 * Data chunks of 112 MiB (10 % of 1 GiB rounded up to 16 MiB): 947 =
+	 * 8 x 112 + 51. From 6.7 on the kernel overcommits metadata only on
+	 * what is unallocated beyond a data chunk (102.4 MiB), an eighth of it,
+	 * and 2.75 MiB are missing: after 7 chunks 163 MiB are left (7.6 MiB to
+	 * overcommit), after 8 51 MiB (none), and the metadata chunk takes them.
+	 */
+	starved_fixture(&fx, true);
+	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
+	CHECK_EQ_U64(rep.data_new_chunks, 896 * MiB);
+	CHECK_EQ_U64(rep.free_estimated, 960 * MiB);
+	CHECK_EQ_U64(rep.free_strict, 960 * MiB);
+	CHECK_EQ_U64(rep.dev_rows[0].data_allocatable, 896 * MiB);
+	/* 6.5 MiB free in the chunk, and the 51 MiB chunk */
+	CHECK_EQ_U64(rep.metadata_room_after_data, 115 * MiB / 2);
+	bx_usage_report_release(&rep);
+
+	/*
+	 * Before 6.7: an eighth of the 51 MiB left covers the 1.5 MiB missing;
+	 * then nothing is left, for a metadata chunk either.
+	 */
+	starved_fixture(&fx, false);
+	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
+	CHECK_EQ_U64(rep.data_new_chunks, 947 * MiB);
+	CHECK_EQ_U64(rep.free_estimated, 1011 * MiB);
+	CHECK_EQ_U64(rep.metadata_room_after_data, 13 * MiB / 2);
+	bx_usage_report_release(&rep);
+
+	/* Unmounted, the reserve is not known: no metadata chunk. */
+	starved_fixture(&fx, true);
+	fx.in.have_global_reserve = false;
+	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
+	CHECK_EQ_U64(rep.data_new_chunks, 947 * MiB);
+	bx_usage_report_release(&rep);
+}
+
 int main(void)
 {
 	test_overall_raid1();
@@ -479,6 +544,7 @@ int main(void)
 	test_balance_targets();
 	test_multiple_profiles_and_missing();
 	test_data_on_metadata_devices();
+	test_metadata_grows_during_a_data_fill();
 	bx_warnings_clear();
 	return unit_summary();
 }
