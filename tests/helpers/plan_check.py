@@ -379,7 +379,9 @@ def _plan_and_change(case: Case, disks: dict[str, str], mnt: str) -> str:
         if case.measure == "strict":
             for devid, (disk, hint) in sorted(case.final.items()):
                 lines.append(f"  {_set_hint(disks[disk], str(STRICT[hint]))} >/dev/null")
-        lines.append(f"  guest-fill data {mnt} | sed 's/^@@R fill_data/@@R fill {s}/'")
+        # As writers of moderate files fill it: a first request larger than
+        # the data can take would leave metadata no device space (guest-fill.c).
+        lines.append(f"  guest-fill steady {mnt} | sed 's/^@@R fill_data/@@R fill {s}/'")
     lines.append("fi")
     lines.append(f"umount {mnt}")
     return "\n".join(lines) + "\n"

@@ -5,6 +5,14 @@
  *       Preallocates files (fallocate: data chunks are allocated, nothing is
  *       written) largest step first until not even 4 KiB fits. Prints
  *       "@@R fill_data <bytes> <errno of the last failure>".
+ *   guest-fill steady <dir>
+ *       The same, but asking for no more at once than half of what statfs
+ *       says is left (at least 16 MiB), as writers of moderate files do. A
+ *       request the data cannot take makes the kernel allocate every data
+ *       chunk it can first: after it, a nearly full metadata block group may
+ *       have no device space left to grow into, and every later file fails
+ *       with ENOSPC at its creation (seen on a raid0 with 7 MiB of single
+ *       metadata: a first 1 GiB step failed, and nothing else fitted).
  *   guest-fill meta <dir> <bytes>
  *       Creates files carrying one large xattr each (metadata only, about a
  *       tree leaf per file) until <bytes> are stored or ENOSPC. Prints
@@ -20,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -48,7 +57,17 @@ static int preallocate(const char *path, unsigned long long size)
 	return err;
 }
 
-static int fill_data(const char *dir)
+/* Whether a step of @size is asked for now (@steady: see "guest-fill steady"). */
+static int step_fits(const char *dir, unsigned long long size, int steady)
+{
+	struct statvfs st;
+
+	if (!steady || size <= 16 * MiB || statvfs(dir, &st))
+		return 1;
+	return size <= (unsigned long long)st.f_bavail * st.f_frsize / 2;
+}
+
+static int fill_data(const char *dir, int steady)
 {
 	unsigned long long total = 0;
 	unsigned int n = 0;
@@ -58,6 +77,8 @@ static int fill_data(const char *dir)
 		for (;;) {
 			char path[4096];
 
+			if (!step_fits(dir, fill_steps[i], steady))
+				break;
 			snprintf(path, sizeof(path), "%s/data%u", dir, n);
 			err = preallocate(path, fill_steps[i]);
 			if (err)
@@ -150,13 +171,15 @@ static int fill_part(const char *dir, unsigned long long bytes, unsigned int fil
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "data"))
-		return fill_data(argv[2]);
+		return fill_data(argv[2], 0);
+	if (argc == 3 && !strcmp(argv[1], "steady"))
+		return fill_data(argv[2], 1);
 	if (argc == 4 && !strcmp(argv[1], "meta"))
 		return fill_meta(argv[2], strtoull(argv[3], NULL, 0));
 	if (argc == 5 && !strcmp(argv[1], "part"))
 		return fill_part(argv[2], strtoull(argv[3], NULL, 0),
 				 (unsigned int)strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: guest-fill data <dir> | meta <dir> <bytes> | "
+	fprintf(stderr, "usage: guest-fill data|steady <dir> | meta <dir> <bytes> | "
 		"part <dir> <bytes> <files>\n");
 	return 2;
 }
