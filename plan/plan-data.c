@@ -13,6 +13,9 @@
  *    extent), then every block group in list order (by address), each
  *    offering its largest free range (the free space cache's bytes index);
  *    when none has room, a new chunk is allocated and the search repeated;
+ *    in a raid5 or raid6 block group an extent of a full stripe or more
+ *    starts on a full stripe (seen: a remove from a 4-device raid5 on 6.1
+ *    took a new chunk for 7 MiB the unaligned free space would have held);
  *  - single data has no profile bit, so block_group_bits() lets it into a
  *    data block group of any profile: after the single ones, those of the
  *    other profiles in the kernel's raid index order (by profile bit), and
@@ -72,20 +75,6 @@ static bool usable_for(const struct plan_state *s, size_t idx, uint64_t type)
 	       (c->type & BTRFS_BLOCK_GROUP_TYPE_MASK) == BTRFS_BLOCK_GROUP_DATA;
 }
 
-/* The first free range of @c from @at on (or holding it) of @len bytes; its start, or 0. */
-static uint64_t from_hint(const struct ps_chunk *c, uint64_t at, uint64_t len)
-{
-	for (size_t h = 0; h < c->nr_holes; h++) {
-		const struct ps_hole *x = &c->holes[h];
-		uint64_t start = x->start > at ? x->start : at;
-
-		if (x->start + x->len <= at || x->start + x->len - start < len)
-			continue;
-		return start;
-	}
-	return 0;
-}
-
 /* The largest free range of @c (the lowest of equals), or NULL. */
 static const struct ps_hole *largest(const struct ps_chunk *c)
 {
@@ -95,6 +84,69 @@ static const struct ps_hole *largest(const struct ps_chunk *c)
 		if (!best || c->holes[h].len > best->len)
 			best = &c->holes[h];
 	return best;
+}
+
+/*
+ * The alignment of an allocation of @len in @c (btrfs_find_space_for_alloc():
+ * the block group's full stripe): in a raid5 or raid6 block group one of a
+ * full stripe or more starts on a full stripe from the block group's start;
+ * 0 for none.
+ */
+static uint64_t alignment(const struct ps_chunk *c, uint64_t len)
+{
+	uint32_t parity = c->type & BTRFS_BLOCK_GROUP_RAID6 ? 2 :
+			  c->type & BTRFS_BLOCK_GROUP_RAID5 ? 1 : 0;
+	uint64_t full;
+
+	if (!parity || c->num_stripes <= parity)
+		return 0;
+	full = (uint64_t)(c->num_stripes - parity) * BTRFS_STRIPE_LEN;
+	return len >= full ? full : 0;
+}
+
+/* Where an extent of @len starts in free range @x of @c from @from on, or 0 when it does not fit. */
+static uint64_t fit(const struct ps_chunk *c, const struct ps_hole *x, uint64_t from, uint64_t len)
+{
+	uint64_t align = alignment(c, len), start = x->start > from ? x->start : from;
+
+	if (align)
+		start = c->logical + (start - c->logical + align - 1) / align * align;
+	if (start >= x->start + x->len || x->start + x->len - start < len)
+		return 0;
+	return start;
+}
+
+/* The largest free range of @c an extent of @len fits in, aligned (the bytes index); its start, or 0. */
+static uint64_t fit_largest(const struct ps_chunk *c, uint64_t len)
+{
+	const struct ps_hole *best = NULL;
+	uint64_t at = 0;
+
+	for (size_t h = 0; h < c->nr_holes; h++) {
+		uint64_t start = fit(c, &c->holes[h], 0, len);
+
+		if (start && (!best || c->holes[h].len > best->len)) {
+			best = &c->holes[h];
+			at = start;
+		}
+	}
+	return at;
+}
+
+/* The first free range of @c from @at on (or holding it) of @len bytes; its start, or 0. */
+static uint64_t from_hint(const struct ps_chunk *c, uint64_t at, uint64_t len)
+{
+	for (size_t h = 0; h < c->nr_holes; h++) {
+		const struct ps_hole *x = &c->holes[h];
+		uint64_t start;
+
+		if (x->start + x->len <= at)
+			continue;
+		start = fit(c, x, at, len);
+		if (start)
+			return start;
+	}
+	return 0;
 }
 
 /* The chunk holding @logical, or -1 (chunks are by address but for reused ranges). */
@@ -216,7 +268,7 @@ static size_t other_first(const struct plan_state *s, uint64_t type, enum ps_siz
 		uint64_t profile = c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
 
 		if (c->type == type || !usable_for(s, i, type) || !class_fits(s, c, cls, pass) ||
-		    largest(c)->len < len)
+		    !fit_largest(c, len))
 			continue;
 		if (best == SIZE_MAX || profile < best_profile) {
 			best = i;
@@ -246,21 +298,31 @@ static int search(struct plan_state *s, uint64_t type, uint64_t len, enum pass p
 {
 	enum ps_size_class cls = ps_size_class(len);
 	long h = *hint ? chunk_at(s, *hint) : -1;
+	uint64_t at;
 	size_t i;
 	int ret = hix_sync(s, type);
 
 	if (ret)
 		return ret;
 	if (h >= 0 && usable_for(s, (size_t)h, type) && class_fits(s, &s->chunks[h], cls, pass)) {
-		uint64_t at = from_hint(&s->chunks[h], *hint, len);
-
+		at = from_hint(&s->chunks[h], *hint, len);
 		if (at)
 			return put(s, (size_t)h, at, len, cls, hint);
 	}
 	i = hix_first(s, cls, pass, len);
-	if (i == SIZE_MAX && takes_any_data(type))
+	at = i == SIZE_MAX ? 0 : fit_largest(&s->chunks[i], len);
+	/* Aligned, the range the index offers may be short: the next ones in list order. */
+	for (size_t j = i + 1; i != SIZE_MAX && !at && j < s->nr_chunks; j++) {
+		if (usable(s, j, type) && class_fits(s, &s->chunks[j], cls, pass))
+			at = fit_largest(&s->chunks[j], len);
+		if (at)
+			i = j;
+	}
+	if (!at && takes_any_data(type)) {
 		i = other_first(s, type, cls, pass, len);
-	return i == SIZE_MAX ? 0 : put(s, i, largest(&s->chunks[i])->start, len, cls, hint);
+		at = i == SIZE_MAX ? 0 : fit_largest(&s->chunks[i], len);
+	}
+	return at ? put(s, i, at, len, cls, hint) : 0;
 }
 
 /* find_free_extent() for one extent: 1 placed, 0 no room (ENOSPC), or an errno. */

@@ -24,6 +24,7 @@
 #define META BTRFS_BLOCK_GROUP_METADATA
 #define SYS BTRFS_BLOCK_GROUP_SYSTEM
 #define RAID6 BTRFS_BLOCK_GROUP_RAID6
+#define DUP BTRFS_BLOCK_GROUP_DUP
 
 /* Three devices of @size, raid1: metadata 256 MiB and two 1 GiB data chunks. */
 static void three_raid1(struct fs *f, uint64_t size, const uint64_t *hints, uint64_t data_used)
@@ -653,6 +654,89 @@ static void test_convert_to_single_fills_the_old_profile(void)
 }
 
 /*
+ * In a raid5 block group an allocation of a full stripe or more starts on
+ * a full stripe (btrfs_find_space_for_alloc()). Three 1 GiB devices, raid5
+ * data (2 data stripes: full stripes of 128 KiB): A with 256 KiB free at
+ * 64 KiB from its start, B with one 256 KiB extent. B moves (dusage=1):
+ * aligned to 128 KiB its extent would end past A's free range, so it takes
+ * a new chunk; counted from the range's start it would have fitted.
+ */
+static void test_raid5_full_stripe_alignment(void)
+{
+	static const char *const ch[] = { "balance", "dusage=1" };
+	uint64_t sizes[3] = { 1 * GiB, 1 * GiB, 1 * GiB };
+	uint64_t devids[3] = { 1, 2, 3 }, a_phys[3] = { 1 * MiB, 1 * MiB, 1 * MiB };
+	uint64_t b_phys[3] = { 65 * MiB, 65 * MiB, 65 * MiB };
+	struct bx_plan_result res;
+	struct fs f;
+	size_t a;
+
+	fs_init(&f, 3, sizes, NULL);
+	raid1(&f, SYS, 8 * MiB, 16384, 1, 2, 129 * MiB);
+	raid1(&f, META, 64 * MiB, 1 * MiB, 1, 2, 137 * MiB);
+	a = f.in.nr_chunks;
+	add_chunk(&f, DATA | BTRFS_BLOCK_GROUP_RAID5, 128 * MiB, 64 * MiB, 128 * MiB - 256 * 1024,
+		  3, devids, a_phys);
+	add_chunk(&f, DATA | BTRFS_BLOCK_GROUP_RAID5, 128 * MiB, 64 * MiB, 256 * 1024, 3, devids,
+		  b_phys);
+	f.in.dextents = calloc(3, sizeof(*f.in.dextents));
+	f.in.dextents[0] = (struct bx_usage_dextent){ f.in.chunks[a].logical, 64 * 1024 };
+	f.in.dextents[1] = (struct bx_usage_dextent){ f.in.chunks[a].logical + 320 * 1024,
+						      128 * MiB - 320 * 1024 };
+	f.in.dextents[2] = (struct bx_usage_dextent){ f.in.chunks[a + 1].logical, 256 * 1024 };
+	f.in.nr_dextents = 3;
+	f.in.chunks[a].nr_dextents = 2;
+	f.in.chunks[a + 1].first_dextent = 2;
+	f.in.chunks[a + 1].nr_dextents = 1;
+	f.in.dextents_known = true;
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 1);
+	CHECK_EQ_U64(res.steps[0].new_chunks, 1);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, BTRFS_BLOCK_GROUP_RAID5), 2);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/*
+ * Converting metadata with the system block group above the metadata one
+ * (it moves first): the system chunk check_system_chunk() makes brings a
+ * metadata chunk of the new profile, and the metadata block group still
+ * forces one of its own (seen on 6.1): two dup metadata chunks, one dup
+ * system chunk. Below the metadata one, the system block group moves last
+ * and the metadata block group's forced chunk brings the system chunk.
+ */
+static void test_convert_metadata_system_first(void)
+{
+	static const char *const ch[] = { "convert", "metadata=dup" };
+	uint64_t sizes[2] = { 2 * GiB, 2 * GiB };
+	struct bx_plan_result res;
+	struct fs f;
+
+	fs_init(&f, 2, sizes, NULL);
+	raid1(&f, META, 256 * MiB, 2 * MiB, 1, 2, 1 * MiB);
+	raid1(&f, SYS, 8 * MiB, 16384, 1, 2, 257 * MiB);
+	raid1(&f, DATA, 1 * GiB, 100 * MiB, 1, 2, 265 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
+	CHECK_EQ_U64(chunks_with(&res.after_in, META, DUP), 2);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, DUP), 1);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+
+	fs_init(&f, 2, sizes, NULL);
+	raid1(&f, SYS, 8 * MiB, 16384, 1, 2, 1 * MiB);
+	raid1(&f, META, 256 * MiB, 2 * MiB, 1, 2, 9 * MiB);
+	raid1(&f, DATA, 1 * GiB, 100 * MiB, 1, 2, 265 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, META, DUP), 1);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, DUP), 1);
+	bx_plan_result_release(&res);
+	bx_usage_input_release(&f.in);
+}
+
+/*
  * Removing devid 1 of three 1 GiB devices: data chunk X (1,3) moves first
  * into the free space of Y (2,3), then the only metadata chunk (1,2). Its
  * read-only switch counts X's freed extents, the commit before its
@@ -726,6 +810,8 @@ int main(void)
 	test_relocation_needs_contiguous_room();
 	test_size_classes();
 	test_convert_to_single_fills_the_old_profile();
+	test_raid5_full_stripe_alignment();
+	test_convert_metadata_system_first();
 	test_metadata_move_aborts();
 	test_balance_usage();
 	test_balance_metadata();
