@@ -35,7 +35,7 @@ struct relocation {
 	bool reserve_once;		/* balance: the empty data chunk at most once */
 	bool improve;			/* relocate: new chunks must place it better */
 	bool reserved;
-	bool system_made;		/* convert: the system chunk of the new profile */
+	bool pair_made;			/* convert: pair_chunk() done */
 	/* balance: the usage filter, checked as the balance reaches each chunk */
 	const struct bx_plan_change *usage;
 	bool soft;			/* resume: chunks already in the target stay */
@@ -296,6 +296,27 @@ static void warn_abort(struct planner *p, size_t idx)
 static void warn_abort(struct planner *p, size_t idx);
 
 /*
+ * Converting metadata, the first chunk of the new profile of one kind
+ * (metadata or system) brings one of the other kind with it. Seen on 6.1:
+ * a system chunk with the first metadata chunk (reserve_chunk_space()
+ * while it is made), and a metadata chunk with the system chunk
+ * check_system_chunk() made when the system block group moved first (the
+ * metadata block group then still forced one of its own; what makes the
+ * first was not found). 0, or a negative errno.
+ */
+static int pair_chunk(struct plan_state *s, struct relocation *rel, int kind)
+{
+	int other = kind == BX_PLACE_KIND_SYSTEM ? BX_PLACE_KIND_METADATA : BX_PLACE_KIND_SYSTEM;
+	long n;
+
+	if (rel->pair_made || !rel->target[kind] || !rel->target[other])
+		return 0;
+	rel->pair_made = true;
+	n = ps_pool_chunk(s, rel->target[other], NULL);
+	return n < 0 && n != -ENOSPC ? (int)n : 0;
+}
+
+/*
  * Moves chunk @idx: 0 moved, 1 no room (*@missing: what it still needed;
  * @fatal: the kernel would stop the whole change at once), or a negative
  * errno. *@target_out: the type of the chunks it needed.
@@ -338,17 +359,9 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 		n = ps_pool_chunk(s, target, improve);
 		if (n < 0 && n != -ENOSPC)
 			return (int)n;
-		/*
-		 * Converting metadata, that first chunk of the new profile
-		 * brings the system chunk of the new profile with it (seen:
-		 * reserve_chunk_space() while it is made).
-		 */
-		if (n >= 0 && rel->target[BX_PLACE_KIND_SYSTEM] && !rel->system_made) {
-			rel->system_made = true;
-			n = ps_pool_chunk(s, rel->target[BX_PLACE_KIND_SYSTEM], NULL);
-			if (n < 0 && n != -ENOSPC)
-				return (int)n;
-		}
+		n = n >= 0 ? pair_chunk(s, rel, kind) : 0;
+		if (n)
+			return (int)n;
 	}
 	/*
 	 * Refused read-only, the kernel forces a metadata chunk and tries
@@ -378,6 +391,9 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 			return (int)n;
 		if (undersized(s, (size_t)n))
 			p->step->tight = true;
+		n = target == rel->target[kind] ? pair_chunk(s, rel, kind) : 0;
+		if (n)
+			return (int)n;
 	}
 	/* Granted read-only with nothing else to write the commit into, the commit may abort. */
 	if (kind == BX_PLACE_KIND_METADATA && ps_pool_free(s, target) < COMMIT_ROOM(s))
@@ -1319,8 +1335,8 @@ static int apply_resume(struct planner *p)
 	if (!types)
 		return bx_error(-EINVAL, "--resume: the balance converts nothing; the planner "
 				"models the rest of a conversion only");
-	rel.system_made = !rel.target[BX_PLACE_KIND_SYSTEM] ||
-			  have_chunk_of(&p->s, rel.target[BX_PLACE_KIND_SYSTEM]);
+	rel.pair_made = !rel.target[BX_PLACE_KIND_SYSTEM] ||
+			have_chunk_of(&p->s, rel.target[BX_PLACE_KIND_SYSTEM]);
 	ret = chunks_of_type(&p->s, types, &ml);
 	if (!ret)
 		ret = relocate(p, &rel, &ml);
