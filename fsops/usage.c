@@ -505,27 +505,35 @@ static uint64_t create_reservation(const struct bx_usage_input *in)
 	return items * (in->kernel_overcommit_keeps_data_chunk ? 3 : 2);
 }
 
+uint64_t bx_usage_overcommit_room(const struct bx_usage_input *in, uint64_t unallocated,
+				  uint64_t rw_bytes, int ncopies)
+{
+	uint64_t avail = unallocated / (uint64_t)(ncopies > 0 ? ncopies : 1);
+	uint64_t data_chunk = rw_bytes / 10 < (1ULL << 30) ? rw_bytes / 10 : 1ULL << 30;
+
+	if (!in->kernel_overcommit_keeps_data_chunk)
+		return avail;
+	return avail > data_chunk ? avail - data_chunk : 0;
+}
+
 /*
  * Whether a file's creation, with the devices' unallocated bytes as @sim
- * has them, makes the kernel allocate a metadata chunk (@grown: made so
- * far). Its reservation fits neither in the metadata chunks beside what
- * they hold and the global reserve, nor in what the kernel overcommits on
- * unallocated space (calc_available_free_space(): per copy, from 6.7 on
- * less a data chunk, an eighth when it may flush); the flusher then forces
- * a chunk. Seen on 6.18: raid0s whose only 8 MiB of metadata left 1.1 MiB
- * beside the reserve got a 48 and a 204 MiB metadata chunk while data
- * filled them.
+ * has them, makes the kernel allocate a metadata chunk. Its reservation
+ * fits neither in the metadata chunks beside what they hold and the global
+ * reserve, nor in the eighth of bx_usage_overcommit_room() a reservation
+ * that may flush gets; the flusher then forces a chunk. Seen on 6.18:
+ * raid0s whose only 8 MiB of metadata left 1.1 MiB beside the reserve got a
+ * 48 and a 204 MiB metadata chunk while data filled them.
  */
 static bool metadata_must_grow(const struct bx_usage_input *in, const struct bx_usage_report *rep,
-			       const struct bx_usage_model *m, const struct bx_alloc_sim *sim,
-			       uint64_t grown)
+			       const struct bx_usage_model *m, const struct bx_alloc_sim *sim)
 {
 	uint64_t need = create_reservation(in);
 	uint64_t held = rep->metadata_used + in->global_reserve - in->global_reserve_used;
-	uint64_t total = rep->metadata_size + grown, unallocated = 0, rw = 0, avail;
+	uint64_t unallocated = 0, rw = 0;
 	struct bx_raid_attr r;
 
-	if (!in->have_global_reserve || rep->mixed || held + need <= total ||
+	if (!in->have_global_reserve || rep->mixed || held + need <= rep->metadata_size ||
 	    bx_raid_attr(rep->metadata_type, &r) || !r.ncopies)
 		return false;
 	for (size_t i = 0; i < m->nr; i++) {
@@ -534,13 +542,8 @@ static bool metadata_must_grow(const struct bx_usage_input *in, const struct bx_
 		unallocated += bx_alloc_sim_unallocated(sim, i);
 		rw += m->devs[i].total_bytes;
 	}
-	avail = unallocated / (uint64_t)r.ncopies;
-	if (in->kernel_overcommit_keeps_data_chunk) {
-		uint64_t data_chunk = rw / 10 < (1ULL << 30) ? rw / 10 : 1ULL << 30;
-
-		avail = avail > data_chunk ? avail - data_chunk : 0;
-	}
-	return held + need >= total + avail / 8;
+	return held + need >= rep->metadata_size +
+			      bx_usage_overcommit_room(in, unallocated, rw, r.ncopies) / 8;
 }
 
 /*
@@ -560,7 +563,7 @@ static int fill_data(const struct bx_usage_input *in, const struct bx_usage_repo
 	*grown = 0;
 	memset(grown_devs, 0, m->nr * sizeof(*grown_devs));
 	for (;;) {
-		if (!*grown && metadata_must_grow(in, rep, m, sim, *grown)) {
+		if (!*grown && metadata_must_grow(in, rep, m, sim)) {
 			sim_snapshot(sim, m->nr, grown_devs);
 			ret = bx_alloc_sim_step(sim, rep->metadata_type, &chunk);
 			if (ret) {

@@ -322,6 +322,16 @@ void bx_usage_model_release(struct bx_usage_model *m);
  */
 uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in);
 
+/*
+ * What the running kernel overcommits metadata and system reservations on
+ * (calc_available_free_space()): the writable devices' @unallocated bytes
+ * per copy of the profile (@ncopies), from 6.7 on less the room of one data
+ * chunk (10 % of their @rw_bytes, at most 1 GiB). The kernel allows half of
+ * it to a reservation that may not flush, an eighth to one that may.
+ */
+uint64_t bx_usage_overcommit_room(const struct bx_usage_input *in, uint64_t unallocated,
+				  uint64_t rw_bytes, int ncopies);
+
 /* Whether chunk @c of @in has a stripe on a seed device (read-only, like the seed). */
 bool bx_usage_chunk_on_seed(const struct bx_usage_input *in, const struct bx_usage_chunk *c);
 

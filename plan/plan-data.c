@@ -51,11 +51,17 @@ static bool class_fits(const struct plan_state *s, const struct ps_chunk *c, enu
 	return c->size_class == cls;
 }
 
+/* Whether chunk @c takes extents at all: there, not moving, and with free space. */
+static bool open_for_extents(const struct ps_chunk *c)
+{
+	return !c->gone && !c->moving && c->nr_holes;
+}
+
 static bool usable(const struct plan_state *s, size_t idx, uint64_t type)
 {
 	const struct ps_chunk *c = &s->chunks[idx];
 
-	return !c->gone && !c->moving && c->type == type && c->nr_holes;
+	return c->type == type && open_for_extents(c);
 }
 
 /* Whether @type's extents go to data block groups of every profile. */
@@ -71,8 +77,8 @@ static bool usable_for(const struct plan_state *s, size_t idx, uint64_t type)
 
 	if (c->type == type || !takes_any_data(type))
 		return usable(s, idx, type);
-	return !c->gone && !c->moving && c->nr_holes &&
-	       (c->type & BTRFS_BLOCK_GROUP_TYPE_MASK) == BTRFS_BLOCK_GROUP_DATA;
+	return (c->type & BTRFS_BLOCK_GROUP_TYPE_MASK) == BTRFS_BLOCK_GROUP_DATA &&
+	       open_for_extents(c);
 }
 
 /* The largest free range of @c (the lowest of equals), or NULL. */

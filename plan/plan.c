@@ -253,12 +253,7 @@ static bool ro_refused(const struct plan_state *s, size_t idx)
 		if (s->adevs[i].total_bytes > s->adevs[i].bytes_used)
 			unallocated += s->adevs[i].total_bytes - s->adevs[i].bytes_used;
 	}
-	avail = unallocated / (uint64_t)r.ncopies;
-	if (s->in->kernel_overcommit_keeps_data_chunk) {
-		uint64_t data_chunk = rw / 10 < (1ULL << 30) ? rw / 10 : (1ULL << 30);
-
-		avail = avail > data_chunk ? avail - data_chunk : 0;
-	}
+	avail = bx_usage_overcommit_room(s->in, unallocated, rw, r.ncopies);
 	if (kind & BTRFS_BLOCK_GROUP_METADATA)
 		used += s->in->global_reserve;
 	return used + (b->length - b->used) >= total + avail / 2;
