@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Generates ./configure from configure.ac and the Makefile.in files.
 set -e
 cd "$(dirname "$0")"

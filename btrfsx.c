@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The dispatcher: global options, command lookup by unique prefix, errors, exit codes. */
 #include "config.h"
 

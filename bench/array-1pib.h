@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The simulated array the model benchmarks (bench/usage-model.c,
  * bench/plan-model.c) plan on: 24 mixed devices, 1 PiB.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The hashing limit of a scrub: MiB/s of btrfsx_csum over 4 KiB sectors on
  * N threads at once (default: every online CPU), each hashing its own 4 MiB

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A disk that seeks, for bench/hdd's guests: serves an image file over NBD
  * (a unix socket; qemu attaches it as a virtio disk) at the pace of a

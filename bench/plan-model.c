@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Times the what-if planner (bx_plan_compute: both usage reports, every
  * change through the allocator model, the relocations, the misplaced

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The raw read baseline of bench/scrub: reads a list of byte ranges of
  * block devices with O_DIRECT as fast as the devices give them, and prints

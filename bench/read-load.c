@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The readers of bench/readpolicy: N processes read one file through the
  * filesystem, so the kernel's read policy picks the copy of every read. Each

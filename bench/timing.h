@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Timing for the C benchmarks (bench/usage-model.c, bench/plan-model.c, bench/hash-rate.c). */
 #ifndef BTRFSX_BENCH_TIMING_H
 #define BTRFSX_BENCH_TIMING_H

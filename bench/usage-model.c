@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Times the full usage prediction (bx_usage_compute: btrfs-progs' figures, a
  * data fill, a metadata fill, data then metadata, the strict data fill, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The allocation_hint property of devices: handlers for cmds/property.c. */
 #include <errno.h>
 #include <stdio.h>

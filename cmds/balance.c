@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx balance misplaced: moves only the chunks that break the allocation
  * hints, one kernel balance call per chunk (relocate/relocate.c), with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Option parsing and usage helpers shared by every command. */
 #include <getopt.h>
 #include <stdarg.h>

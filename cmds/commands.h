@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The command table. A group is a list of commands; a command is a function,
  * its usage text and what it supports. The dispatcher (btrfsx.c) enforces

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx device usage: btrfs-progs' per-device view (size, slack, bytes per
  * chunk type and profile, unallocated) with each device's allocation hint

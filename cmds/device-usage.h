@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx device usage: registered in the device group (cmds/device.c). */
 #ifndef BTRFSX_DEVICE_USAGE_H
 #define BTRFSX_DEVICE_USAGE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx device: per-device views of a mounted filesystem. */
 #include <errno.h>
 #include <getopt.h>

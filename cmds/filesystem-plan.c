@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx filesystem plan: the space and placement after a list of changes,
  * before making them (plan/plan.c). This file reads the options and prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx filesystem usage: btrfs-progs' overall figures, the preference
  * breakdown per hint class, and the allocator model's free space. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx filesystem usage: registered in the filesystem group (cmds/filesystem.c). */
 #ifndef BTRFSX_FILESYSTEM_USAGE_H
 #define BTRFSX_FILESYSTEM_USAGE_H

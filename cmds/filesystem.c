@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx filesystem: show (devices with their allocation hints). */
 #include <errno.h>
 #include <linux/btrfs.h>

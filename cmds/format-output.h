@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The one output formatter. Commands describe what they print as nested
  * objects and lists of keyed fields; text and JSON are both rendered from

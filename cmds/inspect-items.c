@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Decoders of tree items for dump-tree: names, key display, fields per item type. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Names and decoded fields of tree items, for inspect dump-tree. */
 #ifndef BTRFSX_INSPECT_ITEMS_H
 #define BTRFSX_INSPECT_ITEMS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx inspect: read-only views of the on-disk format. */
 #include <errno.h>
 #include <fcntl.h>

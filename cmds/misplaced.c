@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx filesystem misplaced: every chunk whose devices break the current
  * allocation hints (fsops/misplaced.c), with totals and a time estimate.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Misplaced chunks on the command line: `filesystem misplaced` (the report)
  * and the printers `balance misplaced` shares with it.

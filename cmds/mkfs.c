@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx mkfs: a new filesystem with allocation hints, its first chunks placed by them. */
 #include <errno.h>
 #include <getopt.h>

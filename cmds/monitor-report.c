@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx monitor report: where each filesystem of the history is heading,
  * for people, and with --check for monitoring systems (Nagios, Icinga,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx monitor: keep a history of each filesystem's space (record), say
  * where it is heading (report, also as a Nagios/Icinga plugin with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx monitor: what its commands share (cmds/monitor.c holds record and
  * metrics and the group's table, cmds/monitor-report.c report and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx property: get, set and list properties of filesystems and devices. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Properties of btrfsx objects, btrfs-progs grammar:
  *   btrfsx property get|set|list [-t filesystem|device] <object> [<name> [<value>]]

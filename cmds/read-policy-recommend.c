@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx read-policy recommend: which read policy reads this array fastest,
  * measured (recommend/recommend.c); registered in the read-policy group.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx read-policy recommend: registered in the read-policy group (cmds/read-policy.c). */
 #ifndef BTRFSX_READ_POLICY_RECOMMEND_H
 #define BTRFSX_READ_POLICY_RECOMMEND_H

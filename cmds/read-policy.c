@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx read-policy: show, switch, persist and apply the RAID1-family read
  * policy; the tunables of the earlier read_policies/ interface; and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx scrub: the result through the one formatter, text and JSON from the
  * same calls. The status file that keeps the last run holds the same JSON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * btrfsx scrub: offline scrub of an unmounted filesystem (start) and the
  * last run's result (status). The work is in scrub/scrub.c; this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfsx scrub: presenting a result (the status file is the engine's, scrub/scrub.h). */
 #ifndef BTRFSX_CMDS_SCRUB_H
 #define BTRFSX_CMDS_SCRUB_H

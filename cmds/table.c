@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Aligned text tables (see table.h). */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Aligned text tables in btrfs-progs' layout (filesystem usage -T): each
  * column as wide as its widest cell, one space between columns, header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The tables and device objects of filesystem usage and device usage (usage-tables.h). */
 #include <ctype.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What filesystem usage and device usage print alike: the per-device table
  * (btrfs-progs' filesystem usage -T with a Hint column), the hint class

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Whole-file replacement through a temporary file and rename; see atomic-file.h. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Files replaced whole: a reader sees the old content or the new one, never
  * a mix, even across a crash. The content goes to a temporary file beside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Errors with context. Library code returns a negative errno and records a
  * message saying what failed and why; callers may prepend their own context.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Field lists: a result the library publishes is described once, in its
  * engine's header, as a list of its fields, and everything that has to

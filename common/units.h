@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Size units as btrfs-progs spells them: --raw, --human-readable, --iec, --si, -b -k -m -g -t. */
 #ifndef BTRFSX_UNITS_H
 #define BTRFSX_UNITS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * B-tree access: verified tree block reads with mirror fallback, key search,
  * forward iteration and full walks, both with forward readahead.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The chunk map: chunk items in, logical -> physical per profile out. */
 #include <errno.h>
 #include <stdlib.h>

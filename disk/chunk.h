@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The chunk map: chunk items in, logical -> physical per profile out. */
 #ifndef BTRFSX_CHUNK_H
 #define BTRFSX_CHUNK_H

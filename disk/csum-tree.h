@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Data checksums from the csum tree, sector by sector: a cursor that keeps
  * the csum item it found last, so reading a file in order costs one search

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Offline edits of a device item: the chunk tree's DEV_ITEM and the superblock copies. */
 #ifndef BTRFSX_DEV_ITEM_H
 #define BTRFSX_DEV_ITEM_H

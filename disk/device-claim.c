@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Who holds a device: the mount table of this namespace, the filesystems the
  * kernel has mounted, exclusive opens, flocks on image files and loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Who holds a device, for device assembly, mkfs and the offline open: the
  * btrfs mounts of this namespace (/proc/self/mountinfo), the filesystems the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Crash simulation for the tests (disk/write-plan.h), built only with
  * --enable-fault-injection: the write path (write.c) calls these hooks, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The one read path: see io.h. */
 #include <errno.h>
 #include <fcntl.h>

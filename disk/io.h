@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The one read path: every byte btrfsx reads from a member device goes
  * through here, addressed physically (superblocks) or logically (through the

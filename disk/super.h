@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Superblock copies: reading, validating and the reasons a copy is rejected. */
 #ifndef BTRFSX_SUPER_H
 #define BTRFSX_SUPER_H

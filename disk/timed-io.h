@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Requests to member devices that give up on a stalled device: no read,
  * write or flush waits longer than its timeout. A device that stalls (a

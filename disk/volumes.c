@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Opening a filesystem: devices, superblocks, assembly by fsid, chunk tree. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * An opened filesystem: its member devices, the chosen superblock and the
  * chunk map (logical -> physical for every profile).

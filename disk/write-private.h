@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Inside the write path: write.c and the crash simulation (fault.c) that
  * test builds hook into it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The one write path. Every byte btrfsx writes to a member device goes
  * through here, in an order that keeps the filesystem valid if the process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Checksums of tree blocks, superblocks and data sectors. */
 #ifndef BTRFSX_CSUM_H
 #define BTRFSX_CSUM_H

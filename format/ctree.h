@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The btrfs on-disk format: structures, key types and flags.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Superblock feature bits: names and what btrfsx supports (features.h). */
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The superblock's feature bits: their names, and which ones btrfsx reads
  * and writes. Pure functions.

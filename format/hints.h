@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Allocation hints: the low bits of btrfs_dev_item.type (the README's table,
  * btrfsx-property(8)). Pure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The profile table and what it answers about a chunk's type bits. */
 #include <errno.h>
 #include <strings.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Block group profiles by their type bits: the per-profile constants, names
  * and the small questions every layer asks of a chunk's type. No format

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* RAID6 Q coefficients (see raid6.h). */
 #include "format/raid6.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * RAID6's Q parity: Q = sum of g^i * D_i in GF(2^8) with the generator 2 and
  * the polynomial 0x11d (Linux's RAID6). Multiplication and inverses come from

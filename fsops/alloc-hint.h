@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Allocation hints of member devices: read and set, through the kernel's
  * sysfs when the filesystem is mounted, on the device items when it is not.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The copy rate of relocations, per filesystem: what relocate/ measured,
  * what the misplaced report's estimate divides by.

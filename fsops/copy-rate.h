@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The copy rate of relocations on a filesystem: used bytes moved and seconds
  * spent in the kernel's balance calls, summed over runs, kept in

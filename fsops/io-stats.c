@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Per-device read counters from the block devices' stat files. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Per-device read counters of a mounted btrfs, from each member block
  * device's <sysfs_root>/dev/block/<major>:<minor>/stat (the kernel's

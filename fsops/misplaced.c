@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Misplaced chunks: the usage reader's chunk list classified against the
  * hints (model/placement.c), with totals and a time estimate. See

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Misplaced chunks: every chunk whose devices break the current allocation
  * hints, as the filesystem misplaced report, the relocation engine and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A mounted btrfs through its ioctls. */
 #include <errno.h>
 #include <fcntl.h>

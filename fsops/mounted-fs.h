@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A mounted btrfs seen through its ioctls: FSID, sector size and member
  * devices (BTRFS_IOC_FS_INFO, BTRFS_IOC_DEV_INFO) and the block group profiles

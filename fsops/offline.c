@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The offline open: an unmounted filesystem's members, claimed for writing. */
 #include <errno.h>
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Opening an unmounted filesystem for writing, safely: every member opened
  * read-write and claimed exclusively, refused when the filesystem is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The read policy operations as users see them: show one filesystem's
  * policy with its record, switch it (and record it), apply the records to

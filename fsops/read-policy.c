@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Read policies: kernel interface detection, validation, write and read-back, persistence. */
 #include <ctype.h>
 #include <dirent.h>

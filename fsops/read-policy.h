@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * RAID1-family read policies: detect the kernel interface, parse what it
  * shows, validate a request against it and the filesystem, write it and read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The extents of the data chunks (usage.h, bx_usage_read_dextents()): what
  * a relocation copies, extent by extent, and the free space between them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Collecting what filesystem usage needs: from a mounted filesystem through
  * its ioctls, or from unmounted devices through our reader. See usage.h.

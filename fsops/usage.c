@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Filesystem usage: btrfs-progs' overall figures and the allocator model's
  * free space. Pure computation on a struct bx_usage_input; see usage.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Filesystem usage with a preference breakdown: what btrfs-progs' "filesystem
  * usage" shows, and how much data and metadata still fit according to the

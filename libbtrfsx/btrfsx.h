@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libbtrfsx: btrfs allocation hints, usage, read policies and offline scrub
  * for programs. No global state, no printing, no exiting: every function

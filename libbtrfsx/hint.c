@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Allocation hints: the public face of fsops/alloc-hint.c and format/hints.c. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Device read counters: the public face of fsops/io-stats.c. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * What the public entry points share: symbol visibility, the start of every
  * call and the mapping of the core's negative errno values to enum

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The public library's conventions: error codes and their strings, the
  * calling thread's message and warnings, and the offline identity query.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Misplaced chunks: the report (fsops/misplaced.c) and the relocation
  * (relocate/relocate.c), the same code as `btrfsx filesystem misplaced` and

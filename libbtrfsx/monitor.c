@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The monitor history and its projections: monitor/ does the work. */
 #include <errno.h>
 #include <stdio.h>

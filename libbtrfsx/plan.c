@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The what-if planner (plan/plan.c), the same computation as `btrfsx filesystem plan`. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Read policies: the public face of fsops/read-policy-ops.c. */
 #include <errno.h>
 #include <stdio.h>

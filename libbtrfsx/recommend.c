@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Read-policy recommendations: the public face of recommend/recommend.c. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Offline scrub: the public face of scrub/scrub.c, opened as the CLI opens it. */
 #include <errno.h>
 #include <limits.h>

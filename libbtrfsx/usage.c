@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Filesystem usage: fsops/usage-read.c collects, fsops/usage.c computes. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The contents of a new filesystem: the items of every tree mkfs.btrfs 6.19
  * writes for the same features, the placement of their blocks inside the

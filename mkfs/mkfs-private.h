@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What mkfs.c and mkfs-items.c share: the state of one mkfs run. */
 #ifndef BTRFSX_MKFS_PRIVATE_H
 #define BTRFSX_MKFS_PRIVATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* B-trees built in memory: collect, sort, pack, render. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * B-trees built in memory, for writers that create trees whole (mkfs):
  * items are collected in any order, sorted, packed into leaves of one node

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A new filesystem: options and devices checked, the first chunks placed by
  * the allocator model, the trees laid out in memory, then written in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Making a new filesystem: allocation hints in the device items and the
  * first system, metadata and data chunks placed by the allocator model

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * What the allocator's decision code (allocator.c) shares with its
  * simulation (allocator-sim.c). Not part of the model's interface.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The allocator model run forward: repeated decisions until ENOSPC, fast
  * enough for petabyte arrays (see the notes below and allocator.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The chunk allocator model: which devices, where on them and how large the
  * next chunk of a given type would be, as the kernel decides it, with and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Chunk placement against the allocation hints (see placement.h).
  *

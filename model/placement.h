@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Chunk placement against the allocation hints: which existing chunks break
  * the hints, where the allocator model would put a chunk of the same kind

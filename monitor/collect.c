@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One sample of a mounted filesystem from its ioctls and sysfs. See sample.h. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The sample history in SQLite. See history.h. */
 #include <errno.h>
 #include <limits.h>

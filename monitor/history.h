@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The sample history: one SQLite file (default /var/lib/btrfsx/monitor.db).
  *

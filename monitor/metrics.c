@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Prometheus metrics from samples and projections. See metrics.h. */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The newest sample and the projection of each filesystem as Prometheus
  * metrics: built as families of labelled values (so the command line can

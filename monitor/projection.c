@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Pace and days left from a window of history. See projection.h. */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Where a filesystem is heading: the pace at which metadata and data use
  * grow over a window of its history (monitor/trend.h), and how many days

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* `monitor record`: sample, add the last offline scrub, store. See record.h. */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Recording: each mounted filesystem sampled (monitor/collect.c) with its
  * last offline scrub (the scrub's status file) and stored in the history

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * One sample of a mounted filesystem's space, as `btrfsx monitor record`
  * stores it: the figures of `filesystem usage` (the allocator model's free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Robust trend: binning, one-off jumps, pooled Theil–Sen. See trend.h. */
 #include <errno.h>
 #include <math.h>

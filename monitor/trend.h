@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The trend of a quantity over time, robust to noise and to one-off jumps,
  * and how long a remaining amount lasts at that pace. Pure: arrays in,

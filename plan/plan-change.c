@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Changes of a plan as the command line (and the library's callers) spell
  * them: parsing with messages that say what is wrong, and descriptions.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A data chunk relocated extent by extent, as the kernel does it
  * (fs/btrfs/relocation.c, extent-tree.c find_free_extent()), on the

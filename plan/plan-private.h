@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The planner's working state: the filesystem as the changes so far leave
  * it. Devices carry both the allocator model's view (holes) and what the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The planner's working state (plan-private.h): devices with the allocator
  * model's holes, chunks with stripes and used bytes, the space info, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The what-if planner (plan.h): each change applied to the working state
  * (plan-state.c) as the kernel makes it, then the usage report and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The what-if planner: the space and placement of a filesystem after a list
  * of changes, worked out before any of them is made.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The read probe: the region, the kernel's choice of copy, timed replays. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The read probe of `read-policy recommend`: the reads a workload would make
  * under a read policy, replayed over the member block devices of a mounted

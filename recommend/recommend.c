@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The read-policy recommender: candidates, the timed replays, the pick and why. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The read-policy recommender (`btrfsx read-policy recommend`): measures
  * which read policy reads a mounted filesystem fastest, for the workloads

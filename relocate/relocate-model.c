@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The relocation's decisions without the kernel: see relocate-model.h. */
 #include <errno.h>
 #include <stdio.h>

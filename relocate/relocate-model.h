@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The relocation's decisions without the kernel (pure: structs in,
  * decisions out; tests/unit/test_relocate.c): which chunks a run moves,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The relocation engine: moves the misplaced chunks of a mounted filesystem
  * (fsops/misplaced.h), and only those, one chunk per kernel balance call

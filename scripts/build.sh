@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # build.sh <dir> [configure options]: an out-of-tree build in <dir>.
 set -euo pipefail
 if [ $# -eq 0 ] || [ "$1" = -h ] || [ "$1" = --help ]; then

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """check-layers.py [top]: fails when the layering of the sources is broken.
 
 Two rules of Documentation/dev/architecture.md, kept true:

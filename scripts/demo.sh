@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The demo: builds btrfsx, makes a three-device filesystem from image files,
 # writes files through the kernel, looks at it with btrfsx, scrubs a damaged
 # copy back to health and runs a Python example. Needs root and

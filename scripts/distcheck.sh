@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # distcheck.sh: the release tarball is complete and builds anywhere.
 #
 # Makes the tarball (build-dist/), checks that it holds every file git

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # install-deps.sh [--vm]: installs what building, testing and the demo need
 # on Debian 12 (--vm: and what the VM tests need); does nothing when
 # everything is already there. Needs root.

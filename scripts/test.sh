@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The whole test suite: dependencies, a sanitizer build (clang, ASan+UBSan),
 # the C unit tests, the pytest suite against real loop devices (root) and in
 # qemu guests with patched kernels (tests/vm/, beside the host tests), then

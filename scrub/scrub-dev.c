@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * One device's scrub (every profile but RAID5/6): its copies of each chunk
  * in physical order, planned window by window and merged into large reads

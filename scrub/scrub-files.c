@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Which files a bad data extent belongs to: the extent item's backrefs
  * (inline and keyed EXTENT_DATA_REF, SHARED_DATA_REF through the parent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The data checksums of completed reads are computed, when they are slow to
  * compute (sha256, blake2b: scrub.c decides), by a pool of hashing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Offline scrub internals shared by scrub.c (the run, the checks every path
  * shares, superblocks, error records), scrub-plan.c (what each 64 KiB window

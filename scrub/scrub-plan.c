@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Scrub planning: which sectors of a 64 KiB window hold what, from forward
  * cursors over the extent tree (EXTENT_ITEM / METADATA_ITEM) and the csum

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * RAID5/6 scrub: full stripes, read once. A batch of consecutive rows that
  * hold extents is one sequential read per member device (a row's stripe on a

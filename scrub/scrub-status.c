@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The status file of a filesystem's last offline scrub: what `scrub status`
  * shows and the monitor records, written by whoever runs the scrub (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Offline scrub: the run (threads, progress, result), the checks shared by
  * every path, superblocks, and the error records. The per-device readers are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Offline scrub: verify, and unless read-only repair, every copy of every
  * block of an unmounted filesystem.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """pytest fixtures for btrfsx tests.  The helpers live in the package
 tests/helpers/ (``from helpers import fsutil, oracle``; see its __init__.py).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The aging harness (tests/helpers/aging.py): a seed always gives the same past, the
 seeds of a run cover every profile, hinted and unhinted, and an aged
 filesystem really has a past (a clean ``btrfs check``, free space cut into

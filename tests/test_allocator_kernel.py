@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The allocator model without hints against the running kernel.
 
 Filesystems on uneven loop devices (1, 2, 3 and 6 GiB, and a wider second

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx balance misplaced, on loop devices under the host kernel.
 
 The host kernel ignores allocation hints, so a relocation here moves chunks

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The command line itself: help at every level, prefixes, global options,
 exit codes, and --help synopses that match the man pages."""
 from __future__ import annotations

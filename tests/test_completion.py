@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The bash completion (completions/btrfsx): its word lists against what
 `btrfsx ... --help` prints, its options against what the binary accepts, and
 what it offers on a command line."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Concurrent use: two btrfsx writers on one filesystem, and btrfsx offline
 against the kernel mounting the same devices.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The Debian packages (debian/): `dpkg-buildpackage -us -uc -b` on the
 release tree (`make distdir` of the suite's build, as a tarball unpacks:
 configure and the man pages are there, nothing is regenerated) makes btrfsx,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx device io-stats: per-device read share from the block devices' stat.
 
 On a real raid1 mount a large file is read with O_DIRECT (no page cache)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The README is the front door: its two set-up commands are the ones CI
 runs, and every link in it and in the guides leads somewhere."""
 

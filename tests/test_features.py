@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Format features btrfsx does not know (issue 32): a filesystem with an
 incompat feature it does not read (an unknown bit, or one it knows by name
 but does not read, like Linux 7.0's remap tree) is refused by every command

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx filesystem usage: the Overall section against btrfs-progs, the
 unmounted reader against the mounted one, the preference breakdown with
 hints (expected figures worked out from the device table), the warnings,

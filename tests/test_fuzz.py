@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Fuzzing in the suite: a short libFuzzer run of every harness in tests/fuzz/
 and a short run of the structure-aware image mutator (see tests/fuzz/README.md).
 

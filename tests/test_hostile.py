@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Hostile input, table-driven: every command with wrong arguments,
 nonexistent paths, directories, character devices, zero-length files,
 images of other filesystems, huge and negative numbers and overlong strings.

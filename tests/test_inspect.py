@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx inspect: our reader against btrfs-progs and the kernel, on real
 filesystems made by mkfs.btrfs and filled through the kernel, for every
 profile and checksum type; then bad input."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """`make install` into a DESTDIR, and everything used from there: the
 binary, a C program built with `pkg-config btrfsx` against the library, the
 man pages, the bash completion, the systemd unit and the Python module; and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The JSON Schemas of Documentation/json/: one per command that writes JSON,
 valid draft 2020-12, at the version btrfsx writes, and a contract that
 changes only with a version bump.

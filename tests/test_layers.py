@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The include direction of Documentation/dev/architecture.md, kept true:
 scripts/check-layers.py over the sources, and the script itself checked on
 trees that break the rules."""

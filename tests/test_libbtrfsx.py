@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """libbtrfsx, the public C library: every function of btrfsx.h called through
 tests/lib/libbtrfsx_probe.c (linked against the built libbtrfsx.so) on real
 loop devices, its results compared with the command line's JSON output and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx mkfs on real loop devices: every profile and checksum that
 mkfs.btrfs accepts on the same devices (btrfs check 6.19, kernel mount,
 files written and read back, check again), chunk placement by allocation

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx monitor: record, report (and --check), metrics, on real loop-device
 filesystems, with weeks of history simulated through BTRFSX_MONITOR_NOW.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx monitor as a sysadmin meets it: alerts that can be trusted.
 
 - No page without evidence: a burst right after the timer is enabled is told

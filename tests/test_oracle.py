@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Tests of the test infrastructure itself: the btrfs-progs output parsers in
 helpers/oracle.py against real filesystems, and the fsutil/conftest helpers.  They do
 not need btrfsx."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx filesystem plan: the what-if planner against the running (mainline)
 kernel on loop devices, and its command line.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx filesystem plan --balance and --resume against the running kernel
 (issue 30, item 2): a usage-filtered balance and a conversion resumed after
 a pause, planned, then made for real on loop devices.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfs-progs 6.19 as the oracle of today's filesystems (issue 32).
 
 Filesystems its mkfs makes (block-group-tree by default, squota, the free

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx on btrfs-progs' own test images (tests/progs-images/README.md):
 superblocks btrfs-progs refuses, a bad tree root, a partially dropped
 snapshot; btrfs-progs 6.2 is the oracle where it reads the image."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The Prometheus side of btrfsx monitor, with Debian's prometheus and
 prometheus-node-exporter (scripts/install-deps.sh installs them):
 

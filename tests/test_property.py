@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx property ... allocation_hint (and btrfsx device property): offline on
 real filesystems checked with btrfs-progs and the kernel, crash safety at
 every write, the two kernel sysfs interfaces on fake trees, the real kernel

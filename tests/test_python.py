@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The Python bindings (module btrfsx) and the example scripts in examples/.
 
 Every call is compared with what the btrfsx command (and btrfs-progs) says

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx read-policy and the read_policy property on the host.
 
 Against the running kernel, which has mainline's read_policy file without

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx read-policy recommend on the host (Linux with the pid policy only).
 
 The probe replays every candidate policy's reads over the devices of a raid1

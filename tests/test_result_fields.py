@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The results libbtrfsx publishes are described once, by the field lists of
 the engines' headers (common/fields.h): a field added to a list only must
 stop the build of the library and of the Python module, until the public

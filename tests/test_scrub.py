@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfsx scrub start/status --offline: against the kernel's scrub on the same
 images (mounted read-only, `btrfs scrub start -B -R -d -r`), on real
 filesystems made by mkfs.btrfs and filled through the kernel, for every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Filesystems in transition (issue 30): what usage, plan and the read-only
 commands say about a filesystem in the middle of a change.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The tables of filesystem usage -T and device usage against btrfs-progs 6.2.
 
 Fixed layouts (1, 3 and 12 devices; data mid-convert from single to RAID1;

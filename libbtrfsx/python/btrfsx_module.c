@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * btrfsx._btrfsx: libbtrfsx for CPython. Each function converts its
  * arguments, calls the library with the GIL released, and returns plain

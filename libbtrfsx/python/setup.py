@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Builds the btrfsx package for pip: ``pip install libbtrfsx/python``.
 
 libbtrfsx is found with pkg-config (the btrfsx.pc of an installed btrfsx),

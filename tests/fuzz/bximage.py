@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Base images of the fuzzing tools and btrfs checksums, in Python.
 
 The .bxfi format (written by make-corpus.py, read by the harnesses in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers shared by the libFuzzer harnesses: feeding a system chunk array into
  * a chunk map the way bx_fs_open does, and exercising the logical -> physical

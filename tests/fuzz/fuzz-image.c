@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Base images in memfds, logged changes, and the command line run in process. */
 #include <blkid/blkid.h>
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Real filesystem images for the harnesses that fuzz the full open path
  * (fuzz_image) and single items in place (fuzz_item).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libFuzzer harness: the full open path and the read-only commands on a
  * real filesystem image with fuzzed changes.

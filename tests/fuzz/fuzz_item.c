@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libFuzzer harness: one item of a real filesystem, of a type the input
  * chooses, replaced by the input's bytes, then read by every command that

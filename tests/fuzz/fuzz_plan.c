@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libFuzzer harness: the input is a plan as the command line spells it, one
  * change per line, "op value" ("add 64G:metadata_only", "remove 3",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libFuzzer harness: the input is the contents of a superblock's system chunk
  * array, its length the array size (so lengths above 2048 test the size

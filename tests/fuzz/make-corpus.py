@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Regenerates the fuzzing seed corpora in tests/fuzz/corpus/ and the base
 images in tests/fuzz/images/ from real filesystems.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Structure-aware mutation of real images, then the btrfsx command line on them.
 
 Takes the base images of tests/fuzz/images (every profile x checksum, see

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the libFuzzer harnesses (if needed) and runs each for a while.
 #
 #   tests/fuzz/run-fuzzers.sh [options] [SECONDS-PER-HARNESS] [-- LIBFUZZER-ARGS...]

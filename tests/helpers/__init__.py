@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """What the tests share, kept apart from the tests themselves (pytest puts
 tests/ on sys.path, so a test, tests/vm/ or a bench/ script that adds tests/
 writes ``from helpers import fsutil``):

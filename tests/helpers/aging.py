@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Filesystems with a past: the aging harness of the suite (issue 30).
 
 A young filesystem, filled once, is not what sysadmins run. ``AgedSpec``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The fuzzing base images (tests/fuzz/images: every profile x checksum,
 written by the kernel) for tests that damage a few items of a real
 filesystem without loop devices: base_image("00-single-crc32c") is a

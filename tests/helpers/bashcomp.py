@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Query a bash completion script the way bash does: source it, set
 COMP_LINE, COMP_POINT, COMP_WORDS and COMP_CWORD for a command line, call the
 completion function and read COMPREPLY."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Crash campaigns for btrfsx's writers (property set offline, mkfs, scrub
 repair), driven by the fault injection of the one write path
 (disk/write-plan.h):

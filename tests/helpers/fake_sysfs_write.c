@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LD_PRELOAD helper for the read policy tests: makes a write to a fake sysfs
  * attribute behave like a kernel that disagrees with what it advertises.

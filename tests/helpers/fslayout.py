@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Where things are in a btrfs kept as image files (btrfs-progs' dump-tree
 as the oracle): chunks, file extents, the copies of a logical address in
 every profile, RAID5/6 rows; and byte helpers for damaging them."""

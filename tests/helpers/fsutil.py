@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Helpers for tests on real btrfs filesystems: sparse images, loop devices,
 mkfs, mount, deterministic file content, and running btrfsx.
 

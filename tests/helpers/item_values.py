@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Item values of ``btrfsx --format json inspect dump-tree`` against the text
 of ``btrfs inspect-internal dump-tree --csum-items`` (btrfs-progs 6.2).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The JSON Schemas of Documentation/json/ as the tests use them.
 
 validate(args, doc) checks a `btrfsx --format json ARGS` document against the

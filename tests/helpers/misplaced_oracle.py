@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """An independent reading of which chunks break the allocation hints, for the
 tests of `filesystem misplaced` and `balance misplaced` (host and guests).
 

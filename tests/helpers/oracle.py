@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Oracles: parse what btrfs-progs (6.2) prints, to compare btrfsx against it.
 
 Everything here only *reads* a filesystem (``btrfs inspect-internal dump-tree`` /

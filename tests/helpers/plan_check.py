@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Seeded random plans checked against the kernel: shared by
 tests/test_plan.py (host loop devices, the mainline kernel, no hints) and
 tests/vm/test_vm_plan.py (qemu guests with the hint kernels).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """btrfs-progs 6.19 as a second oracle beside Debian's 6.2 (tests/oracle.py).
 
 6.19 is what current distributions run; its mkfs makes block-group-tree

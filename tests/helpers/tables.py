@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Reading the aligned text tables of btrfsx and btrfs-progs (filesystem
 usage -T, device usage -T) back into cells, for tests that compare them."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Real-kernel fills for the allocator model: shared by
 tests/test_allocator_kernel.py and bench/usage.
 

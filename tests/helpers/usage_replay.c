@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Test helper (built by tests/test_allocator_kernel.py against libbtrfsx_core):
  * compares the allocator model with the chunks a real kernel created.

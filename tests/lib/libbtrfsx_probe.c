@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libbtrfsx_probe: calls one libbtrfsx function with the arguments given and
  * prints what it returned as one JSON object, for tests/test_libbtrfsx.py to

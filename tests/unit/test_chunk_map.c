@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Logical -> physical mapping for every profile, against layouts worked out
  * by hand from the format's striping rules (64 KiB stripes).

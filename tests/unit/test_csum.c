@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Known answers for every checksum type btrfs uses. */
 #include <pthread.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The output formatter: the same calls render text and JSON; "key=label"
  * names a field differently in each; JSON_ONLY / TEXT_ONLY; escaping; lists;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The scrub's hashing queue (scrub/scrub-hash.c): which read the hashing
  * threads take next. Slices come from the oldest read of the device with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The allocation hint codec: names, spellings, the bits it may touch. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The requests that give up on a stalled device (disk/timed-io.c), on a
  * pipe: a read that waits for data that does not come, or a write that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * No page without evidence (monitor/projection.c): the learning span, bursts
  * told and not projected, and the 95% range the check pages on, in the

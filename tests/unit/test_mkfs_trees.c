@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The in-memory tree builder of mkfs: packing into leaves and nodes, key
  * order, duplicate keys, and rendered blocks (header, item offsets, key

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests for chunk placement against the hints (model/placement.c)
  * and the extent freeing it relies on (bx_alloc_device_remove_extent).

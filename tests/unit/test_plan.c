@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests of the what-if planner (plan/plan.c) on filesystems built by
  * hand: every change, the relocation rules, impossible changes, bad input,

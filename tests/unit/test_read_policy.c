@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fsops/read-policy.c without a mounted filesystem: parsing, validation, config files. */
 #include <errno.h>
 #include <stdio.h>

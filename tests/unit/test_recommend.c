@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * recommend/ without devices: which copy the kernel's policies read
  * (bx_probe_route), a replay's bytes as a job of equal parts

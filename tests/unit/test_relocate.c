@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests of the relocation's decisions without the kernel
  * (relocate/relocate-model.c): which chunks a run moves, whether the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The robust trend fit (monitor/trend.c): known slopes under noise, one-off
  * jumps, patterns; and the projections made from it (monitor/projection.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests for the usage computation (fsops/usage.c) on inputs built by
  * hand. Every expected value is worked out in the comment above its check.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * BX_CMD_WRITES enforced: a write plan marked refused (what the dispatcher
  * gives a command that does not declare it writes) makes every writer fail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A minimal unit test harness: CHECK records, the summary line is "N passed, N failed". */
 #ifndef BTRFSX_UNIT_H
 #define BTRFSX_UNIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A filesystem built by hand for the unit tests of what reads one (the
  * planner, the relocation's decisions): a struct bx_usage_input with

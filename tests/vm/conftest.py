@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Fixtures of the VM tests: the harness is ready, or the tests skip saying why
 (in CI, where the kernel patches are always beside the checkout, they fail
 instead). A series whose kernel cannot be had here (vmharness.VMUnavailable,

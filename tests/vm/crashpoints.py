@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Every crash point of a writer, from a dm-log-writes log (the tests of
 tests/vm/test_vm_writes.py and tests/vm/test_vm_relocate_crash.py).
 

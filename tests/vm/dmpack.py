@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Many small filesystems in one guest disk, each member a device-mapper
 device, so that faults come from the block layer.
 

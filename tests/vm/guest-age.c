@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The file work of the aging harness (tests/aging.py): gives a filesystem a
  * past. Runs on the host and inside the test guests (built static: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Runs inside the test guests (built static: the initramfs has no libc).
  *

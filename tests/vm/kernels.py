@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The kernels the test guests boot: Debian's cloud kernels of the 6.1 and
 6.12 lines, each from one version's packages, downloaded with ``apt-get
 download`` and unpacked into the VM cache, never installed on the host (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Replays a dm-log-writes log (every write a device saw, in the order it
  * became durable) onto image files, up to any entry: the state the device

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The allocator model chunk by chunk against kernels that honour hints
 (issue 21, part 2).
 

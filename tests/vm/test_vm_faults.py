@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Unreadable sectors and stalls from a real block layer (issue 22).
 
 Every fault here comes from device-mapper in a stock 6.1 guest, not from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Guard rails and mkfs on kernels that honour hints (issue 21, parts 4 and 5).
 
 Guard rails: on raid1 data and metadata over three 512 MiB disks, btrfsx

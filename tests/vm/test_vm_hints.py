@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Online allocation hints on kernels that honour them (issue 21, part 1).
 
 One guest per series, on Linux 6.1 and 6.12, on the same three-disk raid1

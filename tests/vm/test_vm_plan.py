@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The what-if planner on kernels that honour hints (issue 17).
 
 Seeded random plans (tests/helpers/plan_check.py) on hinted filesystems: hint

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Read policies on a kernel that has them (issue 33, part 1).
 
 One guest of the ``readpolicy`` series (Debian's 6.1 with mainline's RAID1

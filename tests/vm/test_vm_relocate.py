@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Misplaced chunks found and moved on kernels that honour hints (issue 16).
 
 Each patched series gets one guest on four 1 GiB disks (raid1 data and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Power loss during `btrfsx balance misplaced`, at every crash point of one
 run (issue 30).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Free space on kernels that honour hints (issue 21, part 3).
 
 For seeded hinted layouts, in the guest: ``btrfsx filesystem usage`` (JSON)

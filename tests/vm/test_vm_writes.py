@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Failing writes and every crash point, from a real block layer (issue 22).
 
 The writers: the offline hint set (``btrfsx property set`` on an unmounted

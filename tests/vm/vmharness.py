@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Test guests: Debian's Linux 6.1 and 6.12 under qemu (TCG) with a btrfs
 module that is stock or patched with a kernel series of
 ``$BTRFSX_KERNEL_PATCHES/<folder>``.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """btrfs allocation hints, usage, read policies, offline scrub and the monitor
 history for Python.
 
