@@ -52,7 +52,8 @@ static const char *const misplaced_usage[] = {
 	"                    pointless for placement (the kernel places without them):",
 	"                    the run stops at the first chunk placed no better",
 	"--progress          show chunks, bytes, rate and ETA on stderr (default on a",
-	"                    terminal); --no-progress never",
+	"                    terminal; one JSON object a line in JSON output);",
+	"                    --no-progress never",
 	BX_UNITS_HELP_LONG,
 	NULL
 };
@@ -67,8 +68,27 @@ static void on_signal(int sig)
 
 struct progress_state {
 	bool show;
+	bool json;		/* --format json: one JSON object a line */
 	size_t line_len;
 };
+
+/*
+ * With --format json the progress is for programs (the web console): each
+ * report is a line of its own on stderr, {"progress": {...}} with the
+ * engine's figures as they are, so nothing is parsed out of the text line.
+ */
+static void progress_json(const struct bx_relocate_progress *p)
+{
+	fprintf(stderr, "{\"progress\": {\"chunks_done\": %llu, \"chunks_total\": %llu, "
+		"\"bytes_done\": %llu, \"bytes_total\": %llu, \"elapsed\": %.3f, "
+		"\"kernel_seconds\": %.3f, \"current\": %llu, \"current_used\": %llu, "
+		"\"pausing\": %s}}\n",
+		(unsigned long long)p->chunks_done, (unsigned long long)p->chunks_total,
+		(unsigned long long)p->bytes_done, (unsigned long long)p->bytes_total, p->elapsed,
+		p->kernel_seconds, (unsigned long long)p->current,
+		(unsigned long long)p->current_used, p->pausing ? "true" : "false");
+	fflush(stderr);
+}
 
 static int progress_line(void *arg, const struct bx_relocate_progress *p)
 {
@@ -80,6 +100,10 @@ static int progress_line(void *arg, const struct bx_relocate_progress *p)
 
 	if (!ps->show)
 		return 0;
+	if (ps->json) {
+		progress_json(p);
+		return 0;
+	}
 	bx_pretty_size(p->bytes_done, 0, done, sizeof(done));
 	bx_pretty_size(p->bytes_total, 0, total, sizeof(total));
 	bx_pretty_size((uint64_t)rate, 0, rate_text, sizeof(rate_text));
@@ -304,6 +328,7 @@ static int cmd_balance_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	if (ret)
 		return ret;
 	ps.show = bx_progress_shown(&a.progress);
+	ps.json = ctx->format == BX_FORMAT_JSON;
 	a.opts.sysfs_root = ctx->sysfs_root;
 	a.opts.state_dir = ctx->state_dir;
 	a.opts.progress = progress_line;
@@ -316,7 +341,7 @@ static int cmd_balance_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_relocate_run(argv[optind], &a.opts, &res);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	if (ps.show && ps.line_len)
+	if (ps.show && !ps.json && ps.line_len)
 		fprintf(stderr, "\r%*s\r", (int)ps.line_len, "");
 	/* A refusal before anything was planned or moved is the error message alone. */
 	if (res && (res->stop != BX_RELOCATE_FAILED || res->nr_relocated))
