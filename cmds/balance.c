@@ -6,9 +6,11 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmds/commands.h"
 #include "cmds/misplaced.h"
@@ -51,6 +53,8 @@ static const char *const misplaced_usage[] = {
 	"--force             move even when the running kernel ignores allocation hints;",
 	"                    pointless for placement (the kernel places without them):",
 	"                    the run stops at the first chunk placed no better",
+	"--cancel-on-eof     the end of standard input cancels as SIGTERM does (for a",
+	"                    program that runs this, such as the web console)",
 	"--progress          show chunks, bytes, rate and ETA on stderr (default on a",
 	"                    terminal; one JSON object a line in JSON output);",
 	"                    --no-progress never",
@@ -64,6 +68,23 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	cancel_requested = 1;
+}
+
+/*
+ * --cancel-on-eof: a program that runs the relocation and cannot send a
+ * signal (Cockpit's spawn closes the channel, and with it the output it
+ * wanted to read) closes our standard input instead. Whatever it sends
+ * before is read and dropped.
+ */
+static void *cancel_at_eof(void *arg)
+{
+	char buf[256];
+
+	(void)arg;
+	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
+		;
+	cancel_requested = 1;
+	return NULL;
 }
 
 struct progress_state {
@@ -255,12 +276,13 @@ struct misplaced_args {
 	struct bx_relocate_opts opts;
 	unsigned int units;
 	struct bx_progress_choice progress;
+	bool cancel_on_eof;
 };
 
 static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct misplaced_args *a)
 {
 	enum { OPT_FORBIDDEN_ONLY = 0x200, OPT_DRY_RUN, OPT_LIMIT, OPT_MAX_BYTES, OPT_PAUSE,
-	       OPT_FORCE };
+	       OPT_FORCE, OPT_CANCEL_ON_EOF };
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
 		{ "forbidden-only", no_argument, NULL, OPT_FORBIDDEN_ONLY },
@@ -269,6 +291,7 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
 		{ "pause", required_argument, NULL, OPT_PAUSE },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "cancel-on-eof", no_argument, NULL, OPT_CANCEL_ON_EOF },
 		BX_PROGRESS_LONGOPTS,
 		BX_HELP_LONGOPT,
 		{ 0 },
@@ -307,6 +330,9 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 		case OPT_FORCE:
 			a->opts.force = true;
 			break;
+		case OPT_CANCEL_ON_EOF:
+			a->cancel_on_eof = true;
+			break;
 		default:
 			return bx_opt_result(opt);
 		}
@@ -335,6 +361,14 @@ static int cmd_balance_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	a.opts.progress_arg = &ps;
 	a.opts.cancel = &cancel_requested;
 	cancel_requested = 0;
+	if (a.cancel_on_eof) {
+		pthread_t watcher;
+
+		if (pthread_create(&watcher, NULL, cancel_at_eof, NULL) == 0)
+			pthread_detach(watcher);
+		else
+			return bx_error(-EAGAIN, "--cancel-on-eof: no thread to watch standard input");
+	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
