@@ -43,6 +43,8 @@
             var sel = BX.el("select", { id: "bx-hint-" + d.devid, "aria-label": "New hint for devid " + d.devid },
                 BX.HINTS.map(function (h) { return BX.el("option", { value: h, text: h, selected: h === d.hint }); }));
             var button = BX.el("button", { type: "button", id: "bx-hint-set-" + d.devid, text: "Set" });
+            var now = BX.el("td", {}, [BX.hintBadge("filesystem show --all-devices",
+                                                    "filesystems/fsid=" + fs.fsid + "/devices/devid=" + d.devid + "/hint", d.hint)]);
             button.addEventListener("click", function () {
                 var argv = ["device", "property", "set", d.device, "allocation_hint", sel.value];
                 var how = fs.mounted ?
@@ -57,13 +59,13 @@
                     BX.state(page, "loading");
                     BX.run(argv, { superuser: "require" }).then(function (r) {
                         done(out, "devid " + d.devid + ": " + (r.doc.previous || "") + " -> " + r.doc.allocation_hint);
-                        return BX.listFilesystems().then(show);
+                        d.hint = r.doc.allocation_hint;
+                        BX.clear(now).appendChild(BX.hintBadge("device property set", "allocation_hint", d.hint));
                     }, function (e) { refusal(out, e); }).then(function () { BX.state(page, "ready"); });
                 });
             });
             tbody.appendChild(BX.el("tr", {}, [BX.el("td", { text: String(d.devid) }), BX.el("td", { text: d.device }),
-                BX.el("td", {}, [BX.hintBadge("filesystem show --all-devices", "", d.hint)]),
-                BX.el("td", {}, [sel]), BX.el("td", {}, [button])]));
+                now, BX.el("td", {}, [sel]), BX.el("td", {}, [button])]));
         });
         table.appendChild(tbody);
         box.appendChild(BX.el("div", { class: "bx-scroll" }, [table]));
@@ -113,9 +115,10 @@
 
     /*
      * Runs @argv with --progress, showing each progress line in @box.
-     * Pause and Cancel both end the run through the CLI's clean cancel
-     * (SIGTERM: the kernel puts the chunk being moved back whole); after a
-     * pause, Resume runs @argv again, which goes on with what is left.
+     * Pause and Cancel both end the run through the CLI's clean cancel (the
+     * end of its input, --cancel-on-eof: the kernel puts the chunk being
+     * moved back whole, and the run's document still comes); after a pause,
+     * Resume checks again and runs what is left.
      */
     function runLong(argv, box, onend) {
         var bar = BX.el("progress", { id: "bx-progress", max: 1, value: 0 });
@@ -128,9 +131,16 @@
         box.appendChild(line);
         box.appendChild(controls);
         box.setAttribute("data-run", "running");
-        pause.addEventListener("click", function () { stopping = "paused"; if (proc) proc.close(); });
-        cancel.addEventListener("click", function () { stopping = "cancelled"; if (proc) proc.close(); });
-        return BX.run(argv.concat(["--progress"]), {
+        /* The end of its input cancels the run (--cancel-on-eof); its output still comes. */
+        function stop(how) {
+            stopping = how;
+            pause.disabled = cancel.disabled = true;
+            if (proc)
+                proc.input(null);
+        }
+        pause.addEventListener("click", function () { stop("paused"); });
+        cancel.addEventListener("click", function () { stop("cancelled"); });
+        return BX.run(argv.concat(["--progress", "--cancel-on-eof"]), {
             superuser: "require",
             onproc: function (p) { proc = p; },
             stream: function (p) {
@@ -249,9 +259,17 @@
         { id: "balance", title: "Move misplaced chunks (balance misplaced)", render: renderBalance },
     ];
 
+    /* The filesystems read again, then their actions drawn. */
+    function reload() {
+        BX.state(page, "loading");
+        return BX.listFilesystems().then(show, function (e) {
+            BX.clear(body).appendChild(BX.message("error", e.message));
+        }).then(function () { BX.state(page, "ready"); });
+    }
+
     function show() {
         var filesystems = BX.filesystems || [];
-        BX.clear(fsBox).appendChild(BX.fsSelect(filesystems, show));
+        BX.clear(fsBox).appendChild(BX.fsSelect(filesystems, reload));
         BX.clear(body);
         var fs = BX.chosenFs();
         if (!fs) {
@@ -275,11 +293,6 @@
             page.appendChild(fsBox);
             page.appendChild(body);
         },
-        show: function () {
-            BX.state(page, "loading");
-            BX.listFilesystems().then(show, function (e) {
-                BX.clear(body).appendChild(BX.message("error", e.message));
-            }).then(function () { BX.state(page, "ready"); });
-        },
+        show: reload,
     };
 })();

@@ -91,7 +91,7 @@
         if (policy) {
             box.appendChild(BX.figures([
                 ["Read policy", BX.fig(psrc, "policy", policy.policy, "text")],
-                ["Choices", BX.fig(psrc, "available", policy.available.join(" "), "text")],
+                ["Choices", BX.fig(psrc, "available", policy.available, "list")],
                 ["Kept across mounts", BX.fig(psrc, "persistent", policy.persistent, "text")],
                 ["Affects reads here", BX.fig(psrc, "affects_reads", policy.affects_reads, "text")],
             ]));

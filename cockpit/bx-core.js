@@ -163,6 +163,8 @@ BX.fig = function (src, path, value, kind) {
         text = BX.duration(value);
     else if (kind === "rate")
         text = BX.size(value) + "/s";
+    else if (kind === "list")
+        text = value.join(" ");
     else
         text = String(value);
     return BX.el("span", {
@@ -282,8 +284,13 @@ BX.commandLine = function (argv) {
     }).join(" ");
 };
 
-/* Marks a page busy or settled: the tests wait for data-state="ready". */
+/*
+ * Marks a page busy or settled: the tests wait for data-state="ready" with a
+ * data-settled count higher than before what they did.
+ */
 BX.state = function (page, state) {
     page.setAttribute("data-state", state);
+    if (state === "ready")
+        page.setAttribute("data-settled", String(Number(page.getAttribute("data-settled") || 0) + 1));
     page.setAttribute("aria-busy", state === "loading" ? "true" : "false");
 };
