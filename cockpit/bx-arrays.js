@@ -254,7 +254,7 @@
             var button = BX.el("button", { type: "button", id: "bx-arrays-refresh", text: "Refresh" });
             button.addEventListener("click", function () { refresh(true); });
             page.appendChild(BX.el("div", { class: "bx-toolbar" }, [
-                BX.el("p", { text: "Every btrfs filesystem on this machine, as btrfsx sees it. Refreshed every " + REFRESH_SECONDS + " s." }),
+                BX.el("p", { text: "Every btrfs filesystem on this machine, as btrfsx sees it. Which are there and mounted is checked every " + REFRESH_SECONDS + " s; Refresh reads every figure again." }),
                 button]));
             list = BX.el("div", { class: "bx-cards" });
             page.appendChild(list);

@@ -45,6 +45,45 @@ BX.run = function (args, opts) {
     opts = opts || {};
     var argv = ["btrfsx", "--format", "json"].concat(args.map(String));
     BX.ran.push(argv);
+    /* A long run (it streams) does not wait for a slot, nor hold one. */
+    if (opts.stream)
+        return spawn(argv, opts);
+    return slot().then(function (release) {
+        return spawn(argv, opts).then(function (r) {
+            release();
+            return r;
+        }, function (e) {
+            release();
+            throw e;
+        });
+    });
+};
+
+/*
+ * At most RUNNING btrfsx at a time: a machine with many filesystems would
+ * otherwise get a few commands per filesystem all at once on every refresh.
+ */
+var RUNNING = 4, running = 0, waiting = [];
+
+function slot() {
+    return new Promise(function (resolve) {
+        function release() {
+            running--;
+            if (waiting.length)
+                waiting.shift()();
+        }
+        function take() {
+            running++;
+            resolve(release);
+        }
+        if (running < RUNNING)
+            take();
+        else
+            waiting.push(take);
+    });
+}
+
+function spawn(argv, opts) {
     return new Promise(function (resolve, reject) {
         var options = { superuser: "try", err: opts.stream ? "out" : "message" };
         var proc = cockpit.spawn(argv, options);
@@ -83,7 +122,7 @@ BX.run = function (args, opts) {
             reject(BX.failure(message, code, doc, ex.problem || null));
         });
     });
-};
+}
 
 BX.failure = function (message, exit, doc, problem) {
     var e = new Error(message);
@@ -165,6 +204,8 @@ BX.fig = function (src, path, value, kind) {
         text = BX.size(value) + "/s";
     else if (kind === "list")
         text = value.join(" ");
+    else if (kind === "verdict")
+        text = value ? "Possible" : "Impossible";
     else
         text = String(value);
     return BX.el("span", {
@@ -229,11 +270,21 @@ BX.fsName = function (fs) {
            (fs.mounted ? " at " + fs.mountpoint : ", not mounted");
 };
 
-/* Every btrfs filesystem of the machine: `filesystem show` (all devices libblkid sees). */
-BX.listFilesystems = function () {
+/*
+ * Every btrfs filesystem of the machine: `filesystem show` (all devices
+ * libblkid sees). Asked again, twice at most, when it fails: block devices
+ * come and go (a loop device detached while it was read), and the next
+ * look usually holds together.
+ */
+BX.listFilesystems = function (tries) {
+    tries = tries === undefined ? 2 : tries;
     return BX.run(["filesystem", "show", "--all-devices"]).then(function (r) {
         BX.filesystems = r.doc.filesystems;
         return r.doc.filesystems;
+    }, function (e) {
+        if (tries <= 0 || e.problem)
+            throw e;
+        return BX.listFilesystems(tries - 1);
     });
 };
 

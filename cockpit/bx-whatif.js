@@ -163,8 +163,8 @@
         BX.clear(result);
         var verdict = BX.el("p", { class: "bx-verdict " + (doc.possible ? "bx-ok" : "bx-bad"),
                                    "data-possible": String(doc.possible) }, [
-            BX.fig(src, "possible", doc.possible, "text"), doc.possible ?
-                " - every change is possible" : " - a change would fail (the kernel's ENOSPC or a refusal): see its reason"]);
+            BX.fig(src, "possible", doc.possible, "verdict"), doc.possible ?
+                ": every change can be made" : ": a change would fail (the kernel's ENOSPC or a refusal), see its reason"]);
         result.appendChild(BX.el("h3", { text: "The plan" }));
         result.appendChild(verdict);
         result.appendChild(changes(doc, src));

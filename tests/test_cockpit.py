@@ -201,6 +201,7 @@ def b(console):
 # --------------------------------------------------------------------------- page helpers
 
 def open_page(br, page: str):
+    br.request("open", url="about:blank")     # a new page, also where only the hash differs
     br.request("open", url=f"{br.url}#/{page}")
     return settled(br, page, 0)
 
@@ -269,6 +270,8 @@ def shown(value, kind: str) -> str:
         return f"{fixed(value, 2)} %"
     if kind == "list":
         return " ".join(value)
+    if kind == "verdict":
+        return "Possible" if value else "Impossible"
     if kind == "text" and isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -315,6 +318,7 @@ def test_arrays_figures_and_bars_are_the_clis(b, env, arrays):
     assert "not mounted" in text
     assert "metadata_only" in b.js("return document.querySelector(arguments[0]).innerText",
                                    card(fsids["a"]))
+    b.js("document.querySelector(arguments[0]).scrollIntoView()", card(fsids["a"]))
     shoot(b, env, "arrays")
 
 def test_trend_is_the_monitor_report(b, env, arrays):
@@ -348,6 +352,8 @@ def test_trend_is_the_monitor_report(b, env, arrays):
     days = b.js("return document.querySelector('#page-trend [data-fsid=\"' + arguments[0] +"
                 " '\"] .bx-days .bx-fig').textContent", fsid_a)
     assert days == f"{fixed(by_fsid[fsid_a]['metadata_days_left'], 1)} days"
+    b.js("document.querySelector('#page-trend [data-fsid=\"' + arguments[0] + '\"]')"
+         ".scrollIntoView()", fsid_a)
     shoot(b, env, "trend")
 
 def choose_fs(br, page: str, fsid: str):
@@ -511,8 +517,9 @@ def test_balance_misplaced_refused_then_forced_with_pause_and_cancel(b, env, arr
     b.js("document.getElementById('bx-bal-force').checked = true")
     b.request("type", css="#bx-bal-pause", keys=["3s"])
     start_balance(b)
-    b.wait("return Number(document.getElementById('bx-bal-run').getAttribute("
-           "'data-chunks-done')) >= 0")
+    b.wait("var r = document.getElementById('bx-bal-run');"
+           "return r.hasAttribute('data-chunks-done') || r.getAttribute('data-run') !== 'running'")
+    b.js("document.getElementById('bx-action-balance').scrollIntoView()")
     shoot(b, env, "actions-progress")
     stop_between_chunks(b, "#bx-run-cancel")
     first = run_state(b)
@@ -538,9 +545,9 @@ def test_balance_misplaced_refused_then_forced_with_pause_and_cancel(b, env, arr
             b.request("click", css="#bx-confirm-yes")
         b.wait("var r = document.getElementById('bx-bal-run'); return r &&"
                " ['finished', 'paused', 'cancelled', 'failed'].indexOf(r.getAttribute('data-run'))"
-               " >= 0 && r.getAttribute('data-run') !== 'running'", timeout=300)
+               " >= 0 && r.getAttribute('data-run') !== 'running'")
         b.wait("var r = document.getElementById('bx-bal-run');"
-               "return r.getAttribute('data-run') !== 'running'", timeout=300)
+               "return r.getAttribute('data-run') !== 'running'")
     done = cli(env, "filesystem", "misplaced", str(mnt_a), check=False)["misplaced"]
     assert done["forbidden"]["chunks"] + done["off_preference"]["chunks"] == 0
     assert run_state(b) == "finished"
@@ -597,14 +604,16 @@ def test_phone_width_and_keyboard(b, env, arrays):
                         " !e.closest('.bx-scroll'); }).slice(0, 5).map(function (e) {"
                         " return e.tagName + '.' + e.className + ' ' + e.id; });", page)
             assert width[0] <= width[1], (page, width, wide)
-            if page in ("arrays", "whatif"):
-                shoot(b, env, f"{page}-phone")
+            if page == "arrays":
+                b.js("document.querySelector(arguments[0]).scrollIntoView()",
+                     card(fsutil.read_fsid(arrays["a"][0][0])))
+                shoot(b, env, "arrays-phone")
     finally:
         b.request("size", width=1280, height=800)
     # the keyboard alone: Tab reaches the tabs, the arrows move between pages,
     # Enter and Space press buttons, Enter in a field submits the plan
     open_page(b, "arrays")
-    b.js("document.activeElement.blur()")
+    b.js("document.getElementById('bx-title').focus()")
     b.request("keys", keys=["@TAB"])
     assert b.js("return document.activeElement.id") == "tab-arrays"
     before = settled_count(b, "trend")

@@ -62,7 +62,7 @@ def serve() -> None:
         "viewport": lambda r: driver.execute_script(
             "return [window.innerWidth, window.innerHeight]"),
         "js": lambda r: driver.execute_script(r["script"], *r.get("args", [])),
-        "wait": lambda r: wait(r["script"], r.get("timeout", 120), r.get("args", [])),
+        "wait": lambda r: wait(r["script"], r.get("timeout", 600), r.get("args", [])),
         "click": lambda r: driver.find_element(By.CSS_SELECTOR, r["css"]).click(),
         "type": lambda r: driver.find_element(By.CSS_SELECTOR, r["css"]).send_keys(
             *keys(r["keys"])),
@@ -114,7 +114,7 @@ class Browser:
     def js(self, script: str, *args):
         return self.request("js", script=script, args=list(args))
 
-    def wait(self, script: str, *args, timeout: float = 120):
+    def wait(self, script: str, *args, timeout: float = 600):
         return self.request("wait", script=script, args=list(args), timeout=timeout)
 
     def close(self) -> None:
