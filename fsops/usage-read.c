@@ -411,6 +411,7 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 	}
 	read_hints(sysfs_root ? sysfs_root : "/sys", in);
 	in->kernel_hints = any_hint_set(in) ? in->hints_effective : -1;
+	bx_reclaim_read(sysfs_root ? sysfs_root : "/sys", in->fsid, &in->reclaim);
 out:
 	free(b.extents_cap);
 	bx_mounted_close(&mfs);

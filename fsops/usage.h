@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "common/fields.h"
+#include "fsops/reclaim.h"
 #include "model/allocator.h"
 
 /* The kernel's SPACE_INFO flag of the global block reserve slot. */
@@ -178,6 +179,11 @@ struct bx_usage_input {
 	 */
 	enum bx_usage_balance balance;
 	uint64_t balance_target[BX_USAGE_NR_KINDS];
+	/*
+	 * The kernel's automatic reclaim (fsops/reclaim.h), mounted only: the
+	 * figures leave it out, the commands say what it will do to them.
+	 */
+	struct bx_reclaim reclaim;
 };
 
 /*
