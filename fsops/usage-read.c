@@ -323,6 +323,7 @@ static void set_running_kernel(struct bx_usage_input *in)
 	in->kernel_flags = bx_kernel_alloc_flags();
 	in->kernel_size_classes = bx_kernel_at_least(6, 3);
 	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
+	in->kernel_flush_overcommits_64th = bx_kernel_at_least(7, 2);
 	in->kernel_cleans_new_block_groups = bx_kernel_at_least(6, 8);
 }
 
