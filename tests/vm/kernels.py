@@ -87,6 +87,9 @@ LINES = {
     # written, trixie-backports 7.2.6 to 7.2.12 besides 7.3.4)
     "7.3": Line("7.3", "7.3.4-1~bpo13+1", r"7\.3\.\d+\+deb13", names=STOCK,
                 suite="trixie-backports"),
+    # a bisection point (vmharness: stock-7.2, in no test's matrix)
+    "7.2": Line("7.2", "7.2.12-1~bpo13+1", r"7\.2\.\d+\+deb13", names=STOCK,
+                suite="trixie-backports"),
 }
 
 

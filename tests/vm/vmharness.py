@@ -63,6 +63,9 @@ class Series:
     family: str             # stock, v12, kakra: what the tests expect of it
     kernel: str             # a line of kernels.LINES
     patches: str | None     # its folder in $BTRFSX_KERNEL_PATCHES (None: the image's module)
+    #: in the tests' matrices; False: booted only when asked for by name (a
+    #: bisection point between two lines, e.g. stock-7.2)
+    tested: bool = True
 
 
 SERIES_TABLE = [
@@ -75,12 +78,14 @@ SERIES_TABLE = [
     # Debian's stock 7.3 (trixie-backports): what the model predicts of a
     # kernel newer than the host's, with its own btrfs module
     Series("stock-7.3", "stock", "7.3", None),
+    # 7.2 (trixie-backports): where a behaviour 7.3 shows and 6.18 does not began
+    Series("stock-7.2", "stock", "7.2", None, tested=False),
     # mainline's RAID1 read policies (6.14, with 6.15's size suffixes) on 6.1:
     # round-robin[:<bytes>], devid[:<devid>], the module parameter read_policy=.
     Series("readpolicy-6.1", "readpolicy", "6.1", "read-policy-mainline"),
 ]
 # The allocation-hint series (and the stock controls) the hint tests run on.
-SERIES = tuple(s.name for s in SERIES_TABLE if s.family != "readpolicy")
+SERIES = tuple(s.name for s in SERIES_TABLE if s.family != "readpolicy" and s.tested)
 READ_POLICY_SERIES = "readpolicy"
 # The line every test runs on; the others where a test asks (matrix()).
 FIRST_LINE = "6.1"
@@ -137,14 +142,14 @@ def full_matrix() -> bool:
 def matrix(families, newer: bool = False) -> list[str]:
     """The series of @families a test runs on: on 6.1, on the newer lines too
     when @newer, on every line with BTRFSX_VM_MATRIX=full."""
-    return [s.name for s in SERIES_TABLE if s.family in families
+    return [s.name for s in SERIES_TABLE if s.family in families and s.tested
             and (s.kernel == FIRST_LINE or newer or full_matrix())]
 
 
 def stock_matrix() -> list[str]:
     """The stock series the unhinted aged plans and fills run on: the newest
     line's, every stock series with BTRFSX_VM_MATRIX=full."""
-    return [s.name for s in SERIES_TABLE if s.family == "stock"
+    return [s.name for s in SERIES_TABLE if s.family == "stock" and s.tested
             and (s.kernel == NEWEST_LINE or full_matrix())]
 
 
