@@ -14,6 +14,7 @@
 #include "cmds/commands.h"
 #include "cmds/filesystem-plan.h"
 #include "cmds/misplaced.h"
+#include "cmds/reclaim-print.h"
 #include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
@@ -57,7 +58,9 @@ const char *const bx_filesystem_plan_usage[] = {
 	"and after; what moves and how much (used bytes: what is copied); chunks",
 	"that break the hints afterwards; and whether each change is possible",
 	"(a remove, shrink or convert the devices cannot hold: which tier is short",
-	"by how much; a hint the guard rails refuse: why).",
+	"by how much; a hint the guard rails refuse: why). When the kernel's",
+	"block group reclaim is on, its thresholds after the plan and the block",
+	"groups below them: the figures leave out what it relocates.",
 	"",
 	"Exit status: 0 possible, 5 a change would fail, 1 error, 2 bad input",
 	"(an unknown devid, a size below the smallest device or a replace's",
@@ -635,6 +638,8 @@ static void print_result(struct bx_ctx *ctx, const struct bx_usage_input *before
 	json_side(out, "after", in, &res->after);
 	json_chunks(out, "moved", res->moved, res->nr_moved);
 	json_chunks(out, "created", res->created, res->nr_created);
+	bx_reclaim_print(out, before, in, "Kernel reclaim after the plan (not in the figures above):",
+			 units);
 }
 
 int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)

@@ -323,6 +323,7 @@ static void set_running_kernel(struct bx_usage_input *in)
 	in->kernel_flags = bx_kernel_alloc_flags();
 	in->kernel_size_classes = bx_kernel_at_least(6, 3);
 	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
+	in->kernel_flush_overcommits_64th = bx_kernel_at_least(7, 2);
 	in->kernel_cleans_new_block_groups = bx_kernel_at_least(6, 8);
 }
 
@@ -411,6 +412,7 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 	}
 	read_hints(sysfs_root ? sysfs_root : "/sys", in);
 	in->kernel_hints = any_hint_set(in) ? in->hints_effective : -1;
+	bx_reclaim_read(sysfs_root ? sysfs_root : "/sys", in->fsid, &in->reclaim);
 out:
 	free(b.extents_cap);
 	bx_mounted_close(&mfs);

@@ -522,9 +522,11 @@ uint64_t bx_usage_overcommit_room(const struct bx_usage_input *in, uint64_t unal
  * has them, makes the kernel allocate a metadata chunk. Its reservation
  * fits neither in the metadata chunks beside what they hold and the global
  * reserve, nor in the eighth of bx_usage_overcommit_room() a reservation
- * that may flush gets; the flusher then forces a chunk. Seen on 6.18:
- * raid0s whose only 8 MiB of metadata left 1.1 MiB beside the reserve got a
- * 48 and a 204 MiB metadata chunk while data filled them.
+ * that may flush gets (a 64th from 7.2 on); the flusher then forces a
+ * chunk. Seen on 6.18: raid0s whose only 8 MiB of metadata left 1.1 MiB
+ * beside the reserve got a 48 and a 204 MiB metadata chunk while data
+ * filled them. On 7.3 the same raid0 (aged seed 2 of the stock series)
+ * got its chunk earlier: 128 MiB, where 6.18 made 92.
  */
 static bool metadata_must_grow(const struct bx_usage_input *in, const struct bx_usage_report *rep,
 			       const struct bx_usage_model *m, const struct bx_alloc_sim *sim)
@@ -544,7 +546,8 @@ static bool metadata_must_grow(const struct bx_usage_input *in, const struct bx_
 		rw += m->devs[i].total_bytes;
 	}
 	return held + need >= rep->metadata_size +
-			      bx_usage_overcommit_room(in, unallocated, rw, r.ncopies) / 8;
+			      bx_usage_overcommit_room(in, unallocated, rw, r.ncopies) /
+			      (in->kernel_flush_overcommits_64th ? 64 : 8);
 }
 
 /*

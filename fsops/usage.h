@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "common/fields.h"
+#include "fsops/reclaim.h"
 #include "model/allocator.h"
 
 /* The kernel's SPACE_INFO flag of the global block reserve slot. */
@@ -158,6 +159,13 @@ struct bx_usage_input {
 	 */
 	bool kernel_overcommit_keeps_data_chunk;
 	/*
+	 * The running kernel lets a reservation that may flush overcommit a
+	 * 64th of that room, not an eighth (calc_available_free_space(): 7.2
+	 * and 7.3 do, 6.18 does not; 6.19 to 7.1 were not tried). The flusher
+	 * then forces a metadata chunk at more unallocated space.
+	 */
+	bool kernel_flush_overcommits_64th;
+	/*
 	 * The running kernel's cleaner deletes a new block group that nothing
 	 * was allocated in, as it deletes one that became empty (6.8 and
 	 * later; before, one never used stays until the next mount).
@@ -178,6 +186,11 @@ struct bx_usage_input {
 	 */
 	enum bx_usage_balance balance;
 	uint64_t balance_target[BX_USAGE_NR_KINDS];
+	/*
+	 * The kernel's automatic reclaim (fsops/reclaim.h), mounted only: the
+	 * figures leave it out, the commands say what it will do to them.
+	 */
+	struct bx_reclaim reclaim;
 };
 
 /*
@@ -328,7 +341,8 @@ uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in);
  * (calc_available_free_space()): the writable devices' @unallocated bytes
  * per copy of the profile (@ncopies), from 6.7 on less the room of one data
  * chunk (10 % of their @rw_bytes, at most 1 GiB). The kernel allows half of
- * it to a reservation that may not flush, an eighth to one that may.
+ * it to a reservation that may not flush, an eighth to one that may (a
+ * 64th from 7.2 on: kernel_flush_overcommits_64th).
  */
 uint64_t bx_usage_overcommit_room(const struct bx_usage_input *in, uint64_t unallocated,
 				  uint64_t rw_bytes, int ncopies);

@@ -1065,6 +1065,7 @@ int ps_materialize(const struct plan_state *s, struct bx_usage_input *out)
 	out->kernel_flags = in->kernel_flags;
 	out->kernel_size_classes = in->kernel_size_classes;
 	out->kernel_overcommit_keeps_data_chunk = in->kernel_overcommit_keeps_data_chunk;
+	out->kernel_flush_overcommits_64th = in->kernel_flush_overcommits_64th;
 	out->kernel_cleans_new_block_groups = in->kernel_cleans_new_block_groups;
 	out->have_global_reserve = in->have_global_reserve;
 	out->global_reserve = in->global_reserve;

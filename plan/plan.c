@@ -222,19 +222,20 @@ static bool little_headroom(const struct plan_state *s, uint64_t type)
  * (-ENOSPC) unless its free bytes can be overcommitted: what its type has
  * in use (and, for metadata, the global reserve) plus those bytes must stay
  * below its chunks' size plus half the devices' unallocated bytes per copy
- * (calc_available_free_space() without flushing; from 6.7 on less the size
- * of a data chunk first). The unallocated bytes are the kernel's
- * free_chunk_space: a chunk's extents count as soon as it went.
+ * of @profile, the type new chunks of its kind get (a converting balance's
+ * target: btrfs_get_alloc_profile()) (calc_available_free_space() without
+ * flushing; from 6.7 on less the size of a data chunk first). The
+ * unallocated bytes are the kernel's free_chunk_space: a chunk's extents
+ * count as soon as it went.
  */
-static bool ro_refused(const struct plan_state *s, size_t idx)
+static bool ro_refused(const struct plan_state *s, size_t idx, uint64_t profile)
 {
 	const struct ps_chunk *b = &s->chunks[idx];
 	uint64_t kind = b->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM);
 	uint64_t total = 0, used = 0, unallocated = 0, rw = 0, avail;
 	struct bx_raid_attr r;
 
-	if (!kind || (b->type & BTRFS_BLOCK_GROUP_DATA) ||
-	    bx_raid_attr(ps_alloc_type(s, kind), &r) || !r.ncopies)
+	if (!kind || (b->type & BTRFS_BLOCK_GROUP_DATA) || bx_raid_attr(profile, &r) || !r.ncopies)
 		return false;
 	/* The space info: what its chunks hold, kept up to date as the chunks change. */
 	for (size_t i = 0; i < s->nr_spaces; i++) {
@@ -292,13 +293,38 @@ static void warn_abort(struct planner *p, size_t idx)
 static void warn_abort(struct planner *p, size_t idx);
 
 /*
+ * Whether a system block group of the single profile has room for the
+ * chunk tree's new blocks. Converting metadata on 6.18, the chunk tree's
+ * copy-on-write for the first new metadata chunk took a block of a single
+ * system block group (btrfs_reserve_extent() into it, asked for the new
+ * profile); beside a dup or raid1 one a system chunk of the new profile
+ * came instead (traced with mkfs -m single, dup and raid1).
+ */
+static bool single_system_takes_chunk_tree(const struct plan_state *s)
+{
+	for (size_t c = 0; c < s->nr_chunks; c++) {
+		const struct ps_chunk *ch = &s->chunks[c];
+
+		if (!ch->gone && !ch->moving && (ch->type & BTRFS_BLOCK_GROUP_SYSTEM) &&
+		    !(ch->type & BTRFS_BLOCK_GROUP_PROFILE_MASK) && ch->used < ch->length)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Converting metadata, the first chunk of the new profile of one kind
  * (metadata or system) brings one of the other kind with it. Seen on 6.1:
  * a system chunk with the first metadata chunk (reserve_chunk_space()
  * while it is made), and a metadata chunk with the system chunk
  * check_system_chunk() made when the system block group moved first (the
  * metadata block group then still forced one of its own; what makes the
- * first was not found). 0, or a negative errno.
+ * first was not found). No system chunk while a single system block group
+ * takes the chunk tree's blocks: the system chunk comes when that one
+ * moves, if it may go read-only (6.12, 6.18 and 7.3 refuse it when the
+ * devices' unallocated space per copy of the new profile is within a data
+ * chunk, ro_refused(): the convert fails with ENOSPC). 0, or a negative
+ * errno.
  */
 static int pair_chunk(struct plan_state *s, struct relocation *rel, int kind)
 {
@@ -308,6 +334,8 @@ static int pair_chunk(struct plan_state *s, struct relocation *rel, int kind)
 	if (rel->pair_made || !rel->target[kind] || !rel->target[other])
 		return 0;
 	rel->pair_made = true;
+	if (other == BX_PLACE_KIND_SYSTEM && single_system_takes_chunk_tree(s))
+		return 0;
 	n = ps_pool_chunk(s, rel->target[other], NULL);
 	return n < 0 && n != -ENOSPC ? (int)n : 0;
 }
@@ -363,7 +391,7 @@ static int move_chunk(struct planner *p, struct relocation *rel, size_t idx, uin
 	 * Refused read-only, the kernel forces a metadata chunk and tries
 	 * again, never a system chunk: without one, ENOSPC.
 	 */
-	if (kind != BX_PLACE_KIND_DATA && ro_refused(s, idx)) {
+	if (kind != BX_PLACE_KIND_DATA && ro_refused(s, idx, target)) {
 		n = kind == BX_PLACE_KIND_SYSTEM ? -ENOSPC : ps_pool_chunk(s, target, improve);
 		if (n == -ENOSPC) {
 			*missing = need;
@@ -1136,10 +1164,11 @@ static int replace_read_only_pass(struct planner *p, uint64_t devid)
 		if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_DATA)
 			continue;
 		ps_begin_move(s, idx);
-		if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_SYSTEM) && ro_refused(s, idx)) {
+		if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_SYSTEM) && ro_refused(s, idx, type)) {
 			/* A system chunk is never forced (btrfs_chunk_alloc() refuses): ENOSPC. */
 			ret = replace_refused(p, idx);
-		} else if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA) && ro_refused(s, idx)) {
+		} else if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA) &&
+			   ro_refused(s, idx, type)) {
 			/* btrfs_inc_block_group_ro() forces a chunk; without one the replace fails. */
 			n = ps_alloc_chunk(s, type, NULL);
 			if (n >= 0)
