@@ -76,7 +76,11 @@ static int parse_csum(const char *arg, unsigned int *type)
 
 static int parse_size_opt(const char *opt, const char *arg, uint64_t max, uint64_t *value)
 {
-	if (bx_parse_size(arg, value) || !*value || *value > max)
+	int ret = bx_parse_size(arg, value);
+
+	if (ret)
+		return bx_error_wrap(ret, "invalid %s", opt);
+	if (!*value || *value > max)
 		return bx_error(-EINVAL, "invalid %s '%s'", opt, arg);
 	return 0;
 }

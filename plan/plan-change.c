@@ -41,10 +41,9 @@ static int parse_devid(const char *op, const char *str, uint64_t *devid)
 
 static int parse_size(const char *op, const char *str, uint64_t *size)
 {
-	if (bx_parse_size(str, size))
-		return bx_error(-EINVAL, "--%s: '%s' is not a size (bytes, or with K, M, G, T, P, "
-				"E: 512G, 4T)", op, str);
-	return 0;
+	int ret = bx_parse_size(str, size);
+
+	return ret ? bx_error_wrap(ret, "--%s", op) : 0;
 }
 
 /* A hint by name or by its value (0 .. 4). */

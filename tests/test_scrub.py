@@ -978,7 +978,7 @@ def test_bad_arguments(run_btrfsx, tmp_path, state_env):
     for memory in ("512K", "0", "abc", "-1M", "16E"):
         rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--memory", memory,
                                   str(zero), check=2, env=state_env)
-        assert f"--memory: '{memory}' is not a size of at least 1MiB" in err, err
+        assert f"--memory: '{memory}' is not a size" in err, err
     for seconds in ("abc", "-5", "4294967296", "1.5"):
         rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--io-timeout", seconds,
                                   str(zero), check=2, env=state_env)
