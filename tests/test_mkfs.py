@@ -326,6 +326,31 @@ def test_hints_text_output(loopdevs, run_btrfsx):
     assert "type metadata profile dup" in out
 
 
+def test_fallback_warning_says_what_happens(images, btrfsx_json):
+    """Issue 39, defect 3: two small metadata_only devices and three larger
+    data_preferred ones, raid1c3 metadata: the allocator takes whole tiers until
+    it has three devices, then picks by free space, so no metadata or system
+    stripe lands on a metadata_only device. The warning says so, and why."""
+    imgs = images(["512M", "512M", "1G", "1G", "1G"])
+    doc = mkfs_json(btrfsx_json, "-q", "-m", "raid1c3", "-d", "raid1",
+                    f"{imgs[0]}:monly", f"{imgs[1]}:monly", *map(str, imgs[2:]))
+    for bg in doc["block_groups"]:
+        if bg["type"] in ("system", "metadata"):
+            assert bg["fallback"] is True
+            assert {s["devid"] for s in bg["stripes"]} == {3, 4, 5}, bg
+    warnings = [w for w in doc["warnings"] if "raid1c3" in w]
+    assert len(warnings) == 2, doc["warnings"]
+    for kind, warning in zip(("system", "metadata"), warnings):
+        assert warning.startswith(f"the raid1c3 {kind} chunk uses none of the 2 "
+                                  "metadata_only devices: they are 2 and raid1c3 needs 3 "
+                                  "devices;"), warning
+        assert "whole preference tiers" in warning and "3 data_preferred devices" in warning
+        assert "by free space alone" in warning
+    page = (Path(__file__).resolve().parent.parent / "Documentation" /
+            "btrfsx-mkfs.adoc").read_text()
+    assert "none of the metadata_only devices" in " ".join(page.split())
+
+
 def test_no_hints_default_profiles(loopdevs, btrfsx_json):
     loops = loopdevs(2, size=SIZE)
     doc = mkfs_json(btrfsx_json, "-q", *loops.devs)
