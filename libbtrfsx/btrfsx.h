@@ -1063,11 +1063,14 @@ enum btrfsx_plan_op {
 	BTRFSX_PLAN_RESUME,	/* the paused balance resumed to its end (Since: 0.2) */
 };
 
+/* A resize to the size of the device itself ("3=max"). Since: 0.2 */
+#define BTRFSX_PLAN_SIZE_MAX UINT64_MAX
+
 /* One change of a plan. */
 struct btrfsx_plan_change {
 	enum btrfsx_plan_op op;
 	uint64_t devid;
-	uint64_t size;			/* bytes */
+	uint64_t size;			/* bytes; resize: BTRFSX_PLAN_SIZE_MAX for "max" */
 	uint64_t hint;
 	bool has_hint;
 	/*
@@ -1086,7 +1089,7 @@ struct btrfsx_plan_change {
  * btrfsx_plan_change_parse() - a change as `btrfsx filesystem plan` spells it.
  * @op: "add", "remove", "resize", "hint", "convert", "replace", "relocate",
  *      "balance" or "resume".
- * @value: its value ("64G:metadata_only", "3", "3=10G", "3=data_only",
+ * @value: its value ("64G:metadata_only", "3", "3=10G", "3=max", "3=data_only",
  *         "data=raid1", "2=1T:metadata_only", "dusage=50,musage=10..30");
  *         NULL for relocate and resume.
  * @change: filled on success.
