@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/btrfs.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,10 +102,14 @@ static int show_dev_item(void *arg, const struct btrfs_dev_item *item)
 	uint64_t devid = le64toh(item->devid);
 	struct bx_device *dev = bx_fs_device(os->fs, devid);
 	struct bx_hint_state st = { .devid = devid, .type = le64toh(item->type) };
+	char shorter[PATH_MAX + 128];
 
 	/* Unmounted: the stored value is the hint, and no kernel applies it now. */
 	st.hint = bx_hint_of_type(st.type);
 	bx_hint_warn_unusual(&st);
+	/* The readers and writers refuse such a filesystem; show says why in a warning. */
+	if (dev && bx_device_short(dev, le64toh(item->total_bytes), shorter, sizeof(shorter)))
+		bx_warn("%s; the kernel does not mount the filesystem so", shorter);
 	print_device(os->ctx->out, devid, le64toh(item->total_bytes), le64toh(item->bytes_used),
 		     dev ? dev->path : NULL, &st, true, os->units);
 	return 0;
