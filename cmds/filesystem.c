@@ -182,10 +182,14 @@ static int show_mounted(struct bx_ctx *ctx, const char *path, unsigned int units
 	for (size_t i = 0; i < mfs.nr_devs; i++) {
 		const struct bx_mounted_dev *d = &mfs.devs[i];
 		struct bx_hint_state st = { .devid = d->devid };
-		bool known = *d->path && !bx_hint_get(ctx->sysfs_root, d->path, &st);
+		int got = *d->path ? bx_hint_get(ctx->sysfs_root, d->path, &st) : -ENOENT;
 
+		/* The hint is read from the member's superblock, which only root may read. */
+		if (got == -EACCES || got == -EPERM)
+			bx_warn("reading the allocation hints needs root (they are read from the "
+				"member devices): 'allocation_hint -' is a hint not read");
 		print_device(ctx->out, d->devid, d->total_bytes, d->bytes_used,
-			     *d->path ? d->path : NULL, &st, known, units);
+			     *d->path ? d->path : NULL, &st, !got, units);
 	}
 	bx_error_clear();
 	bx_out_list_end(ctx->out);

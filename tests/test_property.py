@@ -461,3 +461,16 @@ def test_short_member_refused_as_readers_refuse(run_btrfsx, btrfsx_json, tmp_pat
     doc = btrfsx_json("filesystem", "show", *imgs)
     assert any(claim in w for w in doc["warnings"]), doc
 
+
+def test_filesystem_show_says_hints_need_root(three_devs, run_btrfsx):
+    """Issue 39, defect 8: as a user who cannot read the member devices, filesystem show
+    says that reading the hints needs root, not 'allocation_hint -' alone."""
+    with fsutil.mounted(three_devs.devs) as mnt:
+        os.chmod(mnt, 0o755)
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        p = subprocess.run([*as_nobody, fsutil.btrfsx_path(), "filesystem", "show", str(mnt)],
+                           capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("allocation_hint -") == 3, p.stdout
+    assert "reading the allocation hints needs root" in p.stderr, p.stderr
+    assert p.stderr.count("warning:") == 1, p.stderr
