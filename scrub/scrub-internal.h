@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Offline scrub internals shared by scrub.c (the run, the checks every path
- * shares, superblocks, error records), scrub-plan.c (what each 64 KiB window
- * holds), scrub-dev.c (per-device readers and mirrored repair),
- * scrub-hash.c (the hashing threads), scrub-raid56.c (full stripes and
- * parity) and scrub-files.c (logical address -> file paths).
+ * Offline scrub internals shared by scrub.c (the run: superblocks, the
+ * threads, the result), scrub-plan.c (what each 64 KiB window holds),
+ * scrub-dev.c (per-device readers and mirrored repair), scrub-hash.c (the
+ * hashing threads), scrub-raid56.c (full stripes and parity) and what those
+ * threads call: scrub-check.c (the checks every path shares),
+ * scrub-repair.c (error records and the rewrite of a bad copy) and
+ * scrub-worker.c (each thread's reader, buffers, cancel, fatal errors,
+ * progress, timed reads). Calls go one way: the run calls the threads'
+ * files, which call the shared ones; nothing calls back into the run.
  */
 #ifndef BTRFSX_SCRUB_INTERNAL_H
 #define BTRFSX_SCRUB_INTERNAL_H
