@@ -259,6 +259,18 @@ def test_top_man_page_names_every_group_and_variable(run_btrfsx):
         assert f"*{name}*" in page, name
 
 
+def test_exit_status_lists_every_code():
+    """Issue 39, defect 8: btrfsx(8)'s EXIT STATUS has every code the commands use,
+    5 (a planned change would fail) included."""
+    page = (DOC / "btrfsx.adoc").read_text()
+    section = page.split("== EXIT STATUS", 1)[1].split("\n== ", 1)[0]
+    src = (Path(__file__).resolve().parent.parent / "cmds" / "commands.h").read_text()
+    codes = {int(c) for c in re.findall(r"#define BX_EXIT_\w+\s+(\d+)", src)}
+    assert codes >= {2, 3, 4, 5}, codes
+    for code in codes | {0, 1}:
+        assert f"*{code}*::" in section, code
+
+
 def test_man_pages_lose_no_plus_sign():
     """A line ending in ' +' is asciidoctor's hard line break: the '+' vanishes from the
     page (btrfsx-filesystem(8) printed 'data_free_in_chunks data_new_chunks')."""
