@@ -616,6 +616,12 @@ struct btrfsx_scrub_device {
 	bool missing;
 	uint64_t bytes_to_scrub;
 	struct btrfsx_scrub_counters counters;
+	/*
+	 * How much shorter the device is than its device item says (a
+	 * truncated image; the kernel does not mount such a filesystem):
+	 * what lies beyond its end was not scrubbed. Since: 0.2
+	 */
+	uint64_t short_bytes;
 };
 
 /* One bad copy found. */

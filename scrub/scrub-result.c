@@ -100,6 +100,9 @@ bool bx_scrub_has_uncorrectable(const struct bx_scrub_result *res)
 {
 	if (res->total.uncorrectable_errors)
 		return true;
+	for (size_t i = 0; i < res->nr_devs; i++)
+		if (res->devs[i].short_bytes)
+			return true;
 	for (size_t i = 0; i < res->nr_errors; i++)
 		if (res->errors[i].fix == BX_SCRUB_UNCORRECTABLE)
 			return true;

@@ -111,6 +111,11 @@ size_t scrub_dev_index(const struct scrub_ctx *ctx, const struct bx_device *dev)
 	return 0;
 }
 
+bool scrub_beyond_end(const struct bx_device *dev, uint64_t physical, uint64_t len)
+{
+	return physical + len > dev->size;
+}
+
 void scrub_progress_add(struct scrub_ctx *ctx, uint64_t bytes)
 {
 	__atomic_fetch_add(&ctx->bytes_done, bytes, __ATOMIC_RELAXED);
@@ -182,6 +187,7 @@ nomem:
 
 void scrub_worker_release(struct scrub_worker *w)
 {
+	scrub_repairs_free(&w->repairs);
 	if (w->rfs)
 		bx_block_cache_free(w->rfs->cache);
 	free(w->rfs);

@@ -202,6 +202,8 @@ static void *thread_main(void *arg)
 	t->ret = t->dev ? scrub_device(&t->w, t->dev) : scrub_raid56_all(&t->w);
 	if (t->ret < 0)
 		scrub_set_fatal(ctx, t->ret);
+	/* The good copies found are written even when the run stops early. */
+	scrub_flush_repairs(&t->w);
 	bx_warnings_clear();
 	pthread_mutex_lock(&ctx->lock);
 	ctx->running--;
@@ -493,10 +495,14 @@ static int result_devices(struct bx_fs *fs, struct bx_scrub_result *res)
 	if (!res->devs)
 		return bx_error(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < fs->nr_devs; i++) {
-		res->devs[i].devid = fs->devs[i]->devid;
-		res->devs[i].path = strdup(fs->devs[i]->path);
+		const struct bx_device *dev = fs->devs[i];
+		uint64_t claimed = le64toh(dev->item.total_bytes);
+
+		res->devs[i].devid = dev->devid;
+		res->devs[i].path = strdup(dev->path);
 		if (!res->devs[i].path)
 			return bx_error(-ENOMEM, "out of memory");
+		res->devs[i].short_bytes = dev->listed && claimed > dev->size ? claimed - dev->size : 0;
 	}
 	res->nr_devs = fs->nr_devs;
 	/* Missing members: the devids the chunk map names without a device. */
