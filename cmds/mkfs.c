@@ -318,8 +318,11 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 		opts.devs = devs;
 		opts.nr_devs = (size_t)nargs;
 		bx_mkfs_default_profiles(&opts);
-		ret = bx_mkfs(&opts, &res);
+		/* Checkable without a device: a usage error (btrfsx(8)). */
+		ret = bx_bad_value(bx_mkfs_check_profiles(&opts));
 	}
+	if (!ret)
+		ret = bx_mkfs(&opts, &res);
 	if (!ret && (!quiet || bx_out_format(ctx->out) == BX_FORMAT_JSON))
 		print_result(ctx->out, res);
 	bx_mkfs_result_free(res);

@@ -202,6 +202,13 @@ static int check_profile_devices(const struct bx_mkfs_options *opts, uint64_t pr
 	return 0;
 }
 
+int bx_mkfs_check_profiles(const struct bx_mkfs_options *opts)
+{
+	int ret = check_profile_devices(opts, opts->metadata_profile, false);
+
+	return ret ? ret : check_profile_devices(opts, opts->data_profile, true);
+}
+
 static uint32_t default_sectorsize(uint32_t sectorsize)
 {
 	return sectorsize ? sectorsize : 4096;
@@ -259,9 +266,7 @@ static int check_options(struct mkfs *mk)
 			bx_warn("%s: hint none is understood by kakra's kernel fork only; V12 "
 				"kernels read it as data_preferred", opts->devs[i].path);
 	}
-	ret = check_profile_devices(opts, opts->metadata_profile, false);
-	if (!ret)
-		ret = check_profile_devices(opts, opts->data_profile, true);
+	ret = bx_mkfs_check_profiles(opts);
 	if (ret)
 		return ret;
 

@@ -415,7 +415,8 @@ def test_refuse_bad_input(loopdevs, run_btrfsx, tmp_path):
     alias = tmp_path / "alias"
     alias.symlink_to(d[0])
     refused(run_btrfsx, imgs, f"{d[0]}:m", alias, msg="named twice")
-    refused(run_btrfsx, imgs, "-m", "raid1", d[0], msg="raid1 metadata needs at least 2 devices")
+    refused(run_btrfsx, imgs, "-m", "raid1", d[0], msg="raid1 metadata needs at least 2 devices",
+            rc=2)
     refused(run_btrfsx, imgs, "--bogus", d[0], msg="unknown option '--bogus'", rc=2)
     refused(run_btrfsx, imgs, msg="no device given", rc=2)
     # An image file attached to a loop device is written through the loop device only.
@@ -426,12 +427,23 @@ def test_refuse_unsatisfiable_hints(loopdevs, run_btrfsx):
     loops = loopdevs(3, size=SIZE)
     d = loops.devs
     err = refused(run_btrfsx, loops.images, "-m", "raid1", f"{d[0]}:monly", f"{d[1]}:donly",
-                  f"{d[2]}:donly", msg="raid1 metadata needs 2 devices that allow metadata")
+                  f"{d[2]}:donly", msg="raid1 metadata needs 2 devices that allow metadata",
+                  rc=2)
     assert "leave 1" in err
     refused(run_btrfsx, loops.images, "-d", "raid1", f"{d[0]}:monly", f"{d[1]}:monly",
-            f"{d[2]}:donly", msg="raid1 data needs 2 devices that allow data")
+            f"{d[2]}:donly", msg="raid1 data needs 2 devices that allow data", rc=2)
     refused(run_btrfsx, loops.images, "-m", "dup", "-d", "single", f"{d[0]}:monly",
-            f"{d[1]}:monly", msg="single data needs 1 device that allows data")
+            f"{d[1]}:monly", msg="single data needs 1 device that allows data", rc=2)
+
+
+def test_profile_too_few_devices_is_a_usage_error(run_btrfsx, tmp_path):
+    """Issue 39, defect 8: a profile the number of devices (or their hints) cannot hold is
+    refused from the arguments alone, so it is a usage error (exit 2, btrfsx(8)'s rule),
+    before any device is looked at: the image named is not even created."""
+    one = tmp_path / "one.img"
+    _, _, err = btrfsx_mkfs(run_btrfsx, "-d", "raid5", "-b", "1G", one, check=2)
+    assert "raid5 data needs at least 2 devices, 1 given" in err, err
+    assert not one.exists()
 
 
 def test_refuse_too_small(loopdevs, run_btrfsx, tmp_path):
