@@ -271,6 +271,26 @@ def test_exit_status_lists_every_code():
         assert f"*{code}*::" in section, code
 
 
+@pytest.mark.parametrize("args, hint", [
+    (["filesytem", "show"], "unknown command 'filesytem'; did you mean 'filesystem'?"),
+    (["filesystem", "plna", "IMG"], "unknown command 'filesystem plna'; did you mean 'plan'?"),
+    (["scurb", "status"], "did you mean 'scrub'?"),
+    (["balance", "misplaced", "--dry-rn", "IMG"],
+     "unknown option '--dry-rn'; did you mean '--dry-run'?"),
+    (["filesystem", "usage", "--stirct", "IMG"], "did you mean '--strict'?"),
+    (["inspect", "dump-super", "--fulll", "IMG"], "did you mean '--full'?"),
+    (["--formt", "json", "inspect"], "unknown global option '--formt'; did you mean '--format'?"),
+    (["frobnicate"], "unknown command 'frobnicate'\n"),
+    (["balance", "misplaced", "--zzzzzz", "IMG"], "unknown option '--zzzzzz'\n"),
+])
+def test_did_you_mean(run_btrfsx, small_image, args, hint):
+    """Issue 39, defect 8: a mistyped command or long option gets a "did you mean" when
+    one word is close enough (edit distance), and nothing when none is."""
+    args = [a.replace("IMG", str(small_image)) for a in args]
+    _, out, err = run_btrfsx(*args, check=2)
+    assert hint in err, err
+
+
 def test_man_pages_lose_no_plus_sign():
     """A line ending in ' +' is asciidoctor's hard line break: the '+' vanishes from the
     page (btrfsx-filesystem(8) printed 'data_free_in_chunks data_new_chunks')."""
