@@ -524,6 +524,14 @@ struct btrfsx_recommendation {
 	bool changed;			/* the kernel's policy was another before */
 	char persistent[64];		/* the record for every mount, "" if none */
 	bool disturbed;			/* some device's figures are */
+	/*
+	 * Whether each pass of the probe's last round alone picks the same
+	 * (a busy host disturbs some replays), and how many rounds it took
+	 * to get there (at most 3; each replays every candidate twice).
+	 * Since: 0.2 (in the padding after disturbed: no member moved).
+	 */
+	bool stable;
+	uint8_t rounds;
 	size_t nr_workloads;
 	struct btrfsx_recommend_workload workloads[BTRFSX_RECOMMEND_MAX_WORKLOADS];
 	size_t nr_candidates;
@@ -541,7 +549,7 @@ typedef int (*btrfsx_recommend_progress_fn)(void *arg, size_t done, size_t total
 					    double seconds);
 
 struct btrfsx_recommend_options {
-	double seconds;			/* the probe's bound; 0 for 30 */
+	double seconds;			/* a probe round's bound; 0 for 30 */
 	const unsigned int *readers;	/* reader counts (1 to 64); NULL for 1 and 8 */
 	size_t nr_readers;		/* at most 4 */
 	unsigned int patterns;		/* BTRFSX_RECOMMEND_*; 0 for both */
@@ -563,7 +571,10 @@ struct btrfsx_recommend_options {
  * the RAID1-family chunks the filesystem holds, straight from its member
  * devices (read-only, O_DIRECT, 64 KiB requests), twice, within @opts->seconds;
  * the pick is the fastest policy with one workload, else the one whose
- * worst workload comes closest to that workload's fastest. Devices others
+ * worst workload comes closest to that workload's fastest. When a pass of
+ * those two alone would pick otherwise (a busy host), the round is repeated,
+ * each taking @opts->seconds, up to 3 rounds: stable and rounds say how it
+ * ended. Devices others
  * read or wrote meanwhile are marked disturbed, with a warning. Needs root
  * (the chunk tree, the block devices). Without RAID1-family chunks the
  * result says so (affects_reads false) and nothing is probed. With
