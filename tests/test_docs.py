@@ -64,3 +64,29 @@ def test_man_pages_fit_80_columns():
             warned[page.name] = p.stderr.decode()
     assert not wide, {name: (len(lines), lines[:3]) for name, lines in wide.items()}
     assert not warned, warned
+
+
+@pytest.mark.root
+def test_demo_leaves_nothing_behind():
+    """Issue 39, defect 5: scripts/demo.sh cleans up after itself, the state its
+    scrubs record included (btrfsx's /var/lib/btrfsx/scrub/<fsid>.json, the kernel
+    scrub's /var/lib/btrfs/scrub.status.<fsid>). Run on the suite's build."""
+    import os
+    import subprocess
+
+    from helpers import fsutil
+    from test_install import build_dir
+
+    ok, why = fsutil.can_use_loop()
+    if not ok:
+        pytest.skip(why)
+    before = set(Path("/tmp").glob("btrfsx-demo.*"))
+    p = subprocess.run(["bash", str(TOP / "scripts" / "demo.sh")], capture_output=True,
+                       text=True, env=dict(os.environ, BTRFSX_DEMO_BUILD=str(build_dir())),
+                       timeout=600)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    fsid = re.search(r"uuid: ([0-9a-f-]{36})", p.stdout).group(1)
+    assert "corrected" in p.stdout or "corrected" in p.stderr, p.stdout[-3000:]
+    assert not Path(f"/var/lib/btrfsx/scrub/{fsid}.json").exists()
+    assert not list(Path("/var/lib/btrfs").glob(f"scrub.*.{fsid}"))
+    assert set(Path("/tmp").glob("btrfsx-demo.*")) == before
