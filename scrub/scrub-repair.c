@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/error.h"
 #include "disk/write.h"
 #include "scrub/scrub-internal.h"
@@ -71,23 +72,6 @@ static void account(struct bx_scrub_counters *c, enum bx_scrub_fix fix, uint64_t
 		c->corrected_errors += nr;
 }
 
-static int grow(void **array, size_t *cap, size_t want, size_t size)
-{
-	void *grown;
-	size_t cap2 = *cap ? *cap : 64;
-
-	if (want <= *cap)
-		return 0;
-	while (cap2 < want)
-		cap2 *= 2;
-	grown = realloc(*array, cap2 * size);
-	if (!grown)
-		return bx_error(-ENOMEM, "out of memory");
-	*array = grown;
-	*cap = cap2;
-	return 0;
-}
-
 int scrub_queue_repair(struct scrub_worker *w, struct bx_device *dev, const void *buf,
 		       size_t len, uint64_t physical)
 {
@@ -96,9 +80,9 @@ int scrub_queue_repair(struct scrub_worker *w, struct bx_device *dev, const void
 	uint8_t *copy;
 	int ret;
 
-	ret = grow((void **)&rp->copies, &rp->cap, i + 1, sizeof(*rp->copies));
+	ret = bx_array_grow((void **)&rp->copies, &rp->cap, i + 1, sizeof(*rp->copies));
 	if (!ret)
-		ret = grow((void **)&rp->owner, &rp->cap_owner, i + 1, sizeof(*rp->owner));
+		ret = bx_array_grow((void **)&rp->owner, &rp->cap_owner, i + 1, sizeof(*rp->owner));
 	if (ret)
 		return ret;
 	copy = malloc(len);
@@ -149,7 +133,7 @@ void scrub_settle(struct scrub_worker *w, struct bx_scrub_counters *c, uint64_t 
 	record = scrub_record(w->ctx, e);
 	/* The rewrites queued for this copy are its repair: their outcome is its. */
 	if (e->fix == BX_SCRUB_CORRECTED && rp->unsettled &&
-	    !grow((void **)&rp->fixes, &rp->cap_fixes, rp->nr_fixes + 1, sizeof(*rp->fixes))) {
+	    !bx_array_grow((void **)&rp->fixes, &rp->cap_fixes, rp->nr_fixes + 1, sizeof(*rp->fixes))) {
 		rp->fixes[rp->nr_fixes] = (struct scrub_repair_fix){ record, c, nr };
 		for (size_t i = rp->queued - rp->unsettled; i < rp->queued; i++)
 			rp->owner[i] = rp->nr_fixes;
