@@ -684,6 +684,8 @@ class Recommendation:
     changed: bool                #: the kernel's policy was another before
     persistent: Optional[str]    #: the record for every mount
     disturbed: bool              #: some device's figures are
+    stable: bool                 #: each pass of the last round alone picks the same
+    rounds: int                  #: of the probe (at most 3), each every replay twice
     workloads: list[RecommendWorkload]
     candidates: list[RecommendCandidate]
     devices: list[RecommendDevice]
@@ -731,6 +733,7 @@ class ScrubDevice:
     path: str                    #: "" when missing
     missing: bool
     bytes_to_scrub: int
+    short_bytes: int             #: how much shorter than its device item (0: as long)
     counters: ScrubCounters
 
     @classmethod
@@ -1494,7 +1497,7 @@ def plan(paths: Paths, changes: Sequence[tuple], *, sysfs_root: Optional[Path] =
     @paths: a mount point (needs root), or the member devices / image files
     of an unmounted filesystem. @changes: applied in order, each a tuple
     (op, value) as the command spells it: ("add", "64G:metadata_only"),
-    ("remove", 3), ("resize", "3=10G"), ("hint", "3=data_only"),
+    ("remove", 3), ("resize", "3=10G") or ("resize", "3=max"), ("hint", "3=data_only"),
     ("convert", "metadata=raid1c3"), ("replace", "2=4T"), ("relocate",),
     ("balance", "dusage=50,musage=10..30"), ("resume",).
     An impossible change is no error: see :attr:`Plan.possible` and each
