@@ -119,3 +119,54 @@ def test_packaging_steps_work_after_the_demo(page, tmp_path):
                      for m in glob.glob(str(out / "btrfsx-0.1.0" / a)))
     assert matched == sorted(f"{n}_0.1.0_amd64.deb" for n in
                              ("btrfsx", "libbtrfsx0", "libbtrfsx-dev", "python3-btrfsx")), dpkg
+
+
+def schema_fields(schema, found=None):
+    """The property names a JSON Schema defines, at every depth (the names
+    of "properties", not the schema's own keywords)."""
+    found = set() if found is None else found
+    if isinstance(schema, list):
+        for sub in schema:
+            schema_fields(sub, found)
+    elif isinstance(schema, dict):
+        for keyword, value in schema.items():
+            if keyword == "properties":
+                found.update(name for name in value if not name.startswith("__"))
+                schema_fields(list(value.values()), found)
+            elif keyword == "$defs":
+                schema_fields(list(value.values()), found)
+            elif isinstance(value, (dict, list)):
+                schema_fields(value, found)
+    return found
+
+
+def man_page_of(document, pages):
+    """The command group's page of a JSON document ("read-policy-get" is
+    btrfsx-read-policy(8)); None for what several commands share."""
+    groups = [g for g in pages if document == g or document.startswith(g + "-")]
+    return max(groups, key=len) if groups else None
+
+
+def test_every_json_field_is_named_in_its_man_page():
+    """Issue 39: every term a command prints is explained in its man page.
+    Mechanically: each field of each command's JSON document (its schema in
+    Documentation/json) appears in that command group's page, or in
+    btrfsx(8), which explains what every command shares (warnings, error,
+    the TERMS). The shared definitions (common.schema.json) appear in some
+    page. A word the page only lists is found too: read the pages for that."""
+    import json
+
+    doc = TOP / "Documentation"
+    general = (doc / "btrfsx.adoc").read_text()
+    pages = {p.name[len("btrfsx-"):-len(".adoc")]: p.read_text()
+             for p in doc.glob("btrfsx-*.adoc")}
+    missing = {}
+    for schema in sorted((doc / "json").glob("*.schema.json")):
+        document = schema.name[:-len(".schema.json")]
+        group = man_page_of(document, pages)
+        text = general + (pages[group] if group else "".join(pages.values()))
+        absent = sorted(field for field in schema_fields(json.loads(schema.read_text()))
+                        if not re.search(rf"(?<![\w-]){re.escape(field)}(?![\w-])", text))
+        if absent:
+            missing[f"{document} (btrfsx-{group or '*'}.adoc)"] = absent
+    assert not missing, missing
