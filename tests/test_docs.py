@@ -170,3 +170,59 @@ def test_every_json_field_is_named_in_its_man_page():
         if absent:
             missing[f"{document} (btrfsx-{group or '*'}.adoc)"] = absent
     assert not missing, missing
+
+
+# What each command of a first session prints on an unmounted filesystem of
+# image files (no root, no loop device): the group whose page explains it,
+# and the arguments after 'btrfsx'. inspect is left out: dump-super and
+# dump-tree print the on-disk structures' fields by btrfs-progs' names.
+SESSION = [
+    ("mkfs", ["mkfs", "-f", "-m", "raid1", "-d", "raid1", "ssd1.img:monly",
+              "ssd2.img:monly", "hdd1.img:donly", "hdd2.img:donly"]),
+    ("filesystem", ["filesystem", "show", "ssd1.img"]),
+    ("filesystem", ["filesystem", "usage", "*"]),
+    ("filesystem", ["filesystem", "usage", "-T", "*"]),
+    ("filesystem", ["filesystem", "misplaced", "*"]),
+    ("filesystem", ["filesystem", "plan", "*", "--remove", "3"]),
+    ("filesystem", ["filesystem", "plan", "*", "--add", "4G:donly", "--hint", "1=m"]),
+    ("device", ["device", "usage", "*"]),
+    ("scrub", ["scrub", "start", "--offline", "-B", "-r", "*"]),
+    ("scrub", ["scrub", "status", "--offline", "-d", "ssd1.img"]),
+]
+# "Device size:   1.00GiB" (btrfs-progs' layout) and "hints_effective   yes".
+LABEL = re.compile(r"^\s*([A-Za-z][\w ()/,.-]*?):\s{2,}\S|^\s*([a-z][a-z_]+)\s{2,}\S")
+TYPE_PROFILE = re.compile(r"^(Data|Metadata|System),[A-Z0-9]+$")
+
+
+def test_every_text_label_of_a_session_is_in_its_man_page(btrfsx, tmp_path):
+    """Issue 39, the text side of the test above: every label a first
+    session's commands print ('Free (model):', 'kernel_honours_hints', ...)
+    appears in the command group's page or in btrfsx(8). A line per type
+    and profile ('Metadata,RAID1:') counts as the page's 'Data,RAID1'."""
+    import os
+    import subprocess
+
+    for name, size in (("ssd1", 1), ("ssd2", 1), ("hdd1", 3), ("hdd2", 4)):
+        with open(tmp_path / f"{name}.img", "wb") as image:
+            image.truncate(size << 30)
+    env = dict(os.environ, BTRFSX_STATE_DIR=str(tmp_path / "state"))
+    members = sorted(p.name for p in tmp_path.glob("*.img"))
+    doc = TOP / "Documentation"
+    general = (doc / "btrfsx.adoc").read_text()
+    missing = {}
+    for group, args in SESSION:
+        args = [a for arg in args for a in (members if arg == "*" else [arg])]
+        p = subprocess.run([os.path.abspath(btrfsx)] + args, cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode in (0, 4, 5), (args, p.stdout + p.stderr)
+        text = general + (doc / f"btrfsx-{group}.adoc").read_text()
+        for line in p.stdout.splitlines():
+            match = LABEL.match(line)
+            if not match:
+                continue
+            label = match.group(1) or match.group(2)
+            if TYPE_PROFILE.match(label):
+                label = "Data,RAID1"
+            if label not in text:
+                missing.setdefault(" ".join(args[:2]), set()).add(label)
+    assert not missing, missing
