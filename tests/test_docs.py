@@ -28,11 +28,25 @@ def test_every_guide_is_linked_from_the_readme():
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(TOP)))
 def test_relative_links_lead_to_files(page):
+    """... and a link to a section ('monitor.md#alerts-you-can-trust', '#python')
+    to a heading of that page: moving text to Documentation/dev must not
+    leave links to sections that are gone."""
     for target in LINK.findall(page.read_text()):
-        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+        if re.match(r"[a-z]+:", target):
             continue
-        path = (page.parent / target.split("#", 1)[0]).resolve()
+        file, _, section = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
         assert path.exists(), f"{page.relative_to(TOP)}: {target}"
+        if section and path.suffix == ".md":
+            assert section in heading_anchors(path), f"{page.relative_to(TOP)}: {target}"
+
+
+def heading_anchors(page):
+    """The anchors a Markdown renderer gives the headings of @page, as GitHub
+    makes them: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
 
 
 @pytest.mark.root
