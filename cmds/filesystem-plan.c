@@ -21,6 +21,7 @@
 #include "format/hints.h"
 #include "disk/volumes.h"
 #include "plan/plan.h"
+#include "fsops/snapshot-read.h"
 
 const char *const bx_filesystem_plan_usage[] = {
 	"btrfsx filesystem plan [<units>] <path>... <change>...",
@@ -108,7 +109,7 @@ static void text_row(struct bx_out *out, const char *label, const char *before, 
 
 /* ---- JSON: one side (the usage report's stable keys) ---- */
 
-static void json_devices(struct bx_out *out, const struct bx_usage_input *in,
+static void json_devices(struct bx_out *out, const struct bx_snapshot *in,
 			 const struct bx_usage_report *rep)
 {
 	bx_out_list_begin(out, "devices");
@@ -131,7 +132,7 @@ static void json_devices(struct bx_out *out, const struct bx_usage_input *in,
 	bx_out_list_end(out);
 }
 
-static void json_side(struct bx_out *out, const char *key, const struct bx_usage_input *in,
+static void json_side(struct bx_out *out, const char *key, const struct bx_snapshot *in,
 		      const struct bx_usage_report *rep)
 {
 	const struct bx_usage_overall *ov = &rep->overall;
@@ -507,11 +508,11 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 	return bx_check_argc(argc - optind, 1, -1) ? BX_EXIT_USAGE : 0;
 }
 
-static void print_result(struct bx_ctx *ctx, const struct bx_usage_input *before,
+static void print_result(struct bx_ctx *ctx, const struct bx_snapshot *before,
 			 const struct bx_plan_result *res, unsigned int units)
 {
 	struct bx_out *out = ctx->out;
-	const struct bx_usage_input *in = &res->after_in;
+	const struct bx_snapshot *in = &res->after_in;
 
 	bx_out_uuid(out, "fsid", in->fsid, BX_F_JSON_ONLY);
 	bx_out_bool(out, "mounted", in->mounted, BX_F_JSON_ONLY);
@@ -537,7 +538,7 @@ int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 {
 	struct bx_plan_change *changes = NULL;
 	struct bx_plan_result res;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	unsigned int units = 0;
 	size_t nr = 0;
 	int ret;
@@ -545,7 +546,7 @@ int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 	ret = parse_options(ctx, argc, argv, &units, &changes, &nr);
 	if (ret)
 		goto out;
-	ret = bx_relocation_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_snapshot_read_extents(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		goto out;
 	ret = bx_plan_compute(&in, changes, nr, &res);
@@ -556,7 +557,7 @@ int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 		ret = BX_EXIT_USAGE;	/* the message is recorded */
 	}
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 out:
 	free(changes);
 	return ret;

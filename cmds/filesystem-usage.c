@@ -13,6 +13,7 @@
 #include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "model/allocator.h"
 #include "format/ctree.h"
@@ -71,7 +72,7 @@ static void size_pair(struct bx_out *out, const char *key, const char *label, ui
 	bx_out_str(out, label, text, BX_F_TEXT_ONLY);
 }
 
-static void print_overall(struct bx_out *out, const struct bx_usage_input *in,
+static void print_overall(struct bx_out *out, const struct bx_snapshot *in,
 			  const struct bx_usage_report *rep, unsigned int units)
 {
 	const struct bx_usage_overall *ov = &rep->overall;
@@ -121,14 +122,14 @@ static void print_overall(struct bx_out *out, const struct bx_usage_input *in,
 }
 
 /* The chunk types, one line each; -T shows them as the table's columns instead. */
-static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, unsigned int units,
+static void print_spaces(struct bx_out *out, const struct bx_snapshot *in, unsigned int units,
 			 bool table)
 {
 	if (!table)
 		bx_out_textf(out, "%s", "");
 	bx_out_list_begin(out, "spaces");
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *s = &in->spaces[i];
+		const struct bx_snap_space *s = &in->spaces[i];
 		char profile[16], size[48], used[48], line[192];
 
 		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
@@ -167,10 +168,10 @@ static void model_size(struct bx_out *out, const char *label, uint64_t bytes, un
 	bx_out_size(out, label, bytes, units, BX_F_TEXT_ONLY);
 }
 
-static void print_model(struct bx_out *out, const struct bx_usage_input *in,
+static void print_model(struct bx_out *out, const struct bx_snapshot *in,
 			const struct bx_usage_report *rep, unsigned int units)
 {
-	const char *balance = bx_usage_balance_name(in->balance);
+	const char *balance = bx_snap_balance_name(in->balance);
 	char heading[256], profile[16], meta_profile[16], during[64] = "", kernel[64] = "";
 
 	bx_usage_profile_label(rep->data_type, profile, sizeof(profile));
@@ -239,7 +240,7 @@ static int print_devices(struct bx_out *out, const struct bx_usage_report *rep,
 	return bx_usage_print_device_table(out, rep, units, 0);
 }
 
-static int filesystem_usage_print(struct bx_out *out, const struct bx_usage_input *in,
+static int filesystem_usage_print(struct bx_out *out, const struct bx_snapshot *in,
 			       const struct bx_usage_report *rep, unsigned int units, bool table)
 {
 	int ret;
@@ -266,7 +267,7 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 		{ 0 },
 	};
 	struct bx_usage_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	unsigned int units = 0, flags = 0;
 	bool table = false;
 	int opt, ret;
@@ -281,16 +282,16 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 	}
 	if (bx_check_argc(argc - optind, 1, -1))
 		return BX_EXIT_USAGE;
-	ret = bx_usage_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_snapshot_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		return ret;
 	ret = bx_usage_compute(&in, flags, &rep);
 	if (ret) {
-		bx_usage_input_release(&in);
+		bx_snapshot_release(&in);
 		return ret;
 	}
 	ret = filesystem_usage_print(ctx->out, &in, &rep, units, table);
 	bx_usage_report_release(&rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return ret;
 }

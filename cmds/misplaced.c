@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "disk/volumes.h"
+#include "fsops/snapshot-read.h"
 
 const char *const bx_filesystem_misplaced_usage[] = {
 	"btrfsx filesystem misplaced [<units>] <path>...",
@@ -196,7 +197,7 @@ int bx_cmd_filesystem_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 		{ 0 },
 	};
 	struct bx_misplaced_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	unsigned int units = 0;
 	int opt, ret;
 
@@ -206,11 +207,11 @@ int bx_cmd_filesystem_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	}
 	if (bx_check_argc(argc - optind, 1, -1))
 		return BX_EXIT_USAGE;
-	ret = bx_misplaced_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_snapshot_read_used(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		return ret;
 	ret = bx_misplaced_compute(&in, ctx->state_dir, &rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	if (ret)
 		return ret;
 	bx_out_obj_begin(ctx->out, "misplaced", BX_OBJ_LINES, NULL);

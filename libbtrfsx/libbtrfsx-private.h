@@ -42,10 +42,10 @@ const char *bx_api_state_dir(const char *state_dir);
  * BX_USAGE_*) and of the misplaced report; NULL when out of memory. Free
  * with btrfsx_usage_free() / btrfsx_misplaced_free().
  */
-struct bx_usage_input;
+struct bx_snapshot;
 struct bx_usage_report;
 struct bx_misplaced_report;
-struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
+struct btrfsx_usage *bx_api_usage_from(const struct bx_snapshot *in,
 				       const struct bx_usage_report *rep, unsigned int model_flags);
 struct btrfsx_misplaced *bx_api_misplaced_from(const struct bx_misplaced_report *rep);
 

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "fsops/misplaced.h"
+#include "fsops/snapshot-read.h"
 #include "relocate/relocate.h"
 #include "libbtrfsx/libbtrfsx-private.h"
 
@@ -114,7 +115,7 @@ PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t n
 					      struct btrfsx_misplaced **out)
 {
 	struct bx_misplaced_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	int ret;
 
 	bx_api_begin();
@@ -122,12 +123,12 @@ PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t n
 		return bx_api_missing("a path");
 	if (!out)
 		return bx_api_missing("out");
-	ret = bx_misplaced_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
+	ret = bx_snapshot_read_used((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
 				&in);
 	if (ret)
 		return bx_api_result(ret);
 	ret = bx_misplaced_compute(&in, bx_api_state_dir(state_dir), &rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	if (ret)
 		return bx_api_result(ret);
 	*out = bx_api_misplaced_from(&rep);

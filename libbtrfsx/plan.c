@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "fsops/misplaced.h"
+#include "fsops/snapshot-read.h"
 #include "format/ctree.h"
 #include "libbtrfsx/libbtrfsx-private.h"
 #include "plan/plan.h"
@@ -218,7 +219,7 @@ static int fill_misplaced(const struct bx_plan_result *res, struct btrfsx_plan *
 	return 0;
 }
 
-static struct btrfsx_plan *plan_from(const struct bx_usage_input *in,
+static struct btrfsx_plan *plan_from(const struct bx_snapshot *in,
 				     const struct bx_plan_result *res)
 {
 	struct btrfsx_plan *plan = calloc(1, sizeof(*plan));
@@ -251,7 +252,7 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 {
 	struct bx_plan_change *core;
 	struct bx_plan_result res;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	int ret = 0;
 
 	bx_api_begin();
@@ -267,7 +268,7 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 	for (size_t i = 0; i < nr_changes && !ret; i++)
 		ret = core_change(&changes[i], &core[i]);
 	if (!ret)
-		ret = bx_relocation_read((char *const *)paths, (int)nr_paths,
+		ret = bx_snapshot_read_extents((char *const *)paths, (int)nr_paths,
 					 bx_api_sysfs_root(sysfs_root), &in);
 	if (ret) {
 		free(core);
@@ -281,6 +282,6 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 			ret = bx_error(-ENOMEM, "out of memory");
 	}
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return bx_api_result(ret);
 }

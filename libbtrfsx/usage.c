@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Filesystem usage: fsops/usage-read.c collects, fsops/usage.c computes. */
+/* Filesystem usage: fsops/snapshot-read.c reads the snapshot, fsops/usage.c computes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
+#include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "libbtrfsx/libbtrfsx-private.h"
 
@@ -23,7 +24,7 @@ static void public_overall(const struct bx_usage_overall *in, struct btrfsx_usag
 	out->progs_free_min = in->free_min;
 }
 
-static void fill_overall(const struct bx_usage_input *in, const struct bx_usage_overall *ov,
+static void fill_overall(const struct bx_snapshot *in, const struct bx_usage_overall *ov,
 			 struct btrfsx_usage *u)
 {
 	memcpy(u->fsid, in->fsid, sizeof(u->fsid));
@@ -71,10 +72,10 @@ static void fill_devices(const struct bx_usage_report *rep, struct btrfsx_usage 
 }
 
 /* The block group lines; the global reserve has its own fields. */
-static void fill_spaces(const struct bx_usage_input *in, struct btrfsx_usage *u)
+static void fill_spaces(const struct bx_snapshot *in, struct btrfsx_usage *u)
 {
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *s = &in->spaces[i];
+		const struct bx_snap_space *s = &in->spaces[i];
 
 		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
 			continue;
@@ -86,7 +87,7 @@ static void fill_spaces(const struct bx_usage_input *in, struct btrfsx_usage *u)
 	}
 }
 
-static struct btrfsx_usage *usage_alloc(const struct bx_usage_input *in,
+static struct btrfsx_usage *usage_alloc(const struct bx_snapshot *in,
 					const struct bx_usage_report *rep)
 {
 	struct btrfsx_usage *u = calloc(1, sizeof(*u));
@@ -103,7 +104,7 @@ static struct btrfsx_usage *usage_alloc(const struct bx_usage_input *in,
 	return u;
 }
 
-struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
+struct btrfsx_usage *bx_api_usage_from(const struct bx_snapshot *in,
 				       const struct bx_usage_report *rep, unsigned int model_flags)
 {
 	struct btrfsx_usage *u = usage_alloc(in, rep);
@@ -124,7 +125,7 @@ PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_pa
 {
 	unsigned int model_flags = 0;
 	struct bx_usage_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	struct btrfsx_usage *u;
 	int ret;
 
@@ -139,18 +140,18 @@ PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_pa
 		model_flags |= BX_USAGE_IGNORE_HINTS;
 	if (flags & BTRFSX_USAGE_STRICT)
 		model_flags |= BX_USAGE_STRICT;
-	ret = bx_usage_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
+	ret = bx_snapshot_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
 			    &in);
 	if (ret)
 		return bx_api_result(ret);
 	ret = bx_usage_compute(&in, model_flags, &rep);
 	if (ret) {
-		bx_usage_input_release(&in);
+		bx_snapshot_release(&in);
 		return bx_api_result(ret);
 	}
 	u = bx_api_usage_from(&in, &rep, model_flags);
 	bx_usage_report_release(&rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	if (!u)
 		return bx_api_result(bx_error(-ENOMEM, "out of memory"));
 	*out = u;

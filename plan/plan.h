@@ -3,15 +3,18 @@
  * The what-if planner: the space and placement of a filesystem after a list
  * of changes, worked out before any of them is made.
  *
- * Pure: a struct bx_usage_input in (read by bx_misplaced_read(), so every
- * chunk's used bytes are known), changes in, a struct bx_plan_result out.
- * No I/O, no printing, no global state; functions return 0 or a negative
- * errno with a message recorded by bx_error(). The space figures are
- * bx_usage_compute()'s on the filesystem as it would be, the placement is
- * the allocator model's (model/allocator.h), misplaced chunks are
- * the misplaced report's (fsops/misplaced.h).
+ * Pure: a snapshot in (model/snapshot.h; the caller reads it with
+ * bx_snapshot_read_extents(), so every chunk's used bytes and the data
+ * extents are known), changes in, a struct bx_plan_result out. No I/O, no
+ * printing, no global state; functions return 0 or a negative errno with a
+ * message recorded by bx_error(). Each change is applied to the kernel
+ * state (model/kernel/state.h) as the snapshot's kernel makes it (the
+ * register, model/kernel/kernel.h); the space figures are
+ * bx_usage_compute()'s on the filesystem as it would be (fsops/usage.h,
+ * pure too), the placement is the allocator model's (model/allocator.h),
+ * misplaced chunks are the misplaced report's (model/misplaced.h).
  *
- * The changes are applied in order, each as the kernel (6.1 .. 6.18) makes it:
+ * The changes are applied in order, each as the kernel makes it:
  *  - add SIZE[:HINT]: a device with the next devid; nothing moves. A hint is
  *    set right after the add (before anything is allocated).
  *  - remove DEVID: the device leaves the allocator and its chunks are
@@ -45,17 +48,11 @@
  *    on the soft filter when it resumes), from the last down. The kinds it
  *    balances without converting are not in the input: not modelled.
  *
- * Relocating a chunk: its used bytes go first into the free space of the
- * chunks of the new chunk type, by address (the kernel fills existing block
- * groups first, also those it relocates later), then into new chunks the allocator model places one after
- * the other on the writable devices; when the chunk's profile is not the
- * one new chunks get, the kernel first allocates one chunk of the new
- * profile (btrfs_inc_block_group_ro); moving a data chunk while no data is
- * used allocates an empty data chunk first (btrfs_may_alloc_data_chunk).
- * The chunk's device extents are then free for the chunks after it. A chunk
- * that finds no room makes the change impossible (the kernel's ENOSPC): the
- * plan stops there, the result shows the filesystem as that failed change
- * leaves it (what moved stays moved), and the later changes are not reached.
+ * Relocating a chunk is the kernel's relocation (model/kernel/relocation.h).
+ * A chunk that finds no room makes the change impossible (the kernel's
+ * ENOSPC): the plan stops there, the result shows the filesystem as that
+ * failed change leaves it (what moved stays moved), and the later changes
+ * are not reached.
  */
 #ifndef BTRFSX_PLAN_H
 #define BTRFSX_PLAN_H
@@ -65,8 +62,8 @@
 #include <stdint.h>
 
 #include "common/fields.h"
-#include "fsops/misplaced.h"
 #include "fsops/usage.h"
+#include "model/misplaced.h"
 
 /*
  * The smallest device a plan takes (the kernel's smallest resize), and the
@@ -212,7 +209,7 @@ struct bx_plan_result {
 	bool possible;			/* every change is */
 	size_t nr_steps;
 	struct bx_plan_step *steps;
-	struct bx_usage_input after_in;	/* the filesystem after the plan (as far as it got) */
+	struct bx_snapshot after_in;	/* the filesystem after the plan (as far as it got) */
 	struct bx_usage_report before;
 	struct bx_usage_report after;
 	size_t nr_moved;
@@ -240,7 +237,7 @@ struct bx_plan_result {
  * converted twice), or -ENOMEM / -EOPNOTSUPP. Release @res with
  * bx_plan_result_release() (also after an error).
  */
-int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change *changes,
+int bx_plan_compute(const struct bx_snapshot *in, const struct bx_plan_change *changes,
 		    size_t nr, struct bx_plan_result *res);
 void bx_plan_result_release(struct bx_plan_result *res);
 

@@ -30,7 +30,9 @@ MAY_INCLUDE = {
     "format": BASE,
     # the read/write stack: one read path, one crash-ordered write path
     "disk": DISK,
-    # the allocator model: pure, structs in, decisions out
+    # the models, pure (structs in, decisions out): the allocator, placement,
+    # the snapshot they take, the refusal and selection policy, and in
+    # model/kernel/ the register of kernel behaviour and the kernel's relocation
     "model": MODEL,
     "mkfs": {"mkfs"} | DISK | MODEL,
     "scrub": {"scrub"} | DISK,
@@ -39,8 +41,9 @@ MAY_INCLUDE = {
     # engines above fsops/: the monitor also reports the last offline scrub
     "monitor": {"monitor", "scrub"} | SHARED,
     "relocate": {"relocate"} | SHARED,
-    # the planner computes mkfs's first chunks for a fresh filesystem
-    "plan": {"plan", "mkfs"} | SHARED,
+    # the what-if planner: pure (no disk/), the kernel's behaviour from
+    # model/kernel/, the usage report and the guard rails from fsops/
+    "plan": {"plan", "fsops"} | MODEL,
     # the read-policy recommender: probes the devices of a mounted filesystem
     "recommend": {"recommend"} | SHARED,
     "cmds": {"cmds", "monitor", "relocate", "plan", "recommend", "mkfs", "scrub"} | SHARED,
