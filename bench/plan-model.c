@@ -80,6 +80,7 @@ static void build(struct bx_snapshot *in, uint64_t data_bytes, uint64_t meta_byt
 	uint64_t logical = 1 * GiB, data = 0, meta = 0;
 
 	memset(in, 0, sizeof(*in));
+	bx_kernel_common(&in->kernel);
 	in->devs = xcalloc(NR_DEVS, sizeof(*in->devs));
 	for (size_t l = 0; l < sizeof(layout) / sizeof(layout[0]); l++)
 		for (int i = 0; i < layout[l].count; i++, n++) {

@@ -35,6 +35,7 @@ static void build(struct bx_snapshot *in, const struct setup *s,
 	size_t n = 0;
 
 	memset(in, 0, sizeof(*in));
+	bx_kernel_common(&in->kernel);
 	for (size_t l = 0; l < sizeof(layout) / sizeof(layout[0]); l++) {
 		for (int i = 0; i < layout[l].count; i++, n++) {
 			memset(&devs[n], 0, sizeof(devs[n]));

@@ -103,7 +103,8 @@ uint64_t bx_snap_new_chunk_type(const struct bx_snapshot *in,
 {
 	int k = (kind & BTRFS_BLOCK_GROUP_DATA) ? BX_SNAP_KIND_DATA :
 		(kind & BTRFS_BLOCK_GROUP_SYSTEM) ? BX_SNAP_KIND_SYSTEM : BX_SNAP_KIND_METADATA;
-	uint64_t target = in->balance ? in->balance_target[k] : 0;
+	uint64_t target = in->balance && bx_kernel_has(&in->kernel, BX_KT_PAUSED_BALANCE_TARGET) ?
+			  in->balance_target[k] : 0;
 
 	/* The kernel takes the target as it is, even where too few devices can hold it. */
 	if (target)
@@ -166,9 +167,12 @@ uint32_t bx_snap_alloc_flags(const struct bx_snapshot *in)
 	uint32_t kernel = bx_kernel_alloc_flags(&in->kernel);
 	uint32_t flags = kernel & ~BX_ALLOC_DATA_ONLY_LAST;
 
-	/* Only a kernel known to run a hint patch shows its order of data_only. */
-	if (in->mounted && in->hints_effective)
-		flags |= BX_ALLOC_HINT_KERNEL | (kernel & BX_ALLOC_DATA_ONLY_LAST);
+	/* Only a kernel known to run a hint patch shows its orders. */
+	if (in->mounted && in->hints_effective) {
+		if (bx_kernel_has(&in->kernel, BX_KT_HINT_SECOND_SORT))
+			flags |= BX_ALLOC_HINT_KERNEL;
+		flags |= kernel & BX_ALLOC_DATA_ONLY_LAST;
+	}
 	return flags;
 }
 

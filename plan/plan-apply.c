@@ -482,7 +482,8 @@ static int apply_resume(struct planner *p)
 	static const uint64_t kind_bits[] = { BTRFS_BLOCK_GROUP_DATA, BTRFS_BLOCK_GROUP_METADATA,
 					      BTRFS_BLOCK_GROUP_SYSTEM };
 	const struct bx_snapshot *in = p->s.in;
-	struct bx_reloc_how rel = { .reserve_once = true, .soft = true };
+	struct bx_reloc_how rel = { .reserve_once = true,
+				    .soft = bx_kernel_has(&in->kernel, BX_KT_RESUME_SOFT_FILTER) };
 	struct bx_reloc_list ml = { 0 };
 	uint64_t types = 0;
 	int ret;

@@ -191,11 +191,11 @@ static int defer_free(struct bx_kstate *s, size_t dev, uint64_t start, uint64_t 
 int bx_ks_free_chunk(struct bx_kstate *s, size_t idx)
 {
 	struct bx_ks_chunk *pc = &s->chunks[idx];
+	int ret;
 
 	for (uint32_t k = 0; k < pc->num_stripes; k++) {
 		long d = bx_ks_dev_index(s, pc->stripes[k].devid);
 		uint64_t len = pc->stripe_size;
-		int ret;
 
 		if (d < 0)
 			continue;
@@ -211,7 +211,11 @@ int bx_ks_free_chunk(struct bx_kstate *s, size_t idx)
 	}
 	bx_ks_pool_drop(s, idx);
 	pc->gone = true;
-	return bx_ks_account(s, pc->type, pc->length, pc->used, -1);
+	ret = bx_ks_account(s, pc->type, pc->length, pc->used, -1);
+	/* Without the commit root's delay, the extents are holes at once. */
+	if (!ret && !bx_kernel_has(&s->in->kernel, BX_KT_DEV_EXTENTS_FREE_AT_COMMIT))
+		ret = bx_ks_commit(s);
+	return ret;
 }
 
 int bx_ks_commit(struct bx_kstate *s)
@@ -262,6 +266,7 @@ static bool needed_soon(const struct bx_kstate *s, const struct bx_ks_chunk *c)
 
 int bx_ks_delete_unused(struct bx_kstate *s)
 {
+	bool keeps = bx_kernel_has(&s->in->kernel, BX_KT_CLEANER_KEEPS_NEEDED);
 	int ret = 0;
 
 	for (size_t i = 0; i < s->nr_chunks && !ret; i++) {
@@ -270,11 +275,11 @@ int bx_ks_delete_unused(struct bx_kstate *s)
 		if (c->gone || !c->unused_listed)
 			continue;
 		/* Used again, or the last of its profile: off the list for good. */
-		if (c->used || !bx_ks_alike_chunks(s, c->type, i)) {
+		if (c->used || (keeps && !bx_ks_alike_chunks(s, c->type, i))) {
 			c->unused_listed = false;
 			continue;
 		}
-		if (needed_soon(s, c))
+		if (keeps && needed_soon(s, c))
 			continue;
 		ret = bx_ks_free_chunk(s, i);
 		s->hix.stale = true;
@@ -375,6 +380,7 @@ bool bx_ks_ro_refused(const struct bx_kstate *s, size_t idx)
 	struct bx_raid_attr r;
 
 	if (!kind || (b->type & BTRFS_BLOCK_GROUP_DATA) ||
+	    !bx_kernel_has(&s->in->kernel, BX_KT_RO_NEEDS_OVERCOMMIT) ||
 	    bx_raid_attr(bx_ks_alloc_type(s, kind), &r) || !r.ncopies)
 		return false;
 	/* The space info: what its chunks hold, kept up to date as the chunks change. */

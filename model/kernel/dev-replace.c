@@ -21,11 +21,12 @@
  * replaces; in one the tree moved as on 6.1, and the plan was 8 MiB off on
  * each device. Which happens is not on the disk (whether the tree's leaf was
  * rewritten earlier in that transaction, most likely); no kernel in between
- * was tried; the plan draws the line with that trait.
+ * was tried: replace_keeps_chunk_tree draws the line where
+ * cleans_new_block_groups does.
  */
 static int system_made(struct bx_kstate *s, size_t ro, size_t made)
 {
-	if (!bx_kernel_has(&s->in->kernel, BX_KT_CLEANS_NEW_BLOCK_GROUPS)) {
+	if (!bx_kernel_has(&s->in->kernel, BX_KT_REPLACE_KEEPS_CHUNK_TREE)) {
 		s->chunks[made].used = s->chunks[ro].used;
 		s->chunks[ro].used = 0;
 		s->chunks[ro].unused_listed = true;
@@ -45,7 +46,11 @@ int bx_ks_replace_copy(struct bx_kstate *s, uint64_t devid, struct bx_reloc_even
 		       size_t *refused)
 {
 	struct bx_reloc_list ml = { 0 };
-	int ret = bx_ks_chunks_on_device(s, devid, 0, &ml);
+	int ret;
+
+	if (!bx_kernel_has(&s->in->kernel, BX_KT_REPLACE_COPIES_READ_ONLY))
+		return 0;
+	ret = bx_ks_chunks_on_device(s, devid, 0, &ml);
 
 	bx_ks_pools_reset(s);
 	for (size_t c = 0; !ret && c < s->nr_chunks; c++)

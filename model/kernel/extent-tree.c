@@ -66,7 +66,7 @@ static bool usable_for(const struct bx_kstate *s, size_t idx, uint64_t type)
 {
 	const struct bx_ks_chunk *c = &s->chunks[idx];
 
-	if (c->type == type || !bx_ks_takes_any_data(type))
+	if (c->type == type || !bx_ks_takes_any_data(s, type))
 		return usable(s, idx, type);
 	return (c->type & BTRFS_BLOCK_GROUP_TYPE_MASK) == BTRFS_BLOCK_GROUP_DATA &&
 	       open_for_extents(c);
@@ -89,22 +89,24 @@ static const struct bx_ks_hole *largest(const struct bx_ks_chunk *c)
  * full stripe or more starts on a full stripe from the block group's start;
  * 0 for none.
  */
-static uint64_t alignment(const struct bx_ks_chunk *c, uint64_t len)
+static uint64_t alignment(const struct bx_kstate *s, const struct bx_ks_chunk *c, uint64_t len)
 {
 	uint32_t parity = c->type & BTRFS_BLOCK_GROUP_RAID6 ? 2 :
 			  c->type & BTRFS_BLOCK_GROUP_RAID5 ? 1 : 0;
 	uint64_t full;
 
-	if (!parity || c->num_stripes <= parity)
+	if (!parity || c->num_stripes <= parity ||
+	    !bx_kernel_has(&s->in->kernel, BX_KT_RAID56_FULL_STRIPE))
 		return 0;
 	full = (uint64_t)(c->num_stripes - parity) * BTRFS_STRIPE_LEN;
 	return len >= full ? full : 0;
 }
 
 /* Where an extent of @len starts in free range @x of @c from @from on, or 0 when it does not fit. */
-static uint64_t fit(const struct bx_ks_chunk *c, const struct bx_ks_hole *x, uint64_t from, uint64_t len)
+static uint64_t fit(const struct bx_kstate *s, const struct bx_ks_chunk *c,
+		    const struct bx_ks_hole *x, uint64_t from, uint64_t len)
 {
-	uint64_t align = alignment(c, len), start = x->start > from ? x->start : from;
+	uint64_t align = alignment(s, c, len), start = x->start > from ? x->start : from;
 
 	if (align)
 		start = c->logical + (start - c->logical + align - 1) / align * align;
@@ -114,13 +116,13 @@ static uint64_t fit(const struct bx_ks_chunk *c, const struct bx_ks_hole *x, uin
 }
 
 /* The largest free range of @c an extent of @len fits in, aligned (the bytes index); its start, or 0. */
-static uint64_t fit_largest(const struct bx_ks_chunk *c, uint64_t len)
+static uint64_t fit_largest(const struct bx_kstate *s, const struct bx_ks_chunk *c, uint64_t len)
 {
 	const struct bx_ks_hole *best = NULL;
 	uint64_t at = 0;
 
 	for (size_t h = 0; h < c->nr_holes; h++) {
-		uint64_t start = fit(c, &c->holes[h], 0, len);
+		uint64_t start = fit(s, c, &c->holes[h], 0, len);
 
 		if (start && (!best || c->holes[h].len > best->len)) {
 			best = &c->holes[h];
@@ -131,7 +133,8 @@ static uint64_t fit_largest(const struct bx_ks_chunk *c, uint64_t len)
 }
 
 /* The first free range of @c from @at on (or holding it) of @len bytes; its start, or 0. */
-static uint64_t from_hint(const struct bx_ks_chunk *c, uint64_t at, uint64_t len)
+static uint64_t from_hint(const struct bx_kstate *s, const struct bx_ks_chunk *c, uint64_t at,
+			  uint64_t len)
 {
 	for (size_t h = 0; h < c->nr_holes; h++) {
 		const struct bx_ks_hole *x = &c->holes[h];
@@ -139,7 +142,7 @@ static uint64_t from_hint(const struct bx_ks_chunk *c, uint64_t at, uint64_t len
 
 		if (x->start + x->len <= at)
 			continue;
-		start = fit(c, x, at, len);
+		start = fit(s, c, x, at, len);
 		if (start)
 			return start;
 	}
@@ -265,7 +268,7 @@ static size_t other_first(const struct bx_kstate *s, uint64_t type, enum bx_ks_s
 		uint64_t profile = c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
 
 		if (c->type == type || !usable_for(s, i, type) || !class_fits(s, c, cls, pass) ||
-		    !fit_largest(c, len))
+		    !fit_largest(s, c, len))
 			continue;
 		if (best == SIZE_MAX || profile < best_profile) {
 			best = i;
@@ -302,22 +305,22 @@ static int search(struct bx_kstate *s, uint64_t type, uint64_t len, enum pass pa
 	if (ret)
 		return ret;
 	if (h >= 0 && usable_for(s, (size_t)h, type) && class_fits(s, &s->chunks[h], cls, pass)) {
-		at = from_hint(&s->chunks[h], *hint, len);
+		at = from_hint(s, &s->chunks[h], *hint, len);
 		if (at)
 			return put(s, (size_t)h, at, len, cls, hint);
 	}
 	i = hix_first(s, cls, pass, len);
-	at = i == SIZE_MAX ? 0 : fit_largest(&s->chunks[i], len);
+	at = i == SIZE_MAX ? 0 : fit_largest(s, &s->chunks[i], len);
 	/* Aligned, the range the index offers may be short: the next ones in list order. */
 	for (size_t j = i + 1; i != SIZE_MAX && !at && j < s->nr_chunks; j++) {
 		if (usable(s, j, type) && class_fits(s, &s->chunks[j], cls, pass))
-			at = fit_largest(&s->chunks[j], len);
+			at = fit_largest(s, &s->chunks[j], len);
 		if (at)
 			i = j;
 	}
-	if (!at && bx_ks_takes_any_data(type)) {
+	if (!at && bx_ks_takes_any_data(s, type)) {
 		i = other_first(s, type, cls, pass, len);
-		at = i == SIZE_MAX ? 0 : fit_largest(&s->chunks[i], len);
+		at = i == SIZE_MAX ? 0 : fit_largest(s, &s->chunks[i], len);
 	}
 	return at ? put(s, i, at, len, cls, hint) : 0;
 }

@@ -31,17 +31,45 @@
 #define BX_KV_OLDEST BX_KV(6, 1)
 #define BX_KV_NEWEST BX_KV(7, 3)
 
+/*
+ * The traits. Those with a first version are keyed to releases; those
+ * without hold for every kernel the register knows (register.c says why
+ * no version is known) and are traits all the same, so that the model
+ * asks every behaviour of the kernel in one way and a kernel that changes
+ * one needs only its last version.
+ */
 enum bx_kernel_trait {
-	/* lib/sort.c's heapsort orders devices that tie on both keys otherwise (5.2 .. 6.8) */
-	BX_KT_SORT_TIES_PRE_6_9,
-	/* the hint patches built with -funsigned-char sort data_only last for data */
-	BX_KT_HINT_DATA_ONLY_LAST,
-	/* the data allocator keeps size classes */
-	BX_KT_SIZE_CLASSES,
-	/* metadata is overcommitted only beyond the room of one data chunk */
-	BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK,
-	/* the cleaner deletes new block groups nothing was allocated in */
-	BX_KT_CLEANS_NEW_BLOCK_GROUPS,
+	/* allocator (model/allocator.c) */
+	BX_KT_SORT_TIES_PRE_6_9,	/* lib/sort.c's order of ties, 5.2 .. 6.8 */
+	BX_KT_HINT_DATA_ONLY_LAST,	/* hint patches, -funsigned-char: data_only last for data */
+	BX_KT_HINT_SECOND_SORT,		/* hint patches sort the taken devices again */
+	/* space reservations (space-info.c) */
+	BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK,	/* overcommit beyond one data chunk's room */
+	BX_KT_DELAYED_REFS_RESERVED_TWICE,	/* a file's creation reserves its delayed refs twice */
+	BX_KT_METADATA_FILL_GROWS,	/* a data fill forces a metadata chunk */
+	BX_KT_TIGHT_HEADROOM,		/* metadata moves with little room per copy are uncertain */
+	/* block groups (block-group.c) */
+	BX_KT_CLEANS_NEW_BLOCK_GROUPS,	/* the cleaner deletes new block groups never used */
+	BX_KT_CLEANER_KEEPS_NEEDED,	/* ... but the last of a profile and those needed soon */
+	BX_KT_RO_NEEDS_OVERCOMMIT,	/* read-only only if its free bytes can be overcommitted */
+	BX_KT_DEV_EXTENTS_FREE_AT_COMMIT,	/* freed device extents are free after the commit */
+	/* data extents (extent-tree.c) */
+	BX_KT_SIZE_CLASSES,		/* the data allocator keeps size classes */
+	BX_KT_RAID56_FULL_STRIPE,	/* raid5/6: a full stripe or more starts on one */
+	BX_KT_SINGLE_DATA_ANY_PROFILE,	/* single data goes into data block groups of any profile */
+	/* relocation (relocation.c, volumes.c) */
+	BX_KT_RELOCATES_EXTENT_BY_EXTENT,	/* each extent whole, in clusters */
+	BX_KT_RO_NEW_PROFILE_CHUNK,	/* a chunk of the new profile before the read-only switch */
+	BX_KT_MAY_ALLOC_DATA_CHUNK,	/* no data in use: an empty data chunk keeps the profile */
+	BX_KT_CONVERT_PAIRS_SYSTEM_CHUNK,	/* a metadata convert's first chunk brings the other kind */
+	BX_KT_COMMIT_MAY_ABORT,		/* the commit before a metadata move may abort */
+	BX_KT_SHRINK_SECOND_TRY,	/* a shrink tries what failed once more */
+	BX_KT_BALANCE_USAGE_ON_ARRIVAL,	/* a balance reads a chunk's usage when it reaches it */
+	BX_KT_PAUSED_BALANCE_TARGET,	/* a paused convert gives new chunks its target */
+	BX_KT_RESUME_SOFT_FILTER,	/* a resumed convert leaves converted chunks */
+	/* a replace (dev-replace.c) */
+	BX_KT_REPLACE_COPIES_READ_ONLY,	/* each block group read-only while it is copied */
+	BX_KT_REPLACE_KEEPS_CHUNK_TREE,	/* the chunk tree stays in the read-only system chunk */
 	BX_KT_COUNT
 };
 
@@ -96,6 +124,13 @@ static inline bool bx_kernel_has(const struct bx_kernel *k, enum bx_kernel_trait
 {
 	return k->traits & (1ULL << trait);
 }
+
+/*
+ * A kernel built by hand (a test, a benchmark): every trait that holds for
+ * all kernels the register knows, none keyed to a release; a caller that
+ * pins one turns it on with bx_kernel_set_trait().
+ */
+void bx_kernel_common(struct bx_kernel *k);
 
 /* Turns @trait on or off in @k (tests that pin a trait, a kernel built by hand). */
 static inline void bx_kernel_set_trait(struct bx_kernel *k, enum bx_kernel_trait trait, bool on)

@@ -21,6 +21,11 @@
 /* Most data chunks' extents in one cluster of the relocation (relocate_file_extent_cluster). */
 #define MAX_CLUSTER 128
 
+static bool has(const struct bx_kstate *s, enum bx_kernel_trait trait)
+{
+	return bx_kernel_has(&s->in->kernel, trait);
+}
+
 static uint64_t kind_bit(int kind)
 {
 	static const uint64_t bits[] = { BTRFS_BLOCK_GROUP_DATA, BTRFS_BLOCK_GROUP_METADATA,
@@ -102,7 +107,8 @@ static int pair_chunk(struct bx_kstate *s, struct bx_reloc_how *rel, int kind)
 	int other = kind == BX_PLACE_KIND_SYSTEM ? BX_PLACE_KIND_METADATA : BX_PLACE_KIND_SYSTEM;
 	long n;
 
-	if (rel->pair_made || !rel->target[kind] || !rel->target[other])
+	if (rel->pair_made || !rel->target[kind] || !rel->target[other] ||
+	    !bx_kernel_has(&s->in->kernel, BX_KT_CONVERT_PAIRS_SYSTEM_CHUNK))
 		return 0;
 	rel->pair_made = true;
 	n = bx_ks_pool_chunk(s, rel->target[other], NULL);
@@ -201,7 +207,7 @@ static int move_chunk(struct bx_kstate *s, struct bx_reloc_how *rel, size_t idx,
 	 * btrfs_may_alloc_data_chunk: no data in use, so the profile is kept by an empty chunk.
 	 */
 	if (kind == BX_PLACE_KIND_DATA && !bx_ks_used_of_kind(s, BTRFS_BLOCK_GROUP_DATA) &&
-	    !(rel->reserve_once && rel->reserved)) {
+	    !(rel->reserve_once && rel->reserved) && has(s, BX_KT_MAY_ALLOC_DATA_CHUNK)) {
 		n = bx_ks_pool_chunk(s, target, NULL);
 		if (n == -ENOSPC) {
 			*missing = need;
@@ -216,7 +222,8 @@ static int move_chunk(struct bx_kstate *s, struct bx_reloc_how *rel, size_t idx,
 	 * btrfs_inc_block_group_ro: a chunk of the new profile first (ENOSPC is
 	 * fine); never a system chunk, which btrfs_chunk_alloc() refuses.
 	 */
-	if (target != s->chunks[idx].type && kind != BX_PLACE_KIND_SYSTEM) {
+	if (target != s->chunks[idx].type && kind != BX_PLACE_KIND_SYSTEM &&
+	    has(s, BX_KT_RO_NEW_PROFILE_CHUNK)) {
 		n = bx_ks_pool_chunk(s, target, improve);
 		if (n < 0 && n != -ENOSPC)
 			return (int)n;
@@ -258,7 +265,7 @@ static int move_chunk(struct bx_kstate *s, struct bx_reloc_how *rel, size_t idx,
 	}
 	/* Granted read-only with nothing else to write the commit into, the commit may abort. */
 	if (kind == BX_PLACE_KIND_METADATA && bx_ks_pool_free(s, target) < COMMIT_ROOM(s) &&
-	    !ev->abort_risk) {
+	    !ev->abort_risk && has(s, BX_KT_COMMIT_MAY_ABORT)) {
 		ev->tight = ev->abort_risk = true;
 		ev->abort_logical = s->chunks[idx].logical;
 	}
@@ -267,7 +274,8 @@ static int move_chunk(struct bx_kstate *s, struct bx_reloc_how *rel, size_t idx,
 		return (int)n;
 	/* Data extents known: each lands where find_free_extent() puts it (move_extents()). */
 	if (kind == BX_PLACE_KIND_DATA && s->exact && !(target & BTRFS_BLOCK_GROUP_METADATA) &&
-	    !(s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA))
+	    !(s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA) &&
+	    has(s, BX_KT_RELOCATES_EXTENT_BY_EXTENT))
 		return move_extents(s, idx, target, improve, missing);
 	for (;;) {
 		if (bx_ks_pool_take(s, target, need, &taken))
@@ -296,7 +304,11 @@ static bool balance_selects(const struct bx_kstate *s, const struct bx_reloc_how
 	if (rel->soft && target &&
 	    (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK) == (target & BTRFS_BLOCK_GROUP_PROFILE_MASK))
 		return false;
-	return !rel->usage || bx_usage_filter_selects(rel->usage, c);
+	/* The usage as the balance reaches it, after what moved before; else as it began. */
+	return !rel->usage ||
+	       bx_usage_filter_selects(rel->usage, c->type, c->length,
+				       has(s, BX_KT_BALANCE_USAGE_ON_ARRIVAL) ? c->used :
+				       c->start_used);
 }
 
 /* Whether chunk @idx still breaks the hints (earlier moves may have changed that). */
@@ -398,7 +410,7 @@ int bx_ks_relocate(struct bx_kstate *s, struct bx_reloc_how *rel, struct bx_relo
 			return ret;
 	}
 	ret = relocate_pass(s, rel, ml, ev);
-	if (!ret && ml->nr && rel->retry) {
+	if (!ret && ml->nr && rel->retry && has(s, BX_KT_SHRINK_SECOND_TRY)) {
 		ret = relocate_pass(s, rel, ml, ev);
 		/* The kernel retries at once; what the first try took may still be held. */
 		if (!ret && !ml->nr)

@@ -40,8 +40,9 @@ struct bx_usage_filter {
 	uint8_t metadata_min, metadata_max;
 };
 
-/* Whether filter @f takes chunk @c now. */
-bool bx_usage_filter_selects(const struct bx_usage_filter *f, const struct bx_ks_chunk *c);
+/* Whether filter @f takes a chunk of @type and @length with @used bytes in use. */
+bool bx_usage_filter_selects(const struct bx_usage_filter *f, uint64_t type, uint64_t length,
+			     uint64_t used);
 
 /* How one run of relocations moves its chunks: what the operation asked for. */
 struct bx_reloc_how {

@@ -21,9 +21,9 @@
  * The metadata a file's creation reserves (btrfs_create(): inode item, dir
  * item, dir index, parent inode and a security label), in items of
  * BTRFS_MAX_LEVEL * 2 tree blocks; and as much again for the delayed refs
- * it makes, before 6.7 (start_transaction() while that reserve is short),
- * twice as much from 6.7 on with the free space tree (every filesystem
- * made since btrfs-progs 5.15). Seen on 6.18: 3.75 MiB per file.
+ * it makes (start_transaction() while that reserve is short), twice as much
+ * with delayed_refs_reserved_twice and the free space tree (every
+ * filesystem made since btrfs-progs 5.15). Seen on 6.18: 3.75 MiB per file.
  */
 #define CREATE_ITEMS 5
 #define ITEM_BLOCKS (8 * 2)
@@ -32,8 +32,7 @@ static uint64_t create_reservation(const struct bx_snapshot *in)
 {
 	uint64_t items = (uint64_t)(in->nodesize ? in->nodesize : 16384) * ITEM_BLOCKS * CREATE_ITEMS;
 
-	/* The delayed-ref reservation came with the overcommit change, in 6.7. */
-	return items * (bx_kernel_has(&in->kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK) ? 3 : 2);
+	return items * (bx_kernel_has(&in->kernel, BX_KT_DELAYED_REFS_RESERVED_TWICE) ? 3 : 2);
 }
 
 uint64_t bx_kernel_overcommit_room(const struct bx_snapshot *in, uint64_t unallocated,
@@ -61,7 +60,8 @@ bool bx_kernel_metadata_must_grow(const struct bx_snapshot *in, bool mixed,
 	uint64_t unallocated = 0, rw = 0;
 	struct bx_raid_attr r;
 
-	if (!in->have_global_reserve || mixed || held + need <= metadata_size ||
+	if (!bx_kernel_has(&in->kernel, BX_KT_METADATA_FILL_GROWS) || !in->have_global_reserve ||
+	    mixed || held + need <= metadata_size ||
 	    bx_raid_attr(metadata_type, &r) || !r.ncopies)
 		return false;
 	for (size_t i = 0; i < m->nr; i++) {
@@ -311,7 +311,7 @@ bool bx_ks_little_headroom(const struct bx_kstate *s, uint64_t type)
 	struct bx_raid_attr r;
 	uint64_t unallocated = 0;
 
-	if (bx_raid_attr(type, &r))
+	if (!bx_kernel_has(&s->in->kernel, BX_KT_TIGHT_HEADROOM) || bx_raid_attr(type, &r))
 		return false;
 	for (size_t i = 0; i < s->nr_devs; i++)
 		unallocated += bx_ks_unallocated(s, i);
@@ -323,7 +323,7 @@ static uint64_t reservable(const struct bx_kstate *s, uint64_t type)
 {
 	uint64_t free = 0;
 
-	if (!bx_ks_takes_any_data(type))
+	if (!bx_ks_takes_any_data(s, type))
 		return bx_ks_pool_free(s, type);
 	for (size_t i = 0; i < s->nr_pools; i++)
 		if ((s->pools[i].type & BTRFS_BLOCK_GROUP_TYPE_MASK) == BTRFS_BLOCK_GROUP_DATA)

@@ -213,9 +213,10 @@ int bx_ks_put_extent(struct bx_kstate *s, size_t idx, uint64_t start, uint64_t l
 enum bx_ks_size_class bx_ks_size_class(uint64_t len);
 
 /* Whether @type's extents go to data block groups of every profile (single data). */
-static inline bool bx_ks_takes_any_data(uint64_t type)
+static inline bool bx_ks_takes_any_data(const struct bx_kstate *s, uint64_t type)
 {
-	return type == BTRFS_BLOCK_GROUP_DATA;
+	return type == BTRFS_BLOCK_GROUP_DATA &&
+	       bx_kernel_has(&s->in->kernel, BX_KT_SINGLE_DATA_ANY_PROFILE);
 }
 
 /*

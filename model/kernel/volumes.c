@@ -24,18 +24,19 @@ static uint64_t percent_of(uint64_t len, unsigned int pct)
 /*
  * The kernel's usage filter (chunk_usage_range_filter; a single value N is
  * the range 0..N, chunk_usage_filter): the chunk is balanced when its used
- * bytes, as the balance reaches it, are at least MIN % and below MAX % of
- * its size; MAX 0 takes the empty ones. Mixed chunks take data's filter.
+ * bytes are at least MIN % and below MAX % of its size; MAX 0 takes the
+ * empty ones. Mixed chunks take data's filter.
  */
-bool bx_usage_filter_selects(const struct bx_usage_filter *f, const struct bx_ks_chunk *c)
+bool bx_usage_filter_selects(const struct bx_usage_filter *f, uint64_t type, uint64_t length,
+			     uint64_t used)
 {
-	bool data = c->type & BTRFS_BLOCK_GROUP_DATA;
+	bool data = type & BTRFS_BLOCK_GROUP_DATA;
 	unsigned int min = data ? f->data_min : f->metadata_min;
 	unsigned int max = data ? f->data_max : f->metadata_max;
-	uint64_t low = min ? percent_of(c->length, min) : 0;
-	uint64_t high = max ? percent_of(c->length, max) : 1;
+	uint64_t low = min ? percent_of(length, min) : 0;
+	uint64_t high = max ? percent_of(length, max) : 1;
 
-	return low <= c->used && c->used < high;
+	return low <= used && used < high;
 }
 
 /* ---- the order of the chunks ---- */

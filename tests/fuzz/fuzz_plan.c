@@ -61,6 +61,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const uint64_t r1b[] = { 3, 4 }, r1b_at[] = { 1 * MiB, 513 * MiB };
 	const uint64_t sys[] = { 1, 1 }, sys_at[] = { 65 * MiB, 73 * MiB };
 
+	bx_kernel_common(&fs.kernel);
 	fs.nodesize = 16384;
 	fs.sectorsize = 4096;
 	fs.hints_effective = true;

@@ -28,6 +28,8 @@ struct fs {
 static inline void fs_init(struct fs *f, size_t n, const uint64_t *sizes, const uint64_t *hints)
 {
 	memset(f, 0, sizeof(*f));
+	/* The behaviours of every kernel; a test turns on the one it pins. */
+	bx_kernel_common(&f->in.kernel);
 	f->in.nodesize = 16384;
 	f->in.sectorsize = 4096;
 	f->in.hints_effective = true;

@@ -320,6 +320,11 @@ static void test_replace(void)
 	CHECK(plan(&f.in, hinted, 1, &res) == 0);
 	CHECK_EQ_U64(dev_of(&res.after_in, 2)->hint, BX_HINT_METADATA_ONLY);
 	bx_plan_result_release(&res);
+	/* replace_copies_read_only off: nothing needs another system chunk, nothing is tight. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_REPLACE_COPIES_READ_ONLY, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(!res.steps[0].tight && res.steps[0].new_chunks == 0);
+	bx_plan_result_release(&res);
 	bx_snapshot_release(&f.in);
 }
 
@@ -337,6 +342,12 @@ static void test_empty_data_chunk_kept(void)
 	CHECK(res.possible);
 	CHECK_EQ_U64(res.steps[0].new_chunks, 1);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
+	bx_plan_result_release(&res);
+	/* may_alloc_data_chunk off: nothing keeps the profile. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_MAY_ALLOC_DATA_CHUNK, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].new_chunks, 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 0);
 	bx_plan_result_release(&res);
 	bx_snapshot_release(&f.in);
 }
@@ -391,6 +402,11 @@ static void test_balance_usage(void)
 	CHECK_EQ_U64(res.steps[0].moved_chunks, 1);
 	CHECK_EQ_U64(res.moved[0].logical, f.in.chunks[2].logical);
 	CHECK_EQ_U64(res.steps[0].new_chunks, 0);
+	bx_plan_result_release(&res);
+	/* balance_usage_on_arrival off: chunk 2 is judged as it began (43.9 %) and moves too. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_BALANCE_USAGE_ON_ARRIVAL, false);
+	CHECK(plan(&f.in, half, 1, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
 	bx_plan_result_release(&res);
 	bx_snapshot_release(&f.in);
 }
@@ -449,6 +465,11 @@ static void test_resume(void)
 	CHECK(res.after_in.balance == BX_SNAP_BALANCE_NONE);
 	CHECK_EQ_U64(res.after.data_type, DATA);
 	CHECK_EQ_U64(res.after.data_used, 600 * MiB);
+	bx_plan_result_release(&res);
+	/* resume_soft_filter off: the single chunk is rewritten too. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_RESUME_SOFT_FILTER, false);
+	CHECK(plan(&f.in, resume, 2, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 3);
 	bx_plan_result_release(&res);
 	bx_snapshot_release(&f.in);
 }
@@ -576,7 +597,13 @@ static void test_relocation_needs_contiguous_room(void)
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 2);
 	CHECK_EQ_U64(res.after.data_used, 912 * MiB);
 	bx_plan_result_release(&res);
-	/* Without the extents, the bytes fit the free space of chunk 2. */
+	/* A kernel that moved bytes, not extents (relocates_extent_by_extent off): they fit. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_RELOCATES_EXTENT_BY_EXTENT, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
+	bx_plan_result_release(&res);
+	/* Without the extents, the bytes fit the free space of chunk 2 too. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_RELOCATES_EXTENT_BY_EXTENT, true);
 	f.in.dextents_known = false;
 	CHECK(plan(&f.in, ch, 1, &res) == 0);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
@@ -639,6 +666,11 @@ static void test_convert_to_single_fills_the_old_profile(void)
 	/* What the two held before the change. */
 	CHECK_EQ_U64(res.steps[0].moved_bytes, 340 * MiB);
 	bx_plan_result_release(&res);
+	/* single_data_any_profile off: B's third extent needs a single chunk of its own. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_SINGLE_DATA_ANY_PROFILE, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, 0), 3);
+	bx_plan_result_release(&res);
 	bx_snapshot_release(&f.in);
 }
 
@@ -684,6 +716,12 @@ static void test_raid5_full_stripe_alignment(void)
 	CHECK_EQ_U64(res.steps[0].new_chunks, 1);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, BTRFS_BLOCK_GROUP_RAID5), 2);
 	bx_plan_result_release(&res);
+	/* raid56_full_stripe off: the extent fits A's free range from its start. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_RAID56_FULL_STRIPE, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].new_chunks, 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, BTRFS_BLOCK_GROUP_RAID5), 1);
+	bx_plan_result_release(&res);
 	bx_snapshot_release(&f.in);
 }
 
@@ -711,6 +749,11 @@ static void test_convert_metadata_system_first(void)
 	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
 	CHECK_EQ_U64(chunks_with(&res.after_in, META, DUP), 2);
 	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, DUP), 1);
+	bx_plan_result_release(&res);
+	/* convert_pairs_system_chunk off: no metadata chunk comes with the system one. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_CONVERT_PAIRS_SYSTEM_CHUNK, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, META, DUP), 1);
 	bx_plan_result_release(&res);
 	bx_snapshot_release(&f.in);
 
@@ -772,6 +815,10 @@ static void test_metadata_move_aborts(void)
 	 */
 	CHECK(res.steps[0].tight && res.steps[0].tight_abort);
 	CHECK(res.nr_warnings >= 1 && strstr(res.warnings[0], "may abort the transaction"));
+	bx_plan_result_release(&res);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_COMMIT_MAY_ABORT, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(!res.steps[0].tight_abort);
 	bx_plan_result_release(&res);
 	bx_snapshot_release(&f.in);
 

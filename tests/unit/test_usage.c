@@ -41,6 +41,7 @@ struct fixture {
 static void fx_init(struct fixture *fx)
 {
 	memset(fx, 0, sizeof(*fx));
+	bx_kernel_common(&fx->in.kernel);
 	fx->in.devs = fx->devs;
 	fx->in.spaces = fx->spaces;
 	fx->in.chunks = fx->chunks;
@@ -398,6 +399,7 @@ static void test_balance_targets(void)
 				      { META | DUP, 1, 0 }, { SYS | RAID1, 1, 0 } };
 	struct bx_snapshot in = { 0 };
 
+	bx_kernel_common(&in.kernel);
 	/* none, or a balance that converts nothing: the most redundant profile */
 	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
 	in.balance = BX_SNAP_BALANCE_PAUSED;
@@ -416,6 +418,10 @@ static void test_balance_targets(void)
 	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA | META, 3), DATA | META);
 	/* without CONVERT in the arguments the target means nothing */
 	CHECK_EQ_U64(bx_snap_balance_target(SYS, 0, RAID1), 0);
+	/* paused_balance_target off: the profiles in use decide */
+	bx_kernel_set_trait(&in.kernel, BX_KT_PAUSED_BALANCE_TARGET, false);
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
+	bx_kernel_set_trait(&in.kernel, BX_KT_PAUSED_BALANCE_TARGET, true);
 	/* the arguments stay, but without a balance nothing converts */
 	in.balance = BX_SNAP_BALANCE_NONE;
 	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
@@ -490,7 +496,9 @@ static void starved_fixture(struct fixture *fx, bool keeps_data_chunk)
 	fx_space(fx, BX_SPACE_INFO_GLOBAL_RSV, 11 * MiB / 2, 0);
 	fx->in.have_global_reserve = true;
 	fx->in.global_reserve = 11 * MiB / 2;
+	/* 6.7 and later: both changes of the kernel's reservations came then. */
 	bx_kernel_set_trait(&fx->in.kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK, keeps_data_chunk);
+	bx_kernel_set_trait(&fx->in.kernel, BX_KT_DELAYED_REFS_RESERVED_TWICE, keeps_data_chunk);
 }
 
 static void test_metadata_grows_during_a_data_fill(void)
@@ -529,6 +537,13 @@ static void test_metadata_grows_during_a_data_fill(void)
 	/* Unmounted, the reserve is not known: no metadata chunk. */
 	starved_fixture(&fx, true);
 	fx.in.have_global_reserve = false;
+	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
+	CHECK_EQ_U64(rep.data_new_chunks, 947 * MiB);
+	bx_usage_report_release(&rep);
+
+	/* metadata_fill_grows off: the flusher forces nothing, data takes it all. */
+	starved_fixture(&fx, true);
+	bx_kernel_set_trait(&fx.in.kernel, BX_KT_METADATA_FILL_GROWS, false);
 	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
 	CHECK_EQ_U64(rep.data_new_chunks, 947 * MiB);
 	bx_usage_report_release(&rep);
