@@ -362,6 +362,8 @@ static int run(int argc, char **argv)
 	ctx.config_dir = env && *env ? env : SYSCONFDIR "/btrfsx";
 	env = getenv("BTRFSX_STATE_DIR");
 	ctx.state_dir = env && *env ? env : "/var/lib/btrfsx";
+	env = getenv("BTRFSX_KERNEL");
+	ctx.kernel = env && *env ? env : NULL;
 #ifdef BTRFSX_FAULT_INJECTION
 	ret = bx_fault_plan_parse(&ctx.writes, getenv("BTRFSX_FAULT_AFTER_WRITES"),
 				  getenv("BTRFSX_FAULT_DROP_UNFLUSHED"),

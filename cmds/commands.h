@@ -56,6 +56,7 @@ struct bx_ctx {
 	bool force;                /* --force of the running command */
 	struct bx_write_plan writes; /* refused unless BX_CMD_WRITES; BTRFSX_FAULT_* in tests */
 	const char *state_dir;     /* BTRFSX_STATE_DIR or /var/lib/btrfsx (scrub status) */
+	const char *kernel;        /* BTRFSX_KERNEL: --kernel's default (cmds/kernel-option.h) */
 	bool plugin;               /* a BX_CMD_PLUGIN command run with --check */
 	char pending[256];         /* a usage error found before the command was known */
 };

@@ -13,6 +13,7 @@
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-plan.h"
+#include "cmds/kernel-option.h"
 #include "cmds/misplaced.h"
 #include "cmds/usage-tables.h"
 #include "common/error.h"
@@ -24,7 +25,7 @@
 #include "fsops/snapshot-read.h"
 
 const char *const bx_filesystem_plan_usage[] = {
-	"btrfsx filesystem plan [<units>] <path>... <change>...",
+	"btrfsx filesystem plan [--kernel <version>] [<units>] <path>... <change>...",
 	"Show the space and placement after changes, before making them.",
 	"",
 	"<path> is a mount point (read through the kernel's ioctls; needs root),",
@@ -62,6 +63,8 @@ const char *const bx_filesystem_plan_usage[] = {
 	"Exit status: 0 possible, 5 a change would fail, 1 error, 2 bad input",
 	"(an unknown devid, a size below the smallest device or a replace's",
 	"source, a profile the devices cannot hold, conflicting changes).",
+	"",
+	BX_KERNEL_HELP,
 	BX_UNITS_HELP_SHORT,
 	NULL
 };
@@ -472,7 +475,7 @@ static int add_change(struct bx_plan_change **changes, size_t *nr, const char *o
 }
 
 static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int *units,
-			 struct bx_plan_change **changes, size_t *nr)
+			 struct bx_plan_change **changes, size_t *nr, struct bx_kernel *kernel)
 {
 	enum { OPT_ADD = 256, OPT_REMOVE, OPT_RESIZE, OPT_HINT, OPT_CONVERT, OPT_REPLACE,
 	       OPT_RELOCATE, OPT_BALANCE, OPT_RESUME };
@@ -487,14 +490,20 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 		{ "relocate", no_argument, NULL, OPT_RELOCATE },
 		{ "balance", required_argument, NULL, OPT_BALANCE },
 		{ "resume", no_argument, NULL, OPT_RESUME },
+		BX_KERNEL_LONGOPT,
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
+	const char *kernel_version = ctx->kernel;
 	int opt, ret;
 
 	while ((opt = bx_getopt(ctx, argc, argv, BX_UNITS_SHORTOPTS, longopts)) != -1) {
 		if (bx_units_option(opt, units))
 			continue;
+		if (opt == BX_OPT_KERNEL) {
+			kernel_version = optarg;
+			continue;
+		}
 		if (opt < OPT_ADD || opt > OPT_RESUME)
 			return bx_opt_result(opt);
 		ret = add_change(changes, nr, change_ops[opt - OPT_ADD],
@@ -505,7 +514,9 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 	if (!*nr)
 		return bx_usage_error("no change to plan (--add, --remove, --resize, --hint, "
 				      "--convert, --replace, --relocate, --balance, --resume)");
-	return bx_check_argc(argc - optind, 1, -1) ? BX_EXIT_USAGE : 0;
+	if (bx_check_argc(argc - optind, 1, -1))
+		return BX_EXIT_USAGE;
+	return bx_kernel_arg(ctx, kernel_version, kernel);
 }
 
 static void print_result(struct bx_ctx *ctx, const struct bx_snapshot *before,
@@ -520,6 +531,7 @@ static void print_result(struct bx_ctx *ctx, const struct bx_snapshot *before,
 	bx_out_bool(out, "possible", res->possible, BX_F_JSON_ONLY);
 	bx_out_textf(out, "Plan for %s (%s): %s", in->path, in->mounted ? "mounted" : "unmounted",
 		     res->possible ? "possible" : "IMPOSSIBLE: a change would fail");
+	bx_out_kernel(out, &in->kernel);
 	bx_out_list_begin(out, "changes");
 	for (size_t i = 0; i < res->nr_steps; i++)
 		print_step(out, &res->steps[i], i + 1, units);
@@ -539,16 +551,18 @@ int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 	struct bx_plan_change *changes = NULL;
 	struct bx_plan_result res;
 	struct bx_snapshot in;
+	struct bx_kernel kernel;
 	unsigned int units = 0;
 	size_t nr = 0;
 	int ret;
 
-	ret = parse_options(ctx, argc, argv, &units, &changes, &nr);
+	ret = parse_options(ctx, argc, argv, &units, &changes, &nr, &kernel);
 	if (ret)
 		goto out;
 	ret = bx_snapshot_read_extents(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		goto out;
+	bx_kernel_use(&kernel, &in);
 	ret = bx_plan_compute(&in, changes, nr, &res);
 	if (!ret) {
 		print_result(ctx, &in, &res, units);

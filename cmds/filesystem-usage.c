@@ -10,6 +10,7 @@
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-usage.h"
+#include "cmds/kernel-option.h"
 #include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
@@ -21,7 +22,7 @@
 #include "disk/volumes.h"
 
 const char *const bx_filesystem_usage_usage[] = {
-	"btrfsx filesystem usage [-T] [--strict] [<units>] <path>...",
+	"btrfsx filesystem usage [-T] [--strict] [--kernel <version>] [<units>] <path>...",
 	"Show space usage, the allocation hint breakdown and model-based free space.",
 	"",
 	"<path> is a mount point (read through the kernel's ioctls; needs root),",
@@ -39,6 +40,7 @@ const char *const bx_filesystem_usage_usage[] = {
 	"-T              a per-device table with the allocation hint",
 	"--strict        model every preference as strict (metadata_preferred as",
 	"                metadata_only, data_preferred as data_only)",
+	BX_KERNEL_HELP,
 	BX_UNITS_HELP_SHORT,
 	NULL
 };
@@ -213,6 +215,7 @@ static void print_model(struct bx_out *out, const struct bx_snapshot *in,
 	model_size(out, "    Metadata room:", rep->metadata_room, units);
 	model_size(out, "    Metadata after data:", rep->metadata_room_after_data, units);
 	bx_out_obj_end(out);
+	bx_out_kernel(out, &in->kernel);
 
 	/* The model's figures scripts read most live at the top level of the JSON object. */
 	bx_out_size(out, "free_estimated", rep->free_estimated, units, BX_F_JSON_ONLY);
@@ -263,11 +266,14 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
 		{ "strict", no_argument, NULL, OPT_STRICT },
+		BX_KERNEL_LONGOPT,
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_usage_report rep;
 	struct bx_snapshot in;
+	struct bx_kernel kernel;
+	const char *kernel_version = ctx->kernel;
 	unsigned int units = 0, flags = 0;
 	bool table = false;
 	int opt, ret;
@@ -277,14 +283,20 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 			table = true;
 		else if (opt == OPT_STRICT)
 			flags |= BX_USAGE_STRICT;
+		else if (opt == BX_OPT_KERNEL)
+			kernel_version = optarg;
 		else if (!bx_units_option(opt, &units))
 			return bx_opt_result(opt);
 	}
 	if (bx_check_argc(argc - optind, 1, -1))
 		return BX_EXIT_USAGE;
+	ret = bx_kernel_arg(ctx, kernel_version, &kernel);
+	if (ret)
+		return ret;
 	ret = bx_snapshot_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		return ret;
+	bx_kernel_use(&kernel, &in);
 	ret = bx_usage_compute(&in, flags, &rep);
 	if (ret) {
 		bx_snapshot_release(&in);

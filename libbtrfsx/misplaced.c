@@ -14,6 +14,7 @@
 #include "fsops/snapshot-read.h"
 #include "relocate/relocate.h"
 #include "libbtrfsx/libbtrfsx-private.h"
+#include "model/kernel/kernel.h"
 
 static uint64_t *copy_u64(const uint64_t *src, size_t n)
 {
@@ -84,6 +85,7 @@ static void public_report(const struct bx_misplaced_report *in, struct btrfsx_mi
 	public_totals(&in->off_preference, &out->off_preference);
 	out->copy_rate = in->have_rate ? in->rate : 0;
 	out->nr_chunks = in->nr_chunks;
+	bx_api_kernel_fields(&in->kernel, out->kernel, &out->kernel_running);
 }
 
 PUBLIC void btrfsx_misplaced_free(struct btrfsx_misplaced *m)
@@ -114,8 +116,17 @@ PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t n
 					      const char *sysfs_root, const char *state_dir,
 					      struct btrfsx_misplaced **out)
 {
+	return btrfsx_misplaced_get_for_kernel(paths, nr_paths, sysfs_root, state_dir, NULL, out);
+}
+
+PUBLIC enum btrfsx_error btrfsx_misplaced_get_for_kernel(const char *const *paths,
+							 size_t nr_paths, const char *sysfs_root,
+							 const char *state_dir, const char *kernel,
+							 struct btrfsx_misplaced **out)
+{
 	struct bx_misplaced_report rep;
 	struct bx_snapshot in;
+	struct bx_kernel k;
 	int ret;
 
 	bx_api_begin();
@@ -123,10 +134,14 @@ PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t n
 		return bx_api_missing("a path");
 	if (!out)
 		return bx_api_missing("out");
-	ret = bx_snapshot_read_used((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
-				&in);
+	ret = bx_api_kernel(kernel, &k);
 	if (ret)
 		return bx_api_result(ret);
+	ret = bx_snapshot_read_used((char *const *)paths, (int)nr_paths,
+				    bx_api_sysfs_root(sysfs_root), &in);
+	if (ret)
+		return bx_api_result(ret);
+	bx_api_kernel_use(&k, &in);
 	ret = bx_misplaced_compute(&in, bx_api_state_dir(state_dir), &rep);
 	bx_snapshot_release(&in);
 	if (ret)

@@ -10,6 +10,7 @@
 #include "fsops/snapshot-read.h"
 #include "format/ctree.h"
 #include "libbtrfsx/libbtrfsx-private.h"
+#include "model/kernel/kernel.h"
 #include "plan/plan.h"
 
 static const enum bx_plan_op ops[] = {
@@ -227,6 +228,7 @@ static struct btrfsx_plan *plan_from(const struct bx_snapshot *in,
 	if (!plan)
 		return NULL;
 	plan->possible = res->possible;
+	bx_api_kernel_fields(&in->kernel, plan->kernel, &plan->kernel_running);
 	plan->before = bx_api_usage_from(in, &res->before, 0);
 	plan->after = bx_api_usage_from(&res->after_in, &res->after, 0);
 	plan->nr_moved = res->nr_moved;
@@ -250,10 +252,19 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 				     const struct btrfsx_plan_change *changes, size_t nr_changes,
 				     struct btrfsx_plan **out)
 {
+	return btrfsx_plan_for_kernel(paths, nr_paths, sysfs_root, NULL, changes, nr_changes, out);
+}
+
+PUBLIC enum btrfsx_error btrfsx_plan_for_kernel(const char *const *paths, size_t nr_paths,
+						const char *sysfs_root, const char *kernel,
+						const struct btrfsx_plan_change *changes,
+						size_t nr_changes, struct btrfsx_plan **out)
+{
 	struct bx_plan_change *core;
 	struct bx_plan_result res;
 	struct bx_snapshot in;
-	int ret = 0;
+	struct bx_kernel k;
+	int ret;
 
 	bx_api_begin();
 	if (!paths || !nr_paths)
@@ -262,6 +273,9 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 		return bx_api_missing("a change");
 	if (!out)
 		return bx_api_missing("out");
+	ret = bx_api_kernel(kernel, &k);
+	if (ret)
+		return bx_api_result(ret);
 	core = calloc(nr_changes, sizeof(*core));
 	if (!core)
 		return bx_api_result(bx_error(-ENOMEM, "out of memory"));
@@ -269,11 +283,12 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 		ret = core_change(&changes[i], &core[i]);
 	if (!ret)
 		ret = bx_snapshot_read_extents((char *const *)paths, (int)nr_paths,
-					 bx_api_sysfs_root(sysfs_root), &in);
+					       bx_api_sysfs_root(sysfs_root), &in);
 	if (ret) {
 		free(core);
 		return bx_api_result(ret);
 	}
+	bx_api_kernel_use(&k, &in);
 	ret = bx_plan_compute(&in, core, nr_changes, &res);
 	free(core);
 	if (!ret) {

@@ -9,6 +9,7 @@
 #include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "libbtrfsx/libbtrfsx-private.h"
+#include "model/kernel/kernel.h"
 
 static uint32_t public_warnings(uint32_t warnings)
 {
@@ -116,6 +117,7 @@ struct btrfsx_usage *bx_api_usage_from(const struct bx_snapshot *in,
 	fill_classes(rep, u);
 	fill_devices(rep, u);
 	fill_spaces(in, u);
+	bx_api_kernel_fields(&in->kernel, u->kernel, &u->kernel_running);
 	return u;
 }
 
@@ -123,9 +125,17 @@ PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_pa
 					  const char *sysfs_root, unsigned int flags,
 					  struct btrfsx_usage **out)
 {
+	return btrfsx_usage_get_for_kernel(paths, nr_paths, sysfs_root, flags, NULL, out);
+}
+
+PUBLIC enum btrfsx_error btrfsx_usage_get_for_kernel(const char *const *paths, size_t nr_paths,
+						     const char *sysfs_root, unsigned int flags,
+						     const char *kernel, struct btrfsx_usage **out)
+{
 	unsigned int model_flags = 0;
 	struct bx_usage_report rep;
 	struct bx_snapshot in;
+	struct bx_kernel k;
 	struct btrfsx_usage *u;
 	int ret;
 
@@ -136,14 +146,18 @@ PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_pa
 		return bx_api_missing("out");
 	if (bx_api_check_flags(flags, BTRFSX_USAGE_IGNORE_HINTS | BTRFSX_USAGE_STRICT))
 		return BTRFSX_ERROR_INVALID_ARGUMENT;
+	ret = bx_api_kernel(kernel, &k);
+	if (ret)
+		return bx_api_result(ret);
 	if (flags & BTRFSX_USAGE_IGNORE_HINTS)
 		model_flags |= BX_USAGE_IGNORE_HINTS;
 	if (flags & BTRFSX_USAGE_STRICT)
 		model_flags |= BX_USAGE_STRICT;
 	ret = bx_snapshot_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
-			    &in);
+			       &in);
 	if (ret)
 		return bx_api_result(ret);
+	bx_api_kernel_use(&k, &in);
 	ret = bx_usage_compute(&in, model_flags, &rep);
 	if (ret) {
 		bx_snapshot_release(&in);

@@ -155,6 +155,7 @@ int bx_misplaced_classify(const struct bx_snapshot *in, struct bx_misplaced_repo
 	snprintf(rep->path, sizeof(rep->path), "%s", in->path);
 	rep->hints_effective = in->hints_effective;
 	rep->kernel_hints = in->kernel_hints;
+	rep->kernel = in->kernel;
 	ret = bx_snap_place_model(in, &um, &pm);
 	if (ret)
 		return ret;

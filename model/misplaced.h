@@ -73,6 +73,7 @@ struct bx_misplaced_report {
 	BX_MISPLACED_REPORT_FIELDS(BX_FIELD_MEMBER)
 	/* the running kernel honours hints: 1, 0, -1 unknown (bx_snapshot.kernel_hints) */
 	int kernel_hints;
+	struct bx_kernel kernel;	/* whose behaviour the placement followed (the snapshot's) */
 	struct bx_misplaced_totals forbidden;
 	struct bx_misplaced_totals off_preference;
 	/* the measured copy rate of earlier relocations (fsops/copy-rate.h) */

@@ -36,7 +36,7 @@ static struct module_state *state_of(PyObject *module)
 
 /* ---- C structures to dicts, one table per structure ---- */
 
-enum field_kind { K_UNSIGNED, K_SIGNED, K_BOOL, K_DOUBLE, K_STR, K_BYTES };
+enum field_kind { K_UNSIGNED, K_SIGNED, K_BOOL, K_DOUBLE, K_STR, K_STR_POINTER, K_BYTES };
 
 struct field {
 	const char *name;
@@ -55,7 +55,8 @@ struct field {
 		 unsigned short: K_UNSIGNED, unsigned int: K_UNSIGNED,           \
 		 unsigned long: K_UNSIGNED, unsigned long long: K_UNSIGNED,      \
 		 short: K_SIGNED, int: K_SIGNED, long: K_SIGNED, long long: K_SIGNED, \
-		 _Bool: K_BOOL, double: K_DOUBLE, char *: K_STR, unsigned char *: K_BYTES)
+		 _Bool: K_BOOL, double: K_DOUBLE, char *: K_STR, const char *: K_STR_POINTER, \
+		 unsigned char *: K_BYTES)
 #define FIELD_AS(type, member, name)                                             \
 	{ name, KIND_OF(type, member), offsetof(type, member), sizeof(((type *)0)->member) }
 #define FIELD(type, member) FIELD_AS(type, member, #member)
@@ -107,6 +108,10 @@ static PyObject *field_value(const char *base, const struct field *f)
 		return PyFloat_FromDouble(*(const double *)p);
 	case K_STR:
 		return decode_chars(p, f->size);
+	case K_STR_POINTER:
+		if (!*(const char *const *)p)
+			Py_RETURN_NONE;
+		return PyUnicode_FromString(*(const char *const *)p);
 	case K_BYTES:
 		return PyBytes_FromStringAndSize(p, (Py_ssize_t)f->size);
 	}
@@ -209,6 +214,8 @@ static const struct field usage_fields[] = {
 	FIELD(struct btrfsx_usage, global_reserve),
 	FIELD(struct btrfsx_usage, global_reserve_used),
 	FIELD(struct btrfsx_usage, strict),
+	FIELD(struct btrfsx_usage, kernel),
+	FIELD(struct btrfsx_usage, kernel_running),
 	END_FIELDS
 };
 
@@ -698,14 +705,16 @@ static PyObject *py_usage_get(PyObject *module, PyObject *args)
 	struct path_list list = { 0 };
 	PyObject *sysfs_root = NULL, *ret;
 	struct btrfsx_usage *usage = NULL;
+	const char *kernel = NULL;
 	unsigned int flags;
 	enum btrfsx_error err;
 
-	if (!PyArg_ParseTuple(args, "O&O&I:usage_get", path_list_converter, &list,
-			      optional_path, &sysfs_root, &flags))
+	if (!PyArg_ParseTuple(args, "O&O&I|z:usage_get", path_list_converter, &list,
+			      optional_path, &sysfs_root, &flags, &kernel))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	err = btrfsx_usage_get(list.paths, list.count, path_or_null(sysfs_root), flags, &usage);
+	err = btrfsx_usage_get_for_kernel(list.paths, list.count, path_or_null(sysfs_root), flags,
+					  kernel, &usage);
 	Py_END_ALLOW_THREADS
 	path_list_free(&list);
 	Py_XDECREF(sysfs_root);
@@ -1173,6 +1182,8 @@ static const struct field misplaced_totals_fields[] = {
 static const struct field misplaced_fields[] = {
 	BX_MISPLACED_REPORT_FIELDS(MISPLACED)
 	FIELD(struct btrfsx_misplaced, copy_rate),
+	FIELD(struct btrfsx_misplaced, kernel),
+	FIELD(struct btrfsx_misplaced, kernel_running),
 	END_FIELDS
 };
 
@@ -1220,14 +1231,15 @@ static PyObject *py_misplaced_get(PyObject *module, PyObject *args)
 	struct path_list list = { 0 };
 	struct btrfsx_misplaced *m = NULL;
 	PyObject *sysfs_root = NULL, *state_dir = NULL, *ret;
+	const char *kernel = NULL;
 	enum btrfsx_error err;
 
-	if (!PyArg_ParseTuple(args, "O&O&O&:misplaced_get", path_list_converter, &list,
-			      optional_path, &sysfs_root, optional_path, &state_dir))
+	if (!PyArg_ParseTuple(args, "O&O&O&|z:misplaced_get", path_list_converter, &list,
+			      optional_path, &sysfs_root, optional_path, &state_dir, &kernel))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	err = btrfsx_misplaced_get(list.paths, list.count, path_or_null(sysfs_root),
-				   path_or_null(state_dir), &m);
+	err = btrfsx_misplaced_get_for_kernel(list.paths, list.count, path_or_null(sysfs_root),
+					      path_or_null(state_dir), kernel, &m);
 	Py_END_ALLOW_THREADS
 	path_list_free(&list);
 	release_paths(sysfs_root, state_dir, NULL);
@@ -1466,6 +1478,13 @@ static PyObject *plan_chunks_to_list(const struct btrfsx_plan_chunk *chunks, siz
 	return list;
 }
 
+/* What Plan takes as it is; the rest is assembled below. */
+static const struct field plan_fields[] = {
+	FIELD(struct btrfsx_plan, kernel),
+	FIELD(struct btrfsx_plan, kernel_running),
+	END_FIELDS
+};
+
 static PyObject *plan_to_dict(const struct btrfsx_plan *plan)
 {
 	PyObject *dict = PyDict_New(), *steps = PyList_New((Py_ssize_t)plan->nr_steps);
@@ -1501,7 +1520,8 @@ static PyObject *plan_to_dict(const struct btrfsx_plan *plan)
 		Py_INCREF(Py_None);
 		newly = PyList_New(0);
 	}
-	if (!dict || put_new(dict, "possible", PyBool_FromLong(plan->possible)) ||
+	if (!dict || put_fields(dict, plan, plan_fields) ||
+	    put_new(dict, "possible", PyBool_FromLong(plan->possible)) ||
 	    put_new(dict, "steps", steps) || put_new(dict, "before", usage_to_dict(plan->before)) ||
 	    put_new(dict, "after", usage_to_dict(plan->after)) ||
 	    put_new(dict, "moved", plan_chunks_to_list(plan->moved, plan->nr_moved)) ||
@@ -1557,11 +1577,12 @@ static PyObject *py_plan(PyObject *module, PyObject *args)
 	struct btrfsx_plan_change *changes;
 	struct btrfsx_plan *plan = NULL;
 	PyObject *sysfs_root = NULL, *seq, *ret;
+	const char *kernel = NULL;
 	enum btrfsx_error err;
 	size_t nr = 0;
 
-	if (!PyArg_ParseTuple(args, "O&O&O:plan", path_list_converter, &list, optional_path,
-			      &sysfs_root, &seq))
+	if (!PyArg_ParseTuple(args, "O&O&O|z:plan", path_list_converter, &list, optional_path,
+			      &sysfs_root, &seq, &kernel))
 		return NULL;
 	changes = plan_changes(module, seq, &nr);
 	if (!changes) {
@@ -1570,13 +1591,72 @@ static PyObject *py_plan(PyObject *module, PyObject *args)
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	err = btrfsx_plan(list.paths, list.count, path_or_null(sysfs_root), changes, nr, &plan);
+	err = btrfsx_plan_for_kernel(list.paths, list.count, path_or_null(sysfs_root), kernel,
+				     changes, nr, &plan);
 	Py_END_ALLOW_THREADS
 	PyMem_Free(changes);
 	path_list_free(&list);
 	Py_XDECREF(sysfs_root);
 	ret = err ? raise_error(module, err, NULL) : with_warnings(plan_to_dict(plan));
 	btrfsx_plan_free(plan);
+	return ret;
+}
+
+static const struct field kernel_trait_fields[] = {
+	FIELD(struct btrfsx_kernel_trait, name),
+	FIELD(struct btrfsx_kernel_trait, first),
+	FIELD(struct btrfsx_kernel_trait, last),
+	FIELD(struct btrfsx_kernel_trait, active),
+	FIELD(struct btrfsx_kernel_trait, function),
+	FIELD(struct btrfsx_kernel_trait, model),
+	FIELD(struct btrfsx_kernel_trait, summary),
+	FIELD(struct btrfsx_kernel_trait, evidence),
+	FIELD(struct btrfsx_kernel_trait, test),
+	FIELD(struct btrfsx_kernel_trait, unversioned),
+	END_FIELDS
+};
+
+static const struct field kernel_traits_fields[] = {
+	FIELD(struct btrfsx_kernel_traits, kernel),
+	FIELD(struct btrfsx_kernel_traits, release),
+	FIELD(struct btrfsx_kernel_traits, kernel_running),
+	END_FIELDS
+};
+
+static PyObject *kernel_traits_to_dict(const struct btrfsx_kernel_traits *t)
+{
+	PyObject *dict = to_dict(t, kernel_traits_fields), *list = PyList_New((Py_ssize_t)t->nr_traits);
+
+	if (!dict) {
+		Py_XDECREF(list);
+		return NULL;
+	}
+	for (size_t i = 0; list && i < t->nr_traits; i++) {
+		PyObject *item = to_dict(&t->traits[i], kernel_trait_fields);
+
+		if (!item) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+	}
+	if (put_new(dict, "traits", list))
+		Py_CLEAR(dict);
+	return dict;
+}
+
+static PyObject *py_kernel_traits_get(PyObject *module, PyObject *args)
+{
+	struct btrfsx_kernel_traits *t = NULL;
+	const char *kernel = NULL;
+	enum btrfsx_error err;
+	PyObject *ret;
+
+	if (!PyArg_ParseTuple(args, "|z:kernel_traits_get", &kernel))
+		return NULL;
+	err = btrfsx_kernel_traits_get(kernel, &t);
+	ret = err ? raise_error(module, err, NULL) : with_warnings(kernel_traits_to_dict(t));
+	btrfsx_kernel_traits_free(t);
 	return ret;
 }
 
@@ -1664,7 +1744,7 @@ static PyMethodDef methods[] = {
 	{ "hint_set", py_hint_set, METH_VARARGS,
 	  "hint_set(sysfs_root, device, hint, flags) -> ((before, after), warnings)" },
 	{ "usage_get", py_usage_get, METH_VARARGS,
-	  "usage_get(paths, sysfs_root, flags) -> (dict, warnings)" },
+	  "usage_get(paths, sysfs_root, flags, kernel=None) -> (dict, warnings)" },
 	{ "read_policy_get", py_read_policy_get, METH_VARARGS,
 	  "read_policy_get(path, sysfs_root, config_dir) -> (dict, warnings)" },
 	{ "read_policy_set", py_read_policy_set, METH_VARARGS,
@@ -1685,12 +1765,15 @@ static PyMethodDef methods[] = {
 	{ "monitor_projections", py_monitor_projections, METH_VARARGS,
 	  "monitor_projections(db, filesystems, now, window) -> (list, warnings)" },
 	{ "misplaced_get", py_misplaced_get, METH_VARARGS,
-	  "misplaced_get(paths, sysfs_root, state_dir) -> (dict, warnings)" },
+	  "misplaced_get(paths, sysfs_root, state_dir, kernel=None) -> (dict, warnings)" },
 	{ "relocate_misplaced", py_relocate_misplaced, METH_VARARGS,
 	  "relocate_misplaced(path, forbidden_only, dry_run, force, limit, max_bytes, pause, "
 	  "sysfs_root, state_dir, progress, cancel, interval) -> (dict, warnings)" },
 	{ "plan", py_plan, METH_VARARGS,
-	  "plan(paths, sysfs_root, changes) -> (dict, warnings); changes: [(op, value or None)]" },
+	  "plan(paths, sysfs_root, changes, kernel=None) -> (dict, warnings); changes: "
+	  "[(op, value or None)]" },
+	{ "kernel_traits_get", py_kernel_traits_get, METH_VARARGS,
+	  "kernel_traits_get(kernel=None) -> (dict, warnings)" },
 	{ "_set_error_factory", py_set_error_factory, METH_O,
 	  "_set_error_factory(callable): how errors become exceptions" },
 	{ NULL, NULL, 0, NULL }
@@ -1800,6 +1883,9 @@ static const struct {
 	{ "PlanShort", plan_short_fields },
 	{ "PlanStep", plan_step_fields },
 	{ "PlanChunk", plan_chunk_fields },
+	{ "Plan", plan_fields },
+	{ "KernelTrait", kernel_trait_fields },
+	{ "KernelTraits", kernel_traits_fields },
 };
 
 /* {class name: (field, ...)} of the tables above. */

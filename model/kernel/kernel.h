@@ -27,9 +27,13 @@
 #define BX_KV_MAJOR(v) ((v) / 1000U)
 #define BX_KV_MINOR(v) ((v) % 1000U)
 
-/* The oldest and newest kernels the register describes (plannable with --kernel). */
+/*
+ * The oldest and newest kernels the register describes (plannable with
+ * --kernel); 6.19 was the last of the 6 series.
+ */
 #define BX_KV_OLDEST BX_KV(6, 1)
 #define BX_KV_NEWEST BX_KV(7, 3)
+#define BX_KV_LAST_OF_6 BX_KV(6, 19)
 
 /*
  * The traits. Those with a first version are keyed to releases; those
@@ -115,10 +119,11 @@ void bx_kernel_init(struct bx_kernel *k, const char *release, bool chosen);
 
 /*
  * A kernel asked for by version (--kernel): refused with -EINVAL and a
- * message when @version is not "MAJOR.MINOR" of a kernel the register
- * describes (BX_KV_OLDEST .. BX_KV_NEWEST).
+ * message that starts with @what ("--kernel") when @version is not
+ * "MAJOR.MINOR" of a kernel the register describes (BX_KV_OLDEST ..
+ * BX_KV_NEWEST).
  */
-int bx_kernel_choose(const char *version, struct bx_kernel *k);
+int bx_kernel_choose(const char *version, const char *what, struct bx_kernel *k);
 
 static inline bool bx_kernel_has(const struct bx_kernel *k, enum bx_kernel_trait trait)
 {

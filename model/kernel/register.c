@@ -457,16 +457,17 @@ void bx_kernel_init(struct bx_kernel *k, const char *release, bool chosen)
 			k->traits |= 1ULL << t;
 }
 
-int bx_kernel_choose(const char *version, struct bx_kernel *k)
+int bx_kernel_choose(const char *version, const char *what, struct bx_kernel *k)
 {
 	unsigned int v;
 
 	if (bx_kernel_parse_version(version, &v))
-		return bx_error(-EINVAL, "--kernel: '%s' is not a kernel version (MAJOR.MINOR, "
-				"e.g. 6.1)", version ? version : "");
-	if (v < BX_KV_OLDEST || v > BX_KV_NEWEST)
-		return bx_error(-EINVAL, "--kernel: %s is not a kernel the model knows (%u.%u "
-				"to %u.%u)", version, BX_KV_MAJOR(BX_KV_OLDEST),
+		return bx_error(-EINVAL, "%s: '%s' is not a kernel version (MAJOR.MINOR, "
+				"e.g. 6.1)", what, version ? version : "");
+	if (v < BX_KV_OLDEST || v > BX_KV_NEWEST ||
+	    (BX_KV_MAJOR(v) == 6 && v > BX_KV_LAST_OF_6))
+		return bx_error(-EINVAL, "%s: %s is not a kernel the model knows (%u.%u "
+				"to %u.%u)", what, version, BX_KV_MAJOR(BX_KV_OLDEST),
 				BX_KV_MINOR(BX_KV_OLDEST), BX_KV_MAJOR(BX_KV_NEWEST),
 				BX_KV_MINOR(BX_KV_NEWEST));
 	bx_kernel_init(k, version, true);

@@ -98,13 +98,15 @@ static void test_choose(void)
 {
 	struct bx_kernel k;
 
-	CHECK(bx_kernel_choose("6.1", &k) == 0 && k.chosen && k.version == BX_KV(6, 1));
-	CHECK(bx_kernel_choose("7.3", &k) == 0 && !strcmp(k.release, "7.3"));
-	CHECK(bx_kernel_choose("5.15", &k) == -EINVAL);
+	CHECK(bx_kernel_choose("6.1", "--kernel", &k) == 0 && k.chosen && k.version == BX_KV(6, 1));
+	CHECK(bx_kernel_choose("7.3", "--kernel", &k) == 0 && !strcmp(k.release, "7.3"));
+	CHECK(bx_kernel_choose("5.15", "--kernel", &k) == -EINVAL);
 	CHECK(strstr(bx_error_message(-EINVAL), "not a kernel the model knows (6.1 to 7.3)"));
-	CHECK(bx_kernel_choose("7.4", &k) == -EINVAL);
-	CHECK(bx_kernel_choose("latest", &k) == -EINVAL);
-	CHECK(strstr(bx_error_message(-EINVAL), "is not a kernel version (MAJOR.MINOR"));
+	CHECK(bx_kernel_choose("7.4", "--kernel", &k) == -EINVAL);
+	CHECK(bx_kernel_choose("6.19", "--kernel", &k) == 0);
+	CHECK(bx_kernel_choose("6.20", "--kernel", &k) == -EINVAL);	/* 7.0 came next */
+	CHECK(bx_kernel_choose("latest", "BTRFSX_KERNEL", &k) == -EINVAL);
+	CHECK(strstr(bx_error_message(-EINVAL), "BTRFSX_KERNEL: 'latest' is not a kernel version"));
 	bx_error_clear();
 }
 

@@ -57,6 +57,7 @@ __all__ = [
     "Misplaced", "MisplacedChunk", "MisplacedClass", "MisplacedTotals",
     "MissingDeviceError", "MonitorProjection", "MonitorSample", "MonitorTrend", "MountedError",
     "NoMemoryError", "NoSpaceError", "NotBtrfsError", "NotFoundError",
+    "KernelTrait", "KernelTraits",
     "Plan", "PlanChange", "PlanChunk", "PlanOp", "PlanShort", "PlanShortDevice", "PlanStatus",
     "PlanStep",
     "NotMountedError", "NotSupportedError", "PermissionDeniedError", "ReadPolicy",
@@ -65,7 +66,8 @@ __all__ = [
     "ReadPolicyChange", "ReadPolicyInterface", "ScrubCounters", "ScrubDevice", "ScrubError",
     "ScrubFile", "ScrubProgress", "ScrubResult", "Usage", "UsageClass", "UsageDevice",
     "UsageSpace", "UsageWarning", "fs_info_offline", "hint_get", "hint_name", "hint_parse",
-    "hint_set", "io_stats_sample", "misplaced", "monitor_history", "monitor_projections",
+    "hint_set", "io_stats_sample", "kernel_traits", "misplaced", "monitor_history",
+    "monitor_projections",
     "profile_name", "read_policy_apply", "read_policy_get", "read_policy_recommend",
     "read_policy_set",
     "plan", "relocate_misplaced", "scrub_offline", "strerror", "type_name", "usage",
@@ -521,6 +523,8 @@ class Usage:
     multiple_profiles: list[str]  #: the types with several profiles, e.g. ["data"]
     strict: bool                 #: the model ran with every preference strict
     data_new_chunks: int         #: logical bytes of the data chunks the model allocated
+    kernel: str                  #: whose behaviour the model followed ("6.18"; "" unknown)
+    kernel_running: bool         #: the running kernel's, not one asked for
     classes: list[UsageClass]    #: by hint value
     devices: list[UsageDevice]   #: by devid
     spaces: list[UsageSpace]     #: data, metadata, system; by profile
@@ -960,6 +964,8 @@ class Misplaced:
     forbidden: MisplacedTotals
     off_preference: MisplacedTotals
     chunks: list[MisplacedChunk]     #: forbidden first, then by used bytes
+    kernel: str                  #: whose behaviour placement followed ("6.18"; "" unknown)
+    kernel_running: bool         #: the running kernel's, not one asked for
     warnings: tuple[str, ...] = ()
 
     @classmethod
@@ -1136,6 +1142,8 @@ class PlanChunk(_BlockGroupFlags):
     devids: list[int]
 
 
+@_c_fields(nested=("possible", "steps", "before", "after", "moved", "created", "misplaced_after",
+                   "newly_misplaced", "plan_warnings"))
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """The result of :func:`plan` (``btrfsx filesystem plan``)."""
@@ -1148,17 +1156,52 @@ class Plan:
     misplaced_after: Optional[Misplaced]     #: None when no hint is set before or after
     newly_misplaced: list[bool]  #: per misplaced_after chunk: not misplaced now
     plan_warnings: list[str]     #: what a sysadmin should know (also in warnings)
+    kernel: str                  #: whose behaviour the plan followed ("6.18"; "" unknown)
+    kernel_running: bool         #: the running kernel's, not one asked for
     warnings: tuple[str, ...] = ()
 
     @classmethod
     def _from(cls, raw: dict, warnings=()) -> "Plan":
         misplaced = raw["misplaced_after"]
         return cls(possible=raw["possible"], steps=[PlanStep._from(s) for s in raw["steps"]],
+                   kernel=raw["kernel"], kernel_running=raw["kernel_running"],
                    before=Usage._from(raw["before"]), after=Usage._from(raw["after"]),
                    moved=[PlanChunk(**c) for c in raw["moved"]],
                    created=[PlanChunk(**c) for c in raw["created"]],
                    misplaced_after=Misplaced._from(misplaced) if misplaced else None,
                    newly_misplaced=raw["newly_misplaced"], plan_warnings=raw["warnings"],
+                   warnings=warnings)
+
+
+@_c_fields()
+@dataclasses.dataclass(frozen=True)
+class KernelTrait:
+    """One behaviour of the kernel the models follow (the register)."""
+    name: str
+    first: str                   #: the first version with it; "" every kernel known
+    last: str                    #: the last version with it; "" still there
+    active: bool                 #: the kernel asked about has it
+    function: str                #: the kernel function it follows
+    model: str                   #: the btrfsx file that follows it
+    summary: str
+    evidence: str                #: the traces and test cases that showed it
+    test: str                    #: the unit test that pins it, file:function
+    unversioned: Optional[str]   #: why no version is known; None with a first version
+
+
+@_c_fields(nested=("traits",))
+@dataclasses.dataclass(frozen=True)
+class KernelTraits:
+    """The result of :func:`kernel_traits` (``btrfsx inspect kernel-traits``)."""
+    kernel: str                  #: "6.18"; "" when the release could not be read
+    release: str                 #: uname -r, or the version asked for
+    kernel_running: bool
+    traits: list[KernelTrait]
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def _from(cls, raw: dict, warnings=()) -> "KernelTraits":
+        return cls(**dict(raw, traits=[KernelTrait(**t) for t in raw["traits"]]),
                    warnings=warnings)
 
 
@@ -1228,7 +1271,7 @@ def hint_set(device: Path, hint: Union[Hint, int, str], *, force: bool = False,
 
 
 def usage(paths: Paths, *, ignore_hints: bool = False, strict: bool = False,
-          sysfs_root: Optional[Path] = None) -> Usage:
+          sysfs_root: Optional[Path] = None, kernel: Optional[str] = None) -> Usage:
     """Filesystem usage with the hint breakdown, mounted or not.
 
     @paths: a mount point (or any path on a mounted btrfs; needs root), or the
@@ -1236,10 +1279,11 @@ def usage(paths: Paths, *, ignore_hints: bool = False, strict: bool = False,
     by fsid). A device of a mounted filesystem is read through its mount
     point. @ignore_hints models the allocator as if no hints were set,
     @strict as if every preference were strict (``btrfsx filesystem usage
-    --strict``)."""
+    --strict``). @kernel ("6.1"): model that kernel's behaviour, not the
+    running one's (:func:`kernel_traits`)."""
     flags = (_btrfsx.USAGE_IGNORE_HINTS if ignore_hints else 0) | \
         (_btrfsx.USAGE_STRICT if strict else 0)
-    return Usage._from(*_btrfsx.usage_get(_path_list(paths), sysfs_root, flags))
+    return Usage._from(*_btrfsx.usage_get(_path_list(paths), sysfs_root, flags, kernel))
 
 
 def read_policy_get(path: Path, *, sysfs_root: Optional[Path] = None,
@@ -1420,7 +1464,7 @@ def monitor_projections(filesystems: Sequence[Path] = (), *, db: Optional[Path] 
 
 
 def misplaced(paths: Paths, *, sysfs_root: Optional[Path] = None,
-              state_dir: Optional[Path] = None) -> Misplaced:
+              state_dir: Optional[Path] = None, kernel: Optional[str] = None) -> Misplaced:
     """The chunks whose devices break the allocation hints (``btrfsx
     filesystem misplaced``).
 
@@ -1430,8 +1474,10 @@ def misplaced(paths: Paths, *, sysfs_root: Optional[Path] = None,
     tier while the allocator model would place a new chunk of that kind
     better now. The hints are the stored ones, also when the running kernel
     ignores them (``hints_effective`` False). @state_dir: where relocations
-    recorded their copy rate (default /var/lib/btrfsx), for the estimates."""
-    return Misplaced._from(*_btrfsx.misplaced_get(_path_list(paths), sysfs_root, state_dir))
+    recorded their copy rate (default /var/lib/btrfsx), for the estimates.
+    @kernel ("6.1"): place as that kernel would, not the running one."""
+    return Misplaced._from(*_btrfsx.misplaced_get(_path_list(paths), sysfs_root, state_dir,
+                                                   kernel))
 
 
 def _relocate_progress_adapter(progress: Optional[Callable[[RelocateProgress], object]]):
@@ -1487,7 +1533,8 @@ def relocate_misplaced(path: Path, *, forbidden_only: bool = False, dry_run: boo
     return RelocateResult._from(raw, warnings)
 
 
-def plan(paths: Paths, changes: Sequence[tuple], *, sysfs_root: Optional[Path] = None) -> Plan:
+def plan(paths: Paths, changes: Sequence[tuple], *, sysfs_root: Optional[Path] = None,
+         kernel: Optional[str] = None) -> Plan:
     """The space and placement after @changes, before making them (``btrfsx
     filesystem plan``); nothing is changed.
 
@@ -1500,7 +1547,9 @@ def plan(paths: Paths, changes: Sequence[tuple], *, sysfs_root: Optional[Path] =
     An impossible change is no error: see :attr:`Plan.possible` and each
     step's status and reason. :class:`InvalidArgumentError` for a plan that
     cannot be made (an unknown devid, a size too small, a profile the devices
-    cannot hold, conflicting changes) or a change that does not parse."""
+    cannot hold, conflicting changes) or a change that does not parse.
+    @kernel ("6.1"): make the changes as that kernel would (before an upgrade,
+    or to replay a plan made on another machine), not as the running one."""
     spelled = []
     for change in changes:
         if not isinstance(change, tuple) or not 1 <= len(change) <= 2:
@@ -1509,4 +1558,11 @@ def plan(paths: Paths, changes: Sequence[tuple], *, sysfs_root: Optional[Path] =
         spelled.append((str(op), None if value is None else str(value)))
     if not spelled:
         raise _invalid("no change to plan")
-    return Plan._from(*_btrfsx.plan(_path_list(paths), sysfs_root, spelled))
+    return Plan._from(*_btrfsx.plan(_path_list(paths), sysfs_root, spelled, kernel))
+
+
+def kernel_traits(kernel: Optional[str] = None) -> KernelTraits:
+    """Every behaviour of the kernel the models follow, with its versions,
+    and which the kernel @kernel ("6.1"; default the running one) has
+    (``btrfsx inspect kernel-traits``)."""
+    return KernelTraits._from(*_btrfsx.kernel_traits_get(kernel))
