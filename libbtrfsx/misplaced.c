@@ -175,6 +175,13 @@ static int relay_progress(void *arg, const struct bx_relocate_progress *p)
 	return relay->opts->progress(relay->opts->progress_arg, &pub);
 }
 
+/* The listed options as they are; the callback and cancel flag are relayed. */
+static void engine_options(const struct btrfsx_relocate_options *in, struct bx_relocate_opts *out)
+{
+	*out = (struct bx_relocate_opts){ 0 };
+	BX_RELOCATE_OPTS_FIELDS(BX_FIELD_TAKE)
+}
+
 static void relocated_free(struct btrfsx_relocated *r)
 {
 	for (size_t i = 0; r->new_chunks && i < r->nr_new; i++)
@@ -287,20 +294,11 @@ PUBLIC enum btrfsx_error btrfsx_relocate_misplaced(const char *path,
 		return bx_api_result(bx_error(-EINVAL, "pause and progress_interval must be "
 					      "0 or more seconds"));
 	relay.opts = opts;
-	o = (struct bx_relocate_opts){
-		.forbidden_only = opts->forbidden_only,
-		.dry_run = opts->dry_run,
-		.force = opts->force,
-		.limit = opts->limit,
-		.max_bytes = opts->max_bytes,
-		.pause = opts->pause,
-		.sysfs_root = bx_api_sysfs_root(opts->sysfs_root),
-		.state_dir = opts->state_dir,
-		.progress = opts->progress ? relay_progress : NULL,
-		.progress_arg = &relay,
-		.progress_interval = opts->progress_interval,
-		.cancel = opts->cancel,
-	};
+	engine_options(opts, &o);
+	o.sysfs_root = bx_api_sysfs_root(o.sysfs_root);
+	o.progress = opts->progress ? relay_progress : NULL;
+	o.progress_arg = &relay;
+	o.cancel = opts->cancel;
 	ret = bx_relocate_run(path, &o, &res);
 	err = bx_api_result(ret);
 	if (res) {

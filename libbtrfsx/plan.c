@@ -36,40 +36,26 @@ static enum btrfsx_plan_op public_op(enum bx_plan_op op)
 	return BTRFSX_PLAN_RELOCATE;
 }
 
-static void public_change(const struct bx_plan_change *c, struct btrfsx_plan_change *out)
+static void public_change(const struct bx_plan_change *in, struct btrfsx_plan_change *out)
 {
 	*out = (struct btrfsx_plan_change){
-		.op = public_op(c->op),
-		.devid = c->devid,
-		.size = c->size,
-		.hint = c->hint,
-		.has_hint = c->has_hint,
-		.data_usage_min = c->data_usage_min,
-		.data_usage_max = c->data_usage_max,
-		.metadata_usage_min = c->metadata_usage_min,
-		.metadata_usage_max = c->metadata_usage_max,
-		.flags = c->op == BX_PLAN_CONVERT ? c->type | c->profile :
-			 c->op == BX_PLAN_BALANCE ? c->type : 0,
+		.op = public_op(in->op),
+		.flags = in->op == BX_PLAN_CONVERT ? in->type | in->profile :
+			 in->op == BX_PLAN_BALANCE ? in->type : 0,
 	};
+	BX_PLAN_CHANGE_FIELDS(BX_FIELD_COPY)
 }
 
-static int core_change(const struct btrfsx_plan_change *c, struct bx_plan_change *out)
+static int core_change(const struct btrfsx_plan_change *in, struct bx_plan_change *out)
 {
-	if ((size_t)c->op >= sizeof(ops) / sizeof(ops[0]))
-		return bx_error(-EINVAL, "change %u: unknown", (unsigned int)c->op);
+	if ((size_t)in->op >= sizeof(ops) / sizeof(ops[0]))
+		return bx_error(-EINVAL, "change %u: unknown", (unsigned int)in->op);
 	*out = (struct bx_plan_change){
-		.op = ops[c->op],
-		.devid = c->devid,
-		.size = c->size,
-		.hint = c->hint,
-		.has_hint = c->has_hint,
-		.type = c->flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA),
-		.profile = c->flags & BTRFS_BLOCK_GROUP_PROFILE_MASK,
-		.data_usage_min = c->data_usage_min,
-		.data_usage_max = c->data_usage_max,
-		.metadata_usage_min = c->metadata_usage_min,
-		.metadata_usage_max = c->metadata_usage_max,
+		.op = ops[in->op],
+		.type = in->flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA),
+		.profile = in->flags & BTRFS_BLOCK_GROUP_PROFILE_MASK,
 	};
+	BX_PLAN_CHANGE_FIELDS(BX_FIELD_TAKE)
 	if (out->op == BX_PLAN_CONVERT && out->type != BTRFS_BLOCK_GROUP_DATA &&
 	    out->type != BTRFS_BLOCK_GROUP_METADATA)
 		return bx_error(-EINVAL, "a convert names data or metadata in its flags");

@@ -86,22 +86,31 @@ enum bx_plan_op {
 /* The last change kind: the library's table of them is checked against it. */
 #define BX_PLAN_LAST_OP BX_PLAN_RESUME
 
+/*
+ * What struct btrfsx_plan_change and Python's PlanChange hold as it is
+ * (common/fields.h; the library takes it with BX_FIELD_TAKE and gives it
+ * back with BX_FIELD_COPY). The op and the public flags (type | profile)
+ * are mapped by hand. The usage range: a chunk of a kind in @type is
+ * balanced when its used bytes are at least MIN and below MAX percent of
+ * its size (the kernel's usage filter; MAX 0: the empty ones); metadata's
+ * holds for system too.
+ */
+#define BX_PLAN_CHANGE_FIELDS(X)					\
+	X(uint64_t, devid, )	/* remove, resize, hint, replace */	\
+	X(uint64_t, size, )	/* add, resize, replace: bytes */	\
+	X(uint64_t, hint, )	/* hint; add and replace when has_hint */ \
+	X(bool, has_hint, )						\
+	X(uint8_t, data_usage_min, )	/* balance */			\
+	X(uint8_t, data_usage_max, )					\
+	X(uint8_t, metadata_usage_min, )				\
+	X(uint8_t, metadata_usage_max, )
+
 struct bx_plan_change {
 	enum bx_plan_op op;
-	uint64_t devid;		/* remove, resize, hint, replace */
-	uint64_t size;		/* add, resize, replace: bytes */
-	uint64_t hint;		/* hint; add and replace when has_hint */
-	bool has_hint;
+	BX_PLAN_CHANGE_FIELDS(BX_FIELD_MEMBER)
 	/* convert: BTRFS_BLOCK_GROUP_DATA or _METADATA; balance: either or both */
 	uint64_t type;
 	uint64_t profile;	/* convert: the profile bits (0: single) */
-	/*
-	 * balance: a chunk of a kind in @type is balanced when its used bytes
-	 * are at least MIN and below MAX percent of its size (the kernel's
-	 * usage filter; MAX 0: the empty ones). Metadata's hold for system too.
-	 */
-	uint8_t data_usage_min, data_usage_max;
-	uint8_t metadata_usage_min, metadata_usage_max;
 };
 
 /*

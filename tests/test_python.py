@@ -213,6 +213,25 @@ def test_a_field_only_the_c_table_has_stops_the_import(py):
     assert set(py("emit(list(btrfsx._btrfsx.FIELDS))")) >= {"ScrubCounters", "MonitorSample"}
 
 
+def test_an_option_only_the_c_table_has_stops_the_import(py):
+    """relocate_misplaced() takes the options of the C module's table (made
+    from relocate/relocate.h's list of struct btrfsx_relocate_options): one
+    the table has and the function lacks stops the import, naming it; the
+    function passes its parameters on by the table's names."""
+    got = py("""
+        names = btrfsx._btrfsx.OPTIONS["relocate_misplaced"]
+        btrfsx._btrfsx.OPTIONS["relocate_misplaced"] += ("added_in_the_engine",)
+        try:
+            btrfsx._common._c_options(python_only=("progress", "cancel"))(
+                btrfsx.relocate_misplaced)
+        except ImportError as e:
+            emit([str(e), list(names)])
+    """)
+    assert "relocate_misplaced" in got[0] and "added_in_the_engine" in got[0]
+    assert got[1] == ["forbidden_only", "dry_run", "force", "limit", "max_bytes", "pause",
+                      "sysfs_root", "state_dir", "progress_interval"]
+
+
 def test_hint_parse(py):
     doc = py('''
         ok = [btrfsx.hint_parse(t) for t in sys.argv[1:]]
