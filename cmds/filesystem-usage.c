@@ -11,6 +11,7 @@
 #include "cmds/commands.h"
 #include "cmds/filesystem-usage.h"
 #include "cmds/kernel-option.h"
+#include "cmds/reclaim-print.h"
 #include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
@@ -35,7 +36,11 @@ const char *const bx_filesystem_usage_usage[] = {
 	"Free (model) below it is the allocator model run forward until ENOSPC on",
 	"each device's real free space, hints honoured (JSON: free_estimated);",
 	"Free (strict) the same with every preference strict; Metadata room what",
-	"metadata can still allocate, alone and after a data fill.",
+	"metadata can still allocate, alone and after a data fill. When the",
+	"kernel's block group reclaim is on (mounted; sysfs allocation/*/",
+	"bg_reclaim_threshold, dynamic_reclaim, periodic_reclaim), its rule, the",
+	"block groups below its threshold and what relocating them does to the",
+	"figures, which leave it out.",
 	"",
 	"-T              a per-device table with the allocation hint",
 	"--strict        model every preference as strict (metadata_preferred as",
@@ -257,6 +262,7 @@ static int filesystem_usage_print(struct bx_out *out, const struct bx_snapshot *
 	if (!ret)
 		ret = print_classes(out, rep, units);
 	print_model(out, in, rep, units);
+	bx_reclaim_print(out, in, in, "Kernel reclaim (not in the figures above):", units);
 	return ret;
 }
 
@@ -297,7 +303,10 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 	if (ret)
 		return ret;
 	bx_kernel_use(&kernel, &in);
-	ret = bx_usage_compute(&in, flags, &rep);
+	/* The block groups below a reclaim threshold: their used bytes. */
+	ret = bx_reclaim_any(&in.reclaim) ? bx_snapshot_read_chunk_used(&in) : 0;
+	if (!ret)
+		ret = bx_usage_compute(&in, flags, &rep);
 	if (ret) {
 		bx_snapshot_release(&in);
 		return ret;

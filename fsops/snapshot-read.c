@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/offline.h"
+#include "fsops/reclaim.h"
 #include "fsops/snapshot-read.h"
 #include "disk/btree.h"
 #include "disk/dev-item.h"
@@ -381,6 +382,7 @@ int bx_snapshot_read_mounted(const char *path, const char *sysfs_root, struct bx
 	}
 	read_hints(sysfs_root ? sysfs_root : "/sys", in);
 	in->kernel_hints = bx_snap_any_hint(in) ? in->hints_effective : -1;
+	bx_reclaim_read(sysfs_root ? sysfs_root : "/sys", in->fsid, &in->reclaim);
 out:
 	free(b.extents_cap);
 	bx_mounted_close(&mfs);

@@ -26,6 +26,7 @@
 #include "model/allocator.h"
 #include "model/kernel/kernel.h"
 #include "model/placement.h"
+#include "model/reclaim.h"
 
 /* The kernel's SPACE_INFO flag of the global block reserve slot. */
 #define BX_SPACE_INFO_GLOBAL_RSV (1ULL << 49)
@@ -154,6 +155,11 @@ struct bx_snapshot {
 	 */
 	enum bx_snap_balance balance;
 	uint64_t balance_target[BX_SNAP_NR_KINDS];
+	/*
+	 * The kernel's automatic reclaim (fsops/reclaim.h), mounted only: the
+	 * figures leave it out, the commands say what it will do to them.
+	 */
+	struct bx_reclaim reclaim;
 };
 
 /* Frees what the snapshot owns (not @in itself). */

@@ -14,7 +14,7 @@
  * pure too), the placement is the allocator model's (model/allocator.h),
  * misplaced chunks are the misplaced report's (model/misplaced.h).
  *
- * The changes are applied in order, each as the kernel makes it:
+ * The changes are applied in order, each as the kernel (6.1 .. 7.3) makes it:
  *  - add SIZE[:HINT]: a device with the next devid; nothing moves. A hint is
  *    set right after the add (before anything is allocated).
  *  - remove DEVID: the device leaves the allocator and its chunks are

@@ -368,11 +368,13 @@ int bx_ks_put_extent(struct bx_kstate *s, size_t idx, uint64_t start, uint64_t l
  * (-ENOSPC) unless its free bytes can be overcommitted: what its type has
  * in use (and, for metadata, the global reserve) plus those bytes must stay
  * below its chunks' size plus half the devices' unallocated bytes per copy
- * (calc_available_free_space() without flushing; from 6.7 on less the size
- * of a data chunk first). The unallocated bytes are the kernel's
- * free_chunk_space: a chunk's extents count as soon as it went.
+ * of @profile, the type new chunks of its kind get (a converting balance's
+ * target: btrfs_get_alloc_profile()) (calc_available_free_space() without
+ * flushing; with overcommit_keeps_data_chunk less the size of a data chunk
+ * first). The unallocated bytes are the kernel's free_chunk_space: a
+ * chunk's extents count as soon as it went.
  */
-bool bx_ks_ro_refused(const struct bx_kstate *s, size_t idx)
+bool bx_ks_ro_refused(const struct bx_kstate *s, size_t idx, uint64_t profile)
 {
 	const struct bx_ks_chunk *b = &s->chunks[idx];
 	uint64_t kind = b->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM);
@@ -381,7 +383,7 @@ bool bx_ks_ro_refused(const struct bx_kstate *s, size_t idx)
 
 	if (!kind || (b->type & BTRFS_BLOCK_GROUP_DATA) ||
 	    !bx_kernel_has(&s->in->kernel, BX_KT_RO_NEEDS_OVERCOMMIT) ||
-	    bx_raid_attr(bx_ks_alloc_type(s, kind), &r) || !r.ncopies)
+	    bx_raid_attr(profile, &r) || !r.ncopies)
 		return false;
 	/* The space info: what its chunks hold, kept up to date as the chunks change. */
 	for (size_t i = 0; i < s->nr_spaces; i++) {

@@ -70,12 +70,13 @@ int bx_ks_replace_copy(struct bx_kstate *s, uint64_t devid, struct bx_reloc_even
 		if (s->chunks[idx].type & BTRFS_BLOCK_GROUP_DATA)
 			continue;
 		bx_ks_begin_move(s, idx);
-		if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_SYSTEM) && bx_ks_ro_refused(s, idx)) {
+		if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_SYSTEM) &&
+		    bx_ks_ro_refused(s, idx, type)) {
 			/* A system chunk is never forced (btrfs_chunk_alloc() refuses): ENOSPC. */
 			*refused = idx;
 			ret = 1;
 		} else if ((s->chunks[idx].type & BTRFS_BLOCK_GROUP_METADATA) &&
-			   bx_ks_ro_refused(s, idx)) {
+			   bx_ks_ro_refused(s, idx, type)) {
 			/* btrfs_inc_block_group_ro() forces a chunk; without one, it fails. */
 			n = bx_ks_alloc_chunk(s, type, NULL);
 			if (n >= 0) {

@@ -50,6 +50,7 @@ enum bx_kernel_trait {
 	/* space reservations (space-info.c) */
 	BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK,	/* overcommit beyond one data chunk's room */
 	BX_KT_DELAYED_REFS_RESERVED_TWICE,	/* a file's creation reserves its delayed refs twice */
+	BX_KT_FLUSH_OVERCOMMITS_64TH,	/* a flushing reservation overcommits a 64th, not an 8th */
 	BX_KT_METADATA_FILL_GROWS,	/* a data fill forces a metadata chunk */
 	BX_KT_TIGHT_HEADROOM,		/* metadata moves with little room per copy are uncertain */
 	/* block groups (block-group.c) */
@@ -66,6 +67,7 @@ enum bx_kernel_trait {
 	BX_KT_RO_NEW_PROFILE_CHUNK,	/* a chunk of the new profile before the read-only switch */
 	BX_KT_MAY_ALLOC_DATA_CHUNK,	/* no data in use: an empty data chunk keeps the profile */
 	BX_KT_CONVERT_PAIRS_SYSTEM_CHUNK,	/* a metadata convert's first chunk brings the other kind */
+	BX_KT_CHUNK_TREE_IN_SINGLE_SYSTEM,	/* ... but no system chunk beside a single one with room */
 	BX_KT_COMMIT_MAY_ABORT,		/* the commit before a metadata move may abort */
 	BX_KT_SHRINK_SECOND_TRY,	/* a shrink tries what failed once more */
 	BX_KT_BALANCE_USAGE_ON_ARRIVAL,	/* a balance reads a chunk's usage when it reaches it */

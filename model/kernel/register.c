@@ -88,6 +88,25 @@ static const struct bx_kernel_trait_info traits[BX_KT_COUNT] = {
 			    "(no kernel between 6.1 and 6.18 was traced)",
 		.test = "tests/unit/test_kernel_traits.c:test_delayed_refs_reserved_twice",
 	},
+	[BX_KT_FLUSH_OVERCOMMITS_64TH] = {
+		.name = "flush_overcommits_64th",
+		.first = BX_KV(7, 2),
+		.function = "fs/btrfs/space-info.c calc_available_free_space()",
+		.model = "model/kernel/space-info.c",
+		.summary = "a reservation that may flush is allowed a 64th of the overcommit room, "
+			   "not an eighth, so a data fill makes the flusher force its metadata "
+			   "chunk while more space is unallocated",
+		.evidence = "on Debian's stock 7.3 the aged raid0/single filesystem of seed 2 "
+			    "filled with data got its forced metadata chunk at 128 MiB where 6.18 "
+			    "made 92 (free_estimated +4.2 % before, +0.03 % with it; the stock-7.3 "
+			    "fills of tests/vm/test_vm_space.py); traced: a 2.25 MiB ticket during "
+			    "a balance of that filesystem was granted by 6.18 after flushing "
+			    "delayed items, while 7.2.12 and 7.3.4 ran the whole flush sequence "
+			    "and allocated a metadata chunk at ALLOC_CHUNK. 7.2 is the first "
+			    "version seen: 6.19 to 7.1 were not tried (trixie-backports serves no "
+			    "btrfs module of theirs)",
+		.test = "tests/unit/test_usage.c:test_metadata_grows_during_a_data_fill",
+	},
 	[BX_KT_METADATA_FILL_GROWS] = {
 		.name = "metadata_fill_grows",
 		.function = "fs/btrfs/space-info.c btrfs_reserve_metadata_bytes(), "
@@ -161,13 +180,17 @@ static const struct bx_kernel_trait_info traits[BX_KT_COUNT] = {
 			    "inc_block_group_ro()",
 		.model = "model/kernel/block-group.c",
 		.summary = "a metadata or system block group goes read-only only if its free "
-			   "bytes can be overcommitted; refused, the kernel forces a metadata "
-			   "chunk and tries again, never a system chunk (btrfs_chunk_alloc() "
-			   "refuses), so a replace can stop with ENOSPC on its first, small, "
-			   "system block group",
+			   "bytes can be overcommitted on the unallocated space per copy of the "
+			   "profile new chunks of its kind get (a convert's target); refused, the "
+			   "kernel forces a metadata chunk and tries again, never a system chunk "
+			   "(btrfs_chunk_alloc() refuses), so a replace can stop with ENOSPC on "
+			   "its first, small, system block group",
 		.evidence = "aged replaces on 6.18 that stop with ENOSPC on a system block group "
 			    "(tests/test_plan.py::test_aged_plans_against_the_kernel: called "
-			    "impossible with the reason)",
+			    "impossible with the reason); per copy of the convert's target "
+			    "(btrfs_get_alloc_profile() gives it): a single system block group "
+			    "refused while metadata went to raid1c3 on 6.12, 6.18 and 7.3 "
+			    "(tests/unit/test_plan.c:test_convert_metadata_single_system)",
 		.test = "tests/unit/test_kernel_traits.c:test_ro_needs_overcommit",
 		.unversioned = "the check is older than every kernel the register knows; what it "
 			       "overcommits on changed in 6.7 (overcommit_keeps_data_chunk)",
@@ -295,6 +318,26 @@ static const struct bx_kernel_trait_info traits[BX_KT_COUNT] = {
 		.unversioned = "seen on 6.1 only, and the host's converts agree with it; what "
 			       "makes the first of the pair was not found, so no version can be "
 			       "drawn",
+	},
+	[BX_KT_CHUNK_TREE_IN_SINGLE_SYSTEM] = {
+		.name = "chunk_tree_in_single_system",
+		.function = "fs/btrfs/extent-tree.c btrfs_reserve_extent() (the chunk tree's "
+			    "copy-on-write), fs/btrfs/block-group.c check_system_chunk()",
+		.model = "model/kernel/relocation.c",
+		.summary = "converting metadata, the chunk tree's new blocks for the first chunk "
+			   "of the new profile go into a single system block group with room, "
+			   "so no system chunk of the new profile comes with it; that one comes "
+			   "when the single system block group moves, if it may go read-only",
+		.evidence = "converting metadata to raid1c3 on the aged raid0/single filesystem "
+			    "of seed 2 (stock series): 6.12, 6.18 and 7.3 failed with ENOSPC where "
+			    "the plan said possible, 6.1 made it; traced on 6.18 with mkfs -m "
+			    "single, dup and raid1 (a system chunk came beside dup and raid1 only); "
+			    "checked in guests on stock-6.1, 6.12 and 7.3, v12-6.1 and kakra-6.1, "
+			    "aged seeds 2 and 7 (tests/vm/test_vm_plan.py)",
+		.test = "tests/unit/test_plan.c:test_convert_metadata_single_system",
+		.unversioned = "the same on every kernel traced (6.1, 6.12, 6.18, 7.3): whether "
+			       "the convert then fails is ro_needs_overcommit's, through "
+			       "overcommit_keeps_data_chunk",
 	},
 	[BX_KT_COMMIT_MAY_ABORT] = {
 		.name = "commit_may_abort",

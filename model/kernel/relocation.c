@@ -94,13 +94,40 @@ static bool undersized(const struct bx_kstate *s, size_t idx)
 
 
 /*
+ * Whether a system block group of the single profile has room for the
+ * chunk tree's new blocks. Converting metadata on 6.18, the chunk tree's
+ * copy-on-write for the first new metadata chunk took a block of a single
+ * system block group (btrfs_reserve_extent() into it, asked for the new
+ * profile); beside a dup or raid1 one a system chunk of the new profile
+ * came instead (traced with mkfs -m single, dup and raid1).
+ */
+static bool single_system_takes_chunk_tree(const struct bx_kstate *s)
+{
+	if (!bx_kernel_has(&s->in->kernel, BX_KT_CHUNK_TREE_IN_SINGLE_SYSTEM))
+		return false;
+	for (size_t c = 0; c < s->nr_chunks; c++) {
+		const struct bx_ks_chunk *ch = &s->chunks[c];
+
+		if (!ch->gone && !ch->moving && (ch->type & BTRFS_BLOCK_GROUP_SYSTEM) &&
+		    !(ch->type & BTRFS_BLOCK_GROUP_PROFILE_MASK) && ch->used < ch->length)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Converting metadata, the first chunk of the new profile of one kind
  * (metadata or system) brings one of the other kind with it. Seen on 6.1:
  * a system chunk with the first metadata chunk (reserve_chunk_space()
  * while it is made), and a metadata chunk with the system chunk
  * check_system_chunk() made when the system block group moved first (the
  * metadata block group then still forced one of its own; what makes the
- * first was not found). 0, or a negative errno.
+ * first was not found). No system chunk while a single system block group
+ * takes the chunk tree's blocks: the system chunk comes when that one
+ * moves, if it may go read-only (6.12, 6.18 and 7.3 refuse it when the
+ * devices' unallocated space per copy of the new profile is within a data
+ * chunk, bx_ks_ro_refused(): the convert fails with ENOSPC). 0, or a
+ * negative errno.
  */
 static int pair_chunk(struct bx_kstate *s, struct bx_reloc_how *rel, int kind)
 {
@@ -111,6 +138,8 @@ static int pair_chunk(struct bx_kstate *s, struct bx_reloc_how *rel, int kind)
 	    !bx_kernel_has(&s->in->kernel, BX_KT_CONVERT_PAIRS_SYSTEM_CHUNK))
 		return 0;
 	rel->pair_made = true;
+	if (other == BX_PLACE_KIND_SYSTEM && single_system_takes_chunk_tree(s))
+		return 0;
 	n = bx_ks_pool_chunk(s, rel->target[other], NULL);
 	return n < 0 && n != -ENOSPC ? (int)n : 0;
 }
@@ -235,7 +264,7 @@ static int move_chunk(struct bx_kstate *s, struct bx_reloc_how *rel, size_t idx,
 	 * Refused read-only, the kernel forces a metadata chunk and tries
 	 * again, never a system chunk: without one, ENOSPC.
 	 */
-	if (kind != BX_PLACE_KIND_DATA && bx_ks_ro_refused(s, idx)) {
+	if (kind != BX_PLACE_KIND_DATA && bx_ks_ro_refused(s, idx, target)) {
 		n = kind == BX_PLACE_KIND_SYSTEM ? -ENOSPC : bx_ks_pool_chunk(s, target, improve);
 		if (n == -ENOSPC) {
 			*missing = need;

@@ -49,6 +49,8 @@ uint64_t bx_kernel_overcommit_room(const struct bx_snapshot *in, uint64_t unallo
 /*
  * Seen on 6.18: raid0s whose only 8 MiB of metadata left 1.1 MiB beside
  * the reserve got a 48 and a 204 MiB metadata chunk while data filled them.
+ * On 7.3 the same raid0 (aged seed 2 of the stock series) got its chunk
+ * earlier, 128 MiB where 6.18 made 92: flush_overcommits_64th.
  */
 bool bx_kernel_metadata_must_grow(const struct bx_snapshot *in, bool mixed,
 				  uint64_t metadata_used, uint64_t metadata_size,
@@ -71,7 +73,8 @@ bool bx_kernel_metadata_must_grow(const struct bx_snapshot *in, bool mixed,
 		rw += m->devs[i].total_bytes;
 	}
 	return held + need >= metadata_size +
-			      bx_kernel_overcommit_room(in, unallocated, rw, r.ncopies) / 8;
+			      bx_kernel_overcommit_room(in, unallocated, rw, r.ncopies) /
+			      (bx_kernel_has(&in->kernel, BX_KT_FLUSH_OVERCOMMITS_64TH) ? 64 : 8);
 }
 
 /* ---- the space info of the kernel state ---- */

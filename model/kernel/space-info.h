@@ -21,7 +21,7 @@
  * per copy of the profile (@ncopies), with overcommit_keeps_data_chunk
  * less the room of one data chunk (10 % of their @rw_bytes, at most 1 GiB).
  * The kernel allows half of it to a reservation that may not flush, an
- * eighth to one that may.
+ * eighth to one that may (a 64th with flush_overcommits_64th).
  */
 uint64_t bx_kernel_overcommit_room(const struct bx_snapshot *in, uint64_t unallocated,
 				   uint64_t rw_bytes, int ncopies);
@@ -31,7 +31,7 @@ uint64_t bx_kernel_overcommit_room(const struct bx_snapshot *in, uint64_t unallo
  * has them (@m the devices it runs on), makes the kernel allocate a
  * metadata chunk: its reservation fits neither in the metadata chunks
  * (@metadata_size, of @metadata_type) beside what they hold
- * (@metadata_used) and the global reserve, nor in the eighth of
+ * (@metadata_used) and the global reserve, nor in the eighth (or 64th) of
  * bx_kernel_overcommit_room() a reservation that may flush gets; the
  * flusher then forces a chunk. Never with mixed block groups (@mixed) or
  * without a global reserve read.

@@ -244,10 +244,11 @@ int bx_ks_reserve_data(struct bx_kstate *s, uint64_t type, uint64_t bytes,
 
 /*
  * btrfs_inc_block_group_ro() on metadata or system chunk @idx: refused
- * (the kernel's -ENOSPC) unless its free bytes can be overcommitted
+ * (the kernel's -ENOSPC) unless its free bytes can be overcommitted on the
+ * devices' space per copy of @profile, the type new chunks of its kind get
  * (block-group.c).
  */
-bool bx_ks_ro_refused(const struct bx_kstate *s, size_t idx);
+bool bx_ks_ro_refused(const struct bx_kstate *s, size_t idx, uint64_t profile);
 /*
  * Whether the devices have little room per copy of @type for the
  * reservations while a metadata or system block group moves (space-info.c).

@@ -122,6 +122,18 @@ def validate(args, doc) -> None:
                                   for e in errors[:10]))
 
 
+def validate_def(command: str, definition: str, doc) -> None:
+    """Raises AssertionError when @doc is not the schema's $defs/@definition
+    of @command ("balance misplaced"): what a command writes beside its
+    document, such as the progress lines on stderr."""
+    name = command_of(command.split())
+    schema = validator(name).schema
+    sub = validator(name).evolve(schema={**schema["$defs"][definition],
+                                         "$defs": schema["$defs"]})
+    errors = list(sub.iter_errors(doc))
+    assert not errors, f"{name} $defs/{definition}: {[e.message[:300] for e in errors[:5]]}"
+
+
 def contract(name: str) -> dict[str, str]:
     """Every key path of the schema with its type(s); $refs followed."""
     out: dict[str, str] = {}

@@ -260,12 +260,12 @@ static void test_ro_needs_overcommit(void)
 	raid1(&f, DATA, 1 * GiB, 1 * GiB, 1, 2, 257 * MiB);
 	f.in.global_reserve = 16 * MiB;
 	CHECK(bx_ks_init(&s, &f.in) == 0);
-	CHECK(bx_ks_ro_refused(&s, 0));
-	CHECK(!bx_ks_ro_refused(&s, 1));	/* data goes read-only as it is */
+	CHECK(bx_ks_ro_refused(&s, 0, META | RAID1));
+	CHECK(!bx_ks_ro_refused(&s, 1, DATA | RAID1));	/* data goes read-only as it is */
 	bx_ks_release(&s);
 	set(&f, BX_KT_RO_NEEDS_OVERCOMMIT, false);
 	CHECK(bx_ks_init(&s, &f.in) == 0);
-	CHECK(!bx_ks_ro_refused(&s, 0));
+	CHECK(!bx_ks_ro_refused(&s, 0, META | RAID1));
 	bx_ks_release(&s);
 	bx_snapshot_release(&f.in);
 }

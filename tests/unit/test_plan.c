@@ -769,6 +769,65 @@ static void test_convert_metadata_system_first(void)
 }
 
 /*
+ * Converting metadata to raid1c3 beside a single system block group (aged
+ * seed 2 of the stock series): the chunk tree's new blocks go into the
+ * single one, so no system chunk comes with the metadata chunk (traced on
+ * 6.18). The system block group moves last and must go read-only first,
+ * counted against unallocated space per raid1c3 copy (the convert's
+ * target): from 6.7 on, less a data chunk (128 MiB here), nothing is left
+ * and the convert fails with ENOSPC (6.12, 6.18, 7.3); before, it moves
+ * and its raid1c3 chunk is made then (6.1).
+ */
+static void single_system_layout(struct fs *f)
+{
+	uint64_t sizes[4] = { 256 * MiB, 384 * MiB, 320 * MiB, 320 * MiB };
+	uint64_t one[1] = { 1 }, at[1] = { 1 * MiB };
+	uint64_t all[4] = { 1, 2, 3, 4 }, data_at[4] = { 21 * MiB, 1 * MiB, 1 * MiB, 1 * MiB };
+
+	fs_init(f, 4, sizes, NULL);
+	f->in.global_reserve = 5 * MiB + 512 * 1024;
+	f->in.have_global_reserve = true;
+	add_chunk(f, SYS, 4 * MiB, 4 * MiB, 16384, 1, one, at);
+	at[0] = 5 * MiB;
+	add_chunk(f, META, 8 * MiB, 8 * MiB, 3 * MiB, 1, one, at);
+	add_chunk(f, DATA | BTRFS_BLOCK_GROUP_RAID0, 640 * MiB, 160 * MiB, 281 * MiB, 4, all, data_at);
+}
+
+static void test_convert_metadata_single_system(void)
+{
+	static const char *const ch[] = { "convert", "metadata=raid1c3" };
+	const uint64_t c3 = BTRFS_BLOCK_GROUP_RAID1C3;
+	struct bx_plan_result res;
+	struct fs f;
+
+	single_system_layout(&f);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK, true);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(!res.possible);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, c3), 0);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
+
+	single_system_layout(&f);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(chunks_with(&res.after_in, META, c3), 1);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, c3), 1);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
+
+	/* chunk_tree_in_single_system off: the system chunk comes with the metadata chunk. */
+	single_system_layout(&f);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK, true);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_CHUNK_TREE_IN_SINGLE_SYSTEM, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, c3), 1);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
+}
+
+/*
  * Removing devid 1 of three 1 GiB devices: data chunk X (1,3) moves first
  * into the free space of Y (2,3), then the only metadata chunk (1,2). Its
  * read-only switch counts X's freed extents, the commit before its
@@ -848,6 +907,7 @@ int main(void)
 	test_convert_to_single_fills_the_old_profile();
 	test_raid5_full_stripe_alignment();
 	test_convert_metadata_system_first();
+	test_convert_metadata_single_system();
 	test_metadata_move_aborts();
 	test_balance_usage();
 	test_balance_metadata();

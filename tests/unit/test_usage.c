@@ -534,6 +534,18 @@ static void test_metadata_grows_during_a_data_fill(void)
 	CHECK_EQ_U64(rep.metadata_room_after_data, 13 * MiB / 2);
 	bx_usage_report_release(&rep);
 
+	/*
+	 * From 7.2 on a 64th: after 6 chunks 275 MiB are left, 2.7 MiB to
+	 * overcommit, and the metadata chunk comes then (112 MiB); data gets
+	 * the 163 MiB left after it (112 + 51).
+	 */
+	starved_fixture(&fx, true);
+	bx_kernel_set_trait(&fx.in.kernel, BX_KT_FLUSH_OVERCOMMITS_64TH, true);
+	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
+	CHECK_EQ_U64(rep.data_new_chunks, 835 * MiB);
+	CHECK_EQ_U64(rep.free_estimated, 899 * MiB);
+	bx_usage_report_release(&rep);
+
 	/* Unmounted, the reserve is not known: no metadata chunk. */
 	starved_fixture(&fx, true);
 	fx.in.have_global_reserve = false;
