@@ -267,9 +267,10 @@ static void out_days(struct bx_out *out, const char *key, double days)
 		bx_out_double(out, key, days, 1, BX_F_JSON_ONLY);
 }
 
-static void out_state(struct bx_out *out, const char *key, const struct bx_maintain_state *st)
+static void out_state(struct bx_out *out, const char *key, const char *heading,
+		      const struct bx_maintain_state *st)
 {
-	bx_out_obj_begin(out, key, BX_OBJ_INLINE, NULL);
+	bx_out_obj_begin(out, key, BX_OBJ_LINES, heading);
 	bx_out_size(out, "metadata_room", st->metadata_room, 0, 0);
 	bx_out_size(out, "metadata_used", st->metadata_used, 0, 0);
 	bx_out_size(out, "unallocated", st->unallocated, 0, 0);
@@ -353,8 +354,8 @@ static void print_result(struct bx_out *out, const struct bx_maintain_result *re
 		bx_out_size(out, "copy_rate=copy rate a second", (uint64_t)res->copy_rate, 0, 0);
 	else
 		bx_out_str(out, "copy_rate=copy rate a second", NULL, BX_F_JSON_ONLY);
-	out_state(out, "before", &p->before);
-	out_state(out, "after=after (predicted)", &p->after);
+	out_state(out, "before", "before:", &p->before);
+	out_state(out, "after", "after (predicted):", &p->after);
 	bx_out_u64(out, "chunks_planned", p->nr_actions, 0);
 	bx_out_size(out, "bytes_planned", p->bytes, 0, 0);
 	out_seconds(out, "seconds_planned", p->seconds);
@@ -371,7 +372,7 @@ static void print_result(struct bx_out *out, const struct bx_maintain_result *re
 			  p->actions[i].length, p->actions[i].used, p->actions[i].seconds);
 	bx_out_list_end(out);
 	if (ran) {
-		out_state(out, "final=after the run", &res->final);
+		out_state(out, "final", "after the run:", &res->final);
 		bx_out_u64(out, "chunks_moved", res->nr_moved, 0);
 		bx_out_size(out, "bytes_moved", res->bytes_moved, 0, 0);
 		bx_out_double(out, "seconds", res->seconds, 1, 0);
