@@ -247,18 +247,23 @@ static int add_misplaced(struct choice *c, const struct bx_maintain_policy *poli
 	return ret;
 }
 
-/* Data chunks that may free device space, by used share of their size (empty first). */
-static int by_used_share(const void *a, const void *b)
+/* A data chunk that may free device space, with its used bytes where the chosen ones moved. */
+struct candidate {
+	const struct bx_snap_chunk *chunk;	/* in the snapshot read */
+	uint64_t used;				/* in the prediction so far */
+	bool rejected;				/* it freed nothing */
+};
+
+/* By used share of their size (empty first), then by address. */
+static int by_used_share(const struct candidate *x, const struct candidate *y)
 {
-	const struct bx_snap_chunk *x = *(const struct bx_snap_chunk *const *)a;
-	const struct bx_snap_chunk *y = *(const struct bx_snap_chunk *const *)b;
 	/* x->used / x->length < y->used / y->length, without division */
-	unsigned __int128 l = (unsigned __int128)x->used * y->length;
-	unsigned __int128 r = (unsigned __int128)y->used * x->length;
+	unsigned __int128 l = (unsigned __int128)x->used * y->chunk->length;
+	unsigned __int128 r = (unsigned __int128)y->used * x->chunk->length;
 
 	if (l != r)
 		return l < r ? -1 : 1;
-	return x->logical < y->logical ? -1 : x->logical > y->logical;
+	return x->chunk->logical < y->chunk->logical ? -1 : x->chunk->logical > y->chunk->logical;
 }
 
 static bool taken(const struct choice *c, uint64_t logical)
@@ -269,69 +274,115 @@ static bool taken(const struct choice *c, uint64_t logical)
 	return false;
 }
 
-static size_t candidates(const struct choice *c, const struct bx_snap_chunk **out)
+/* The data chunks of the snapshot read that moving may empty. */
+static size_t candidates(const struct choice *c, struct candidate *out)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < c->in->nr_chunks && n < MAX_CANDIDATES * 4; i++) {
+	for (size_t i = 0; i < c->in->nr_chunks; i++) {
 		const struct bx_snap_chunk *ch = &c->in->chunks[i];
 
-		/* A full chunk frees nothing; a mixed one holds metadata too. */
+		/* A mixed chunk holds metadata too; a seed's cannot move. */
 		if (!(ch->type & BTRFS_BLOCK_GROUP_DATA) || (ch->type & BTRFS_BLOCK_GROUP_METADATA) ||
-		    ch->used >= ch->length || bx_snap_chunk_on_seed(c->in, ch) ||
-		    taken(c, ch->logical))
+		    bx_snap_chunk_on_seed(c->in, ch) || taken(c, ch->logical))
 			continue;
-		out[n++] = ch;
+		out[n++] = (struct candidate){ .chunk = ch, .used = ch->used };
 	}
-	qsort(out, n, sizeof(*out), by_used_share);
-	return n < MAX_CANDIDATES ? n : MAX_CANDIDATES;
-}
-
-/* The prediction of moving the chunks chosen so far: the state after, what it copies. */
-static int predict(struct choice *c, const struct bx_maintain_inputs *inputs,
-		   struct bx_maintain_state *st, struct bx_reloc_prediction *pred)
-{
-	struct bx_snapshot after;
-	int ret = bx_relocation_predict(c->in, c->logicals, c->p->nr_actions, false, &after, pred);
-
-	if (ret)
-		return ret;
-	ret = state_with_usage(&after, inputs, st, NULL);
-	bx_snapshot_release(&after);
-	return ret;
+	return n;
 }
 
 /*
- * Data chunks while the predicted room is below the target: each kept when
- * the prediction with it has more unallocated device space than without.
+ * The prediction of moving the chunks chosen so far: the state after, what
+ * it copies, and (@after not NULL) the filesystem afterwards.
+ */
+static int predict(struct choice *c, const struct bx_maintain_inputs *inputs,
+		   struct bx_maintain_state *st, struct bx_reloc_prediction *pred,
+		   struct bx_snapshot *after)
+{
+	struct bx_snapshot own;
+	struct bx_snapshot *a = after ? after : &own;
+	int ret = bx_relocation_predict(c->in, c->logicals, c->p->nr_actions, false, a, pred);
+
+	if (ret)
+		return ret;
+	ret = state_with_usage(a, inputs, st, NULL);
+	if (ret || !after)
+		bx_snapshot_release(a);
+	return ret;
+}
+
+/* The candidates' used bytes in @after (where the chunks chosen so far put their data). */
+static void update_used(struct candidate *cand, size_t n, const struct bx_snapshot *after)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct bx_snap_chunk *ch = NULL;
+
+		for (size_t k = 0; k < after->nr_chunks && !ch; k++)
+			if (after->chunks[k].logical == cand[i].chunk->logical)
+				ch = &after->chunks[k];
+		/* Gone (the cleaner took an empty one): nothing left to free there. */
+		if (!ch)
+			cand[i].rejected = true;
+		else
+			cand[i].used = ch->used;
+	}
+}
+
+/* The candidate to try next: the smallest used share not yet chosen or rejected. */
+static struct candidate *next_candidate(const struct choice *c, struct candidate *cand, size_t n)
+{
+	struct candidate *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (cand[i].rejected || cand[i].used >= cand[i].chunk->length ||
+		    taken(c, cand[i].chunk->logical))
+			continue;
+		if (!best || by_used_share(&cand[i], best) < 0)
+			best = &cand[i];
+	}
+	return best;
+}
+
+/*
+ * Data chunks while the predicted room is below the target, the one with
+ * the smallest used share in the prediction so far first (what earlier
+ * moves put into it is copied again); each kept only when the prediction
+ * with it has more unallocated device space than without.
  */
 static int add_for_room(struct choice *c, const struct bx_maintain_inputs *inputs,
 			struct bx_maintain_state *best, struct bx_reloc_prediction *best_pred)
 {
-	const struct bx_snap_chunk **cand = calloc(c->in->nr_chunks + 1, sizeof(*cand));
-	size_t n;
+	struct candidate *cand = calloc(c->in->nr_chunks + 1, sizeof(*cand)), *next;
+	size_t n, tries = 0;
 	int ret = 0;
 
 	if (!cand)
 		return bx_error(-ENOMEM, "out of memory");
 	n = candidates(c, cand);
-	for (size_t i = 0; !ret && i < n && best->metadata_room < c->p->target; i++) {
+	while (!ret && best->metadata_room < c->p->target && tries++ < MAX_CANDIDATES &&
+	       (next = next_candidate(c, cand, n))) {
 		struct bx_maintain_state st;
 		struct bx_reloc_prediction pred;
-		bool nearly_empty = cand[i]->used * 100 < cand[i]->length *
+		struct bx_snapshot after;
+		bool nearly_empty = next->used * 100 < next->chunk->length *
 				    BX_MAINTAIN_NEARLY_EMPTY_PCT;
 
-		ret = add_action(c, nearly_empty ? BX_MAINTAIN_EMPTY : BX_MAINTAIN_ROOM, cand[i]);
+		ret = add_action(c, nearly_empty ? BX_MAINTAIN_EMPTY : BX_MAINTAIN_ROOM, next->chunk);
 		if (!ret)
-			ret = predict(c, inputs, &st, &pred);
+			ret = predict(c, inputs, &st, &pred, &after);
 		if (ret)
 			break;
 		if (st.unallocated > best->unallocated && pred.failed == 0) {
+			/* What the kernel copies for it: its bytes where the others put theirs. */
+			c->p->actions[c->p->nr_actions - 1].used = next->used;
 			*best = st;
 			*best_pred = pred;
+			update_used(cand, n, &after);
 		} else {
 			c->p->nr_actions--;	/* it frees nothing: left where it is */
+			next->rejected = true;
 		}
+		bx_snapshot_release(&after);
 	}
 	free(cand);
 	return ret;
@@ -387,7 +438,7 @@ int bx_maintain_choose(const struct bx_snapshot *in, const struct bx_maintain_po
 	p->room_below = p->target && p->before.metadata_room < p->target;
 	ret = add_misplaced(&c, policy);
 	if (!ret && p->nr_actions)
-		ret = predict(&c, inputs, &p->after, &pred);
+		ret = predict(&c, inputs, &p->after, &pred, NULL);
 	if (!ret && p->target && p->after.metadata_room < p->target)
 		ret = add_for_room(&c, inputs, &p->after, &pred);
 	if (ret)
