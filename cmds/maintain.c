@@ -62,7 +62,7 @@ static const char *const plan_usage[] = {
 };
 
 static const char *const run_usage[] = {
-	"btrfsx maintain run [--dry-run] [--policy <file>] [--budget <MiB/s>] [--window <HH:MM-HH:MM>] [--textfile <dir>] <mountpoint>",
+	"btrfsx maintain run [--dry-run] [--policy <file>] [--budget <MiB/s>] [--window <HH:MM-HH:MM>] [--textfile <dir>] [--db <path>] <mountpoint>",
 	"Move the chunks 'maintain plan' lists, one at a time, until the target is met.",
 	"",
 	"Each chunk moves by a kernel balance of that chunk alone. Before each one",
