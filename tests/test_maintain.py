@@ -364,3 +364,33 @@ def test_bad_options(run_btrfsx, env, tmp_path):
     rc, out, err = run_btrfsx("maintain", "plan", "--policy", tmp_path / "none.conf", tmp_path,
                               check=1, env=env)
     assert "none.conf" in err
+
+
+def test_pace_from_the_monitors_history(loopdevs, run_btrfsx, env, tmp_path):
+    """Samples every 6 hours of simulated time (BTRFSX_MONITOR_NOW) while small
+    files grow the metadata: the pace, the days left, and a target in days."""
+    loops = loopdevs(sizes=["1G"])
+    fsutil.mkfs(loops.devs)
+    t0 = 1_790_000_000
+    with fsutil.mounted(loops.devs) as mnt:
+        for i in range(12):
+            d = mnt / f"d{i}"
+            d.mkdir()
+            for j in range(300):
+                (d / f"f{j}").write_bytes(SMALL)
+            os.sync()
+            run_btrfsx("monitor", "record", mnt, env={**env, "BTRFSX_MONITOR_NOW": t0 + i * 21600})
+        now = {**env, "BTRFSX_MONITOR_NOW": t0 + 12 * 21600}
+        doc, _ = maintain(run_btrfsx, "plan", mnt, env=now)
+        m = doc["maintain"]
+        assert m["pace"] > 0 and m["before"]["days_left"] > 0
+        assert abs(m["before"]["days_left"] - m["before"]["metadata_room"] / m["pace"]) < 0.1
+        policy = tmp_path / "days.conf"
+        policy.write_text("[default]\nmetadata-room-days = 3650\n")
+        doc, _ = maintain(run_btrfsx, "plan", "--policy", policy, mnt, env=now, check=5)
+        m = doc["maintain"]
+        assert m["target_why"].startswith("metadata-room-days: 3650 days")
+        assert m["target"] == pytest.approx(3650 * m["pace"], rel=0.01)
+        # another history, empty of this filesystem: no pace
+        doc, _ = maintain(run_btrfsx, "plan", "--db", tmp_path / "none.db", mnt, env=now)
+        assert doc["maintain"]["pace"] is None and doc["maintain"]["before"]["days_left"] is None
