@@ -443,16 +443,17 @@ int bx_maintain_choose(const struct bx_snapshot *in, const struct bx_maintain_po
 		ret = add_for_room(&c, inputs, &p->after, &pred);
 	if (ret)
 		goto out;
-	p->created = pred.created;
+	p->chunks_created = pred.created;
 	for (size_t i = 0; i < p->nr_actions; i++) {
-		p->bytes += p->actions[i].used;
+		p->bytes_planned += p->actions[i].used;
 		if (inputs->copy_rate > 0)
 			p->actions[i].seconds = (double)p->actions[i].used / inputs->copy_rate;
 	}
 	/* What the kernel copies: also what lands in chunks moved later, moved again. */
-	if (pred.moved_bytes > p->bytes)
-		p->bytes = pred.moved_bytes;
-	p->seconds = inputs->copy_rate > 0 ? (double)p->bytes / inputs->copy_rate : -1;
+	if (pred.moved_bytes > p->bytes_planned)
+		p->bytes_planned = pred.moved_bytes;
+	p->seconds_planned = inputs->copy_rate > 0 ? (double)p->bytes_planned / inputs->copy_rate :
+			     -1;
 	if (p->target && p->after.metadata_room < p->target)
 		say_cannot(in, &u, p);
 	else

@@ -9,6 +9,7 @@
  * few rounds at most.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,12 +173,12 @@ static int record_moved(struct maintain_run *r, const struct bx_maintain_action 
 			double seconds)
 {
 	struct bx_maintain_result *res = r->res;
-	struct bx_maintain_moved *grown = realloc(res->moved, (res->nr_moved + 1) * sizeof(*grown));
+	struct bx_maintain_action *grown = realloc(res->moved, (res->nr_moved + 1) * sizeof(*grown));
 
 	if (!grown)
 		return bx_error(-ENOMEM, "out of memory");
 	res->moved = grown;
-	res->moved[res->nr_moved++] = (struct bx_maintain_moved){
+	res->moved[res->nr_moved++] = (struct bx_maintain_action){
 		.reason = a->reason, .logical = a->logical, .length = a->length, .used = a->used,
 		.type = a->type, .seconds = seconds,
 	};
@@ -370,6 +371,27 @@ static int start(struct maintain_run *r)
 	snprintf(r->res->reason, sizeof(r->res->reason), "%s", r->res->plan.reason);
 	r->res->target_met = r->res->plan.status == BX_MAINTAIN_NOTHING;
 	return 0;
+}
+
+int bx_maintain_policy_of(const char *path, const char *file, bool required,
+			  struct bx_maintain_policy *p, bool *found)
+{
+	struct bx_mounted_fs mfs;
+	char real[PATH_MAX];
+	bool mounted = bx_mounted_open(path, &mfs) == 0;
+	int ret;
+
+	/* Not a mounted btrfs: the run says so; the [default] section still counts. */
+	if (!mounted)
+		bx_error_clear();
+	if (!realpath(mounted ? mfs.path : path, real))
+		snprintf(real, sizeof(real), "%s", mounted ? mfs.path : path);
+	bx_maintain_policy_defaults(p);
+	ret = bx_maintain_policy_load(file, required, real, mounted ? mfs.fsid_str : NULL, p,
+				      found);
+	if (mounted)
+		bx_mounted_close(&mfs);
+	return ret;
 }
 
 int bx_maintain_run(const char *path, const struct bx_maintain_opts *opts,

@@ -394,3 +394,43 @@ def test_pace_from_the_monitors_history(loopdevs, run_btrfsx, env, tmp_path):
         # another history, empty of this filesystem: no pace
         doc, _ = maintain(run_btrfsx, "plan", "--db", tmp_path / "none.db", mnt, env=now)
         assert doc["maintain"]["pace"] is None and doc["maintain"]["before"]["days_left"] is None
+
+
+def test_python_plan_and_run(trap, run_btrfsx, env):
+    """btrfsx.maintain() (libbtrfsx's btrfsx_maintain()): the plan the
+    command line shows, then the run."""
+    import test_python as tp
+    devs, mnt = trap
+    pyenv = dict(os.environ, PYTHONPATH=str(tp.build_dir() / "libbtrfsx" / "python"),
+                 PYTHONDONTWRITEBYTECODE="1", ASAN_OPTIONS="detect_leaks=0", **env)
+    runtime = tp.sanitizer_runtime()
+    if runtime:
+        pyenv["LD_PRELOAD"] = runtime
+    cli, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+    code = """
+import json, math, sys, btrfsx
+mnt, state, conf = sys.argv[1:4]
+plan = btrfsx.maintain(mnt, plan_only=True, state_dir=state, policy_file=None)
+run = btrfsx.maintain(mnt, state_dir=state)
+print(json.dumps({
+    "plan": {"status": plan.status.name, "actions": [(c.logical, c.used, c.reason.name, c.kind)
+                                                   for c in plan.actions],
+             "target": plan.target, "room": plan.before.metadata_room,
+             "after": plan.after.metadata_room, "days": plan.before.days_left},
+    "run": {"status": run.status.name, "moved": [c.logical for c in run.moved],
+            "met": run.target_met, "fsid": run.fsid}}))
+"""
+    p = subprocess.run([tp.make_variable("PYTHON") or "python3", "-c", code, str(mnt),
+                        env["BTRFSX_STATE_DIR"], env["BTRFSX_CONFIG_DIR"]],
+                       capture_output=True, text=True, env=pyenv, timeout=300)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    m = cli["maintain"]
+    assert got["plan"]["status"] == "PLANNED" and got["plan"]["days"] is None
+    assert got["plan"]["actions"] == [[a["logical"], a["used"], "ROOM", "data"]
+                                      for a in m["actions"]]
+    assert got["plan"]["target"] == m["target"] and got["plan"]["room"] == \
+        m["before"]["metadata_room"]
+    assert got["run"]["status"] == "MET" and got["run"]["met"]
+    assert got["run"]["moved"] == [a["logical"] for a in m["actions"]]
+    assert got["run"]["fsid"] == m["fsid"]
