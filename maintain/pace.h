@@ -4,7 +4,7 @@
  * hours), the I/O budget (the used bytes moved so far, at most the budget
  * in MiB/s on average since the run started) and a pause while the
  * devices are busy, measured over one second while the run moves nothing:
- * a member device busy (its io_ticks, /sys/class/block/<dev>/stat) 90 % of
+ * a member device busy (its io_ticks, /sys/class/block/<dev>/stat) 75 % of
  * that second or more, or the tasks of the whole system all stalled on I/O
  * (/proc/pressure/io "full") at least busy-pressure percent of it.
  */
@@ -18,7 +18,7 @@
 #include "maintain/policy.h"
 
 /* A member device this busy (percent of the second sampled) pauses the run. */
-#define BX_PACE_DEVICE_BUSY_PCT 90
+#define BX_PACE_DEVICE_BUSY_PCT 75
 /* Busy devices pause a run at most this long before the chunk; then it stops. */
 #define BX_PACE_BUSY_MAX_SECONDS 600
 

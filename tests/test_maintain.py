@@ -434,3 +434,27 @@ print(json.dumps({
     assert got["run"]["status"] == "MET" and got["run"]["met"]
     assert got["run"]["moved"] == [a["logical"] for a in m["actions"]]
     assert got["run"]["fsid"] == m["fsid"]
+
+
+def test_busy_device_pauses_the_run(trap, btrfsx, env, tmp_path):
+    """A reader keeps the device busy (its io_ticks) while the run is about to
+    move its first chunk: the run pauses until the reader stops."""
+    devs, mnt = trap
+    policy = tmp_path / "busy.conf"
+    policy.write_text("[default]\nbudget = none\nbusy-pressure = 40\n")
+    reader = subprocess.Popen(["sh", "-c", f"while :; do dd if={devs[0]} of=/dev/null bs=1M "
+                               "iflag=direct status=none; done"], start_new_session=True)
+    try:
+        run = subprocess.Popen([btrfsx, "--format", "json", "maintain", "run", "--policy",
+                                str(policy), str(mnt)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+        time.sleep(3)
+    finally:
+        os.killpg(reader.pid, signal.SIGTERM)
+        reader.wait()
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err
+    doc = json.loads(out)["maintain"]
+    assert doc["status"] == "target-met"
+    # at least one pause of 5 seconds while the reader ran
+    assert doc["paused_seconds"] >= 5, doc
