@@ -86,9 +86,9 @@ static void test_trap_half_full(void)
 	 */
 	CHECK_EQ_U64(p.actions[0].logical, f.in.chunks[2].logical);
 	CHECK_EQ_U64(p.actions[1].logical, f.in.chunks[4].logical);
-	CHECK_EQ_U64(p.bytes, p.nr_actions * 56 * MiB);
-	CHECK(p.seconds < 0 && p.actions[0].seconds < 0);
-	CHECK(p.created == 0);
+	CHECK_EQ_U64(p.bytes_planned, p.nr_actions * 56 * MiB);
+	CHECK(p.seconds_planned < 0 && p.actions[0].seconds < 0);
+	CHECK(p.chunks_created == 0);
 	bx_maintain_plan_release(&p);
 	bx_snapshot_release(&f.in);
 }
