@@ -307,6 +307,7 @@ static void out_policy(struct bx_out *out, const struct bx_maintain_policy *p, c
 	bx_out_double(out, "budget", p->budget, 1, 0);
 	bx_out_str(out, "quiet_hours", window, 0);
 	bx_out_double(out, "busy_pressure", p->busy_pressure, 1, 0);
+	bx_out_double(out, "busy_device", p->busy_device, 1, 0);
 	bx_out_obj_end(out);
 }
 

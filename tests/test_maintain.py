@@ -441,14 +441,15 @@ def test_busy_device_pauses_the_run(trap, btrfsx, env, tmp_path):
     move its first chunk: the run pauses until the reader stops."""
     devs, mnt = trap
     policy = tmp_path / "busy.conf"
-    policy.write_text("[default]\nbudget = none\nbusy-pressure = 40\n")
+    # busy a fifth of the second: a reader of a loop device keeps it far busier
+    policy.write_text("[default]\nbudget = none\nbusy-pressure = 40\nbusy-device = 20\n")
     reader = subprocess.Popen(["sh", "-c", f"while :; do dd if={devs[0]} of=/dev/null bs=1M "
                                "iflag=direct status=none; done"], start_new_session=True)
     try:
         run = subprocess.Popen([btrfsx, "--format", "json", "maintain", "run", "--policy",
                                 str(policy), str(mnt)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
-        time.sleep(3)
+        time.sleep(4)
     finally:
         os.killpg(reader.pid, signal.SIGTERM)
         reader.wait()

@@ -235,6 +235,7 @@ static void test_policy_file(void)
 		{ "[default]\nmetadata-room-days = nan\n", "metadata-room-days: 'nan'" },
 		{ "[default]\nquiet-hours = 6:0-7:00\n", "quiet-hours:" },
 		{ "[elsewhere]\nbudget = -1\n", "budget: '-1'" },
+		{ "[default]\nbusy-device = 0\n", "busy-device: '0'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		bx_maintain_policy_defaults(&p);
