@@ -236,6 +236,22 @@ static int add_misplaced(struct choice *c, const struct bx_maintain_policy *poli
 	n = rep.hints_effective ? bx_policy_select(&rep, policy->placement ==
 						   BX_MAINTAIN_PLACEMENT_FORBIDDEN_ONLY, 0, 0,
 						   &bytes) : 0;
+	/* Only the leading ones the allocator model has room for, as balance misplaced. */
+	if (n) {
+		struct bx_snap_model um;
+		struct bx_place_model pm;
+		struct bx_place_room room = { 0 };
+
+		ret = bx_snap_place_model(c->in, &um, &pm);
+		if (!ret) {
+			if (bx_policy_room(&pm, &rep, rep.chunks, n, &room) == -ENOSPC) {
+				bx_warn("%zu of %zu misplaced chunks have no room where the hints "
+					"want them; left where they are", n - room.nr_fit, n);
+				n = room.nr_fit;
+			}
+			bx_snap_model_release(&um);
+		}
+	}
 	for (size_t i = 0; !ret && i < n; i++) {
 		const struct bx_snap_chunk *ch = chunk_at(c->in, rep.chunks[i].logical);
 
