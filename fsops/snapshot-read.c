@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/btrfs.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -429,11 +430,10 @@ static int offline_dev_item(void *arg, const struct btrfs_dev_item *item)
 		 * would allocate simulated chunks up to the claimed size (for
 		 * exabytes, practically forever).
 		 */
-		if (d->total_bytes > dev->size)
-			return bx_error(-EUCLEAN, "devid %llu: the device item claims %llu bytes, "
-					"but %s has %llu", (unsigned long long)d->devid,
-					(unsigned long long)d->total_bytes, dev->path,
-					(unsigned long long)dev->size);
+		char msg[PATH_MAX + 128];
+
+		if (bx_device_short(dev, d->total_bytes, msg, sizeof(msg)))
+			return bx_error(-EUCLEAN, "%s", msg);
 	}
 	return 0;
 }

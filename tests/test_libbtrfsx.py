@@ -808,7 +808,7 @@ def prototypes(text: str) -> set[str]:
     """Every `... btrfsx_x(...);` declaration, white space folded."""
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     found = re.findall(r"^[a-z][\w \*]*?\bbtrfsx_\w+\([^;]*\);", text, flags=re.M)
-    return {" ".join(p.split()) for p in found}
+    return {" ".join(p.split()).replace("( ", "(") for p in found}
 
 
 def code_blocks(text: str) -> list[str]:

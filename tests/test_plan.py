@@ -361,3 +361,23 @@ def test_not_btrfs_and_missing(tmp_path, run_btrfsx):
     _, _, err = run_btrfsx("filesystem", "plan", str(tmp_path / "nope"), "--remove", "1",
                            check=1)
     assert "nope" in err
+
+
+def test_resize_to_max(tmp_path, run_btrfsx, btrfsx_json):
+    """Issue 39, defect 2: '--resize DEVID=max' as btrfs filesystem resize takes it: the
+    size of the device itself (an image file: its length); refused for a device the plan
+    adds, whose size is the one --add gives."""
+    img = tmp_path / "grown.img"
+    with open(img, "wb") as f:
+        f.truncate(400 * MiB)
+    fsutil.run(["mkfs.btrfs", "-q", "-f", "-b", str(300 * MiB), str(img)])
+    doc = btrfsx_json("filesystem", "plan", str(img), "--resize", "1=max")
+    assert doc["possible"] is True
+    assert doc["changes"][0]["description"] == "resize devid 1 to its device's size (max)"
+    assert doc["before"]["device_size"] == 300 * MiB
+    assert doc["after"]["device_size"] == 400 * MiB
+    _, _, err = run_btrfsx("filesystem", "plan", str(img), "--add", "1G", "--resize", "2=max",
+                           check=2)
+    assert "devid 2=max: the plan adds devid 2" in err, err
+    _, _, err = run_btrfsx("filesystem", "plan", str(img), "--resize", "1=maximum", check=2)
+    assert "'maximum' is not a size" in err, err
