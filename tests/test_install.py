@@ -95,10 +95,12 @@ def test_json_schemas_installed(installed):
 
 
 def test_guides_installed(installed):
-    """Every guide the README links, under docdir/guides."""
-    source = sorted(p.name for p in (Path(__file__).parent.parent / "Documentation" / "guides")
-                    .glob("*.md"))
-    assert sorted(p.name for p in installed.path("docdir", "guides").iterdir()) == source
+    """Every guide the README links, under docdir/guides, and the images they show."""
+    guides = Path(__file__).parent.parent / "Documentation" / "guides"
+    source = sorted(p.relative_to(guides) for p in guides.rglob("*")
+                    if p.suffix in (".md", ".png"))
+    target = installed.path("docdir", "guides")
+    assert sorted(p.relative_to(target) for p in target.rglob("*") if p.is_file()) == source
 
 
 def test_library_soname_and_exports(installed):
