@@ -549,6 +549,14 @@ struct btrfsx_recommendation {
 	bool changed;			/* the kernel's policy was another before */
 	char persistent[64];		/* the record for every mount, "" if none */
 	bool disturbed;			/* some device's figures are */
+	/*
+	 * Whether each pass of the probe's last round alone picks the same
+	 * (a busy host disturbs some replays), and how many rounds it took
+	 * to get there (at most 3; each replays every candidate twice).
+	 * Since: 0.2 (in the padding after disturbed: no member moved).
+	 */
+	bool stable;
+	uint8_t rounds;
 	size_t nr_workloads;
 	struct btrfsx_recommend_workload workloads[BTRFSX_RECOMMEND_MAX_WORKLOADS];
 	size_t nr_candidates;
@@ -566,7 +574,7 @@ typedef int (*btrfsx_recommend_progress_fn)(void *arg, size_t done, size_t total
 					    double seconds);
 
 struct btrfsx_recommend_options {
-	double seconds;			/* the probe's bound; 0 for 30 */
+	double seconds;			/* a probe round's bound; 0 for 30 */
 	const unsigned int *readers;	/* reader counts (1 to 64); NULL for 1 and 8 */
 	size_t nr_readers;		/* at most 4 */
 	unsigned int patterns;		/* BTRFSX_RECOMMEND_*; 0 for both */
@@ -588,7 +596,10 @@ struct btrfsx_recommend_options {
  * the RAID1-family chunks the filesystem holds, straight from its member
  * devices (read-only, O_DIRECT, 64 KiB requests), twice, within @opts->seconds;
  * the pick is the fastest policy with one workload, else the one whose
- * worst workload comes closest to that workload's fastest. Devices others
+ * worst workload comes closest to that workload's fastest. When a pass of
+ * those two alone would pick otherwise (a busy host), the round is repeated,
+ * each taking @opts->seconds, up to 3 rounds: stable and rounds say how it
+ * ended. Devices others
  * read or wrote meanwhile are marked disturbed, with a warning. Needs root
  * (the chunk tree, the block devices). Without RAID1-family chunks the
  * result says so (affects_reads false) and nothing is probed. With
@@ -641,6 +652,12 @@ struct btrfsx_scrub_device {
 	bool missing;
 	uint64_t bytes_to_scrub;
 	struct btrfsx_scrub_counters counters;
+	/*
+	 * How much shorter the device is than its device item says (a
+	 * truncated image; the kernel does not mount such a filesystem):
+	 * what lies beyond its end was not scrubbed. Since: 0.2
+	 */
+	uint64_t short_bytes;
 };
 
 /* One bad copy found. */
@@ -1203,11 +1220,14 @@ enum btrfsx_plan_op {
 	BTRFSX_PLAN_RESUME,	/* the paused balance resumed to its end (Since: 0.2) */
 };
 
+/* A resize to the size of the device itself ("3=max"). Since: 0.2 */
+#define BTRFSX_PLAN_SIZE_MAX UINT64_MAX
+
 /* One change of a plan. */
 struct btrfsx_plan_change {
 	enum btrfsx_plan_op op;
 	uint64_t devid;
-	uint64_t size;			/* bytes */
+	uint64_t size;			/* bytes; resize: BTRFSX_PLAN_SIZE_MAX for "max" */
 	uint64_t hint;
 	bool has_hint;
 	/*
@@ -1226,7 +1246,7 @@ struct btrfsx_plan_change {
  * btrfsx_plan_change_parse() - a change as `btrfsx filesystem plan` spells it.
  * @op: "add", "remove", "resize", "hint", "convert", "replace", "relocate",
  *      "balance" or "resume".
- * @value: its value ("64G:metadata_only", "3", "3=10G", "3=data_only",
+ * @value: its value ("64G:metadata_only", "3", "3=10G", "3=max", "3=data_only",
  *         "data=raid1", "2=1T:metadata_only", "dusage=50,musage=10..30");
  *         NULL for relocate and resume.
  * @change: filled on success.
