@@ -13,6 +13,7 @@
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-plan.h"
+#include "cmds/kernel-option.h"
 #include "cmds/misplaced.h"
 #include "cmds/reclaim-print.h"
 #include "cmds/usage-tables.h"
@@ -23,9 +24,10 @@
 #include "disk/volumes.h"
 #include "fsops/copy-rate.h"
 #include "plan/plan.h"
+#include "fsops/snapshot-read.h"
 
 const char *const bx_filesystem_plan_usage[] = {
-	"btrfsx filesystem plan [<units>] <path>... <change>...",
+	"btrfsx filesystem plan [--kernel <version>] [<units>] <path>... <change>...",
 	"Show the space and placement after changes, before making them.",
 	"",
 	"<path> is a mount point (read through the kernel's ioctls; needs root),",
@@ -66,6 +68,8 @@ const char *const bx_filesystem_plan_usage[] = {
 	"Exit status: 0 possible, 5 a change would fail, 1 error, 2 bad input",
 	"(an unknown devid, a size below the smallest device or a replace's",
 	"source, a profile the devices cannot hold, conflicting changes).",
+	"",
+	BX_KERNEL_HELP,
 	BX_UNITS_HELP_SHORT,
 	NULL
 };
@@ -113,7 +117,7 @@ static void text_row(struct bx_out *out, const char *label, const char *before, 
 
 /* ---- JSON: one side (the usage report's stable keys) ---- */
 
-static void json_devices(struct bx_out *out, const struct bx_usage_input *in,
+static void json_devices(struct bx_out *out, const struct bx_snapshot *in,
 			 const struct bx_usage_report *rep)
 {
 	bx_out_list_begin(out, "devices");
@@ -136,7 +140,7 @@ static void json_devices(struct bx_out *out, const struct bx_usage_input *in,
 	bx_out_list_end(out);
 }
 
-static void json_side(struct bx_out *out, const char *key, const struct bx_usage_input *in,
+static void json_side(struct bx_out *out, const char *key, const struct bx_snapshot *in,
 		      const struct bx_usage_report *rep)
 {
 	const struct bx_usage_overall *ov = &rep->overall;
@@ -360,7 +364,7 @@ static void print_short(struct bx_out *out, const struct bx_plan_short *sh)
 }
 
 /* The device path of @devid in @in, or a placeholder naming it. */
-static void device_of(const struct bx_usage_input *in, uint64_t devid, char *buf, size_t len)
+static void device_of(const struct bx_snapshot *in, uint64_t devid, char *buf, size_t len)
 {
 	for (size_t i = 0; i < in->nr_devs; i++) {
 		if (in->devs[i].devid == devid && in->devs[i].path[0]) {
@@ -387,7 +391,7 @@ static void usage_filter(char *buf, size_t len, char kind, uint8_t min, uint8_t 
  * an unmounted filesystem's mount point <mountpoint> (btrfs-progs changes
  * mounted filesystems; an allocation hint is set offline on a device).
  */
-static void progs_command(const struct bx_usage_input *in, const struct bx_plan_change *c,
+static void progs_command(const struct bx_snapshot *in, const struct bx_plan_change *c,
 			  char *buf, size_t len)
 {
 	const char *mnt = in->mounted ? in->path : "<mountpoint>";
@@ -441,7 +445,7 @@ static void progs_command(const struct bx_usage_input *in, const struct bx_plan_
 	}
 }
 
-static void print_step(struct bx_out *out, const struct bx_usage_input *in,
+static void print_step(struct bx_out *out, const struct bx_snapshot *in,
 		       const struct bx_plan_step *st, size_t n, unsigned int units, double rate)
 {
 	char what[160], command[1400];
@@ -567,7 +571,7 @@ static int add_change(struct bx_plan_change **changes, size_t *nr, const char *o
 }
 
 static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int *units,
-			 struct bx_plan_change **changes, size_t *nr)
+			 struct bx_plan_change **changes, size_t *nr, struct bx_kernel *kernel)
 {
 	enum { OPT_ADD = 256, OPT_REMOVE, OPT_RESIZE, OPT_HINT, OPT_CONVERT, OPT_REPLACE,
 	       OPT_RELOCATE, OPT_BALANCE, OPT_RESUME };
@@ -582,14 +586,20 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 		{ "relocate", no_argument, NULL, OPT_RELOCATE },
 		{ "balance", required_argument, NULL, OPT_BALANCE },
 		{ "resume", no_argument, NULL, OPT_RESUME },
+		BX_KERNEL_LONGOPT,
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
+	const char *kernel_version = ctx->kernel;
 	int opt, ret;
 
 	while ((opt = bx_getopt(ctx, argc, argv, BX_UNITS_SHORTOPTS, longopts)) != -1) {
 		if (bx_units_option(opt, units))
 			continue;
+		if (opt == BX_OPT_KERNEL) {
+			kernel_version = optarg;
+			continue;
+		}
 		if (opt < OPT_ADD || opt > OPT_RESUME)
 			return bx_opt_result(opt);
 		ret = add_change(changes, nr, change_ops[opt - OPT_ADD],
@@ -600,14 +610,16 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 	if (!*nr)
 		return bx_usage_error("no change to plan (--add, --remove, --resize, --hint, "
 				      "--convert, --replace, --relocate, --balance, --resume)");
-	return bx_check_argc(argc - optind, 1, -1) ? BX_EXIT_USAGE : 0;
+	if (bx_check_argc(argc - optind, 1, -1))
+		return BX_EXIT_USAGE;
+	return bx_kernel_arg(ctx, kernel_version, kernel);
 }
 
-static void print_result(struct bx_ctx *ctx, const struct bx_usage_input *before,
+static void print_result(struct bx_ctx *ctx, const struct bx_snapshot *before,
 			 const struct bx_plan_result *res, unsigned int units)
 {
 	struct bx_out *out = ctx->out;
-	const struct bx_usage_input *in = &res->after_in;
+	const struct bx_snapshot *in = &res->after_in;
 	uint64_t rate_bytes = 0;
 	double rate_seconds = 0, rate = 0;
 
@@ -627,6 +639,7 @@ static void print_result(struct bx_ctx *ctx, const struct bx_usage_input *before
 		bx_out_str(out, "copy_rate", NULL, BX_F_JSON_ONLY);
 	bx_out_textf(out, "Plan for %s (%s): %s", in->path, in->mounted ? "mounted" : "unmounted",
 		     res->possible ? "possible" : "IMPOSSIBLE: a change would fail");
+	bx_out_kernel(out, &in->kernel);
 	bx_out_list_begin(out, "changes");
 	for (size_t i = 0; i < res->nr_steps; i++)
 		print_step(out, before, &res->steps[i], i + 1, units, rate);
@@ -647,17 +660,19 @@ int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 {
 	struct bx_plan_change *changes = NULL;
 	struct bx_plan_result res;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
+	struct bx_kernel kernel;
 	unsigned int units = 0;
 	size_t nr = 0;
 	int ret;
 
-	ret = parse_options(ctx, argc, argv, &units, &changes, &nr);
+	ret = parse_options(ctx, argc, argv, &units, &changes, &nr, &kernel);
 	if (ret)
 		goto out;
-	ret = bx_relocation_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_snapshot_read_extents(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		goto out;
+	bx_kernel_use(&kernel, &in);
 	ret = bx_plan_compute(&in, changes, nr, &res);
 	if (!ret) {
 		print_result(ctx, &in, &res, units);
@@ -666,7 +681,7 @@ int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 		ret = BX_EXIT_USAGE;	/* the message is recorded */
 	}
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 out:
 	free(changes);
 	return ret;

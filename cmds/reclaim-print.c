@@ -11,8 +11,8 @@
 #include "common/units.h"
 #include "fsops/reclaim.h"
 
-static const char *const kind_keys[BX_USAGE_NR_KINDS] = { "data", "metadata", "system" };
-static const char *const kind_labels[BX_USAGE_NR_KINDS] = {
+static const char *const kind_keys[BX_SNAP_NR_KINDS] = { "data", "metadata", "system" };
+static const char *const kind_labels[BX_SNAP_NR_KINDS] = {
 	"    Data:", "    Metadata:", "    System:",
 };
 
@@ -58,7 +58,7 @@ static void effect_text(struct bx_out *out, const struct bx_reclaim *r,
 	char used[48], size[48], label[64], line[160];
 	bool dynamic = false, periodic = false;
 
-	for (unsigned int i = 0; i < BX_USAGE_NR_KINDS; i++) {
+	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++) {
 		dynamic |= bx_reclaim_on(&r->kind[i]) && r->kind[i].dynamic;
 		periodic |= bx_reclaim_on(&r->kind[i]) && r->kind[i].periodic;
 		if (!below[i].block_groups)
@@ -93,17 +93,17 @@ static void effect_text(struct bx_out *out, const struct bx_reclaim *r,
 	}
 }
 
-void bx_reclaim_print(struct bx_out *out, const struct bx_usage_input *settings,
-		      const struct bx_usage_input *in, const char *heading, unsigned int units)
+void bx_reclaim_print(struct bx_out *out, const struct bx_snapshot *settings,
+		      const struct bx_snapshot *in, const char *heading, unsigned int units)
 {
 	const struct bx_reclaim *r = &settings->reclaim;
-	struct bx_reclaim_below below[BX_USAGE_NR_KINDS];
-	int threshold[BX_USAGE_NR_KINDS];
+	struct bx_reclaim_below below[BX_SNAP_NR_KINDS];
+	int threshold[BX_SNAP_NR_KINDS];
 	uint64_t chunk = bx_reclaim_data_chunk(in, r), device_bytes = 0;
 	bool known = false, text = bx_reclaim_any(r);
 	char rule[192];
 
-	for (unsigned int i = 0; i < BX_USAGE_NR_KINDS; i++) {
+	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++) {
 		known |= r->kind[i].known;
 		threshold[i] = bx_reclaim_threshold(in, r, i);
 		bx_reclaim_below(in, i, bx_reclaim_on(&r->kind[i]) ? threshold[i] : 0, &below[i]);
@@ -117,7 +117,7 @@ void bx_reclaim_print(struct bx_out *out, const struct bx_usage_input *settings,
 		bx_out_textf(out, "%s", "");
 	bx_out_obj_begin(out, "reclaim", text ? BX_OBJ_LINES : BX_OBJ_JSON_ONLY, heading);
 	bx_out_size(out, "data_chunk_size", chunk, units, BX_F_JSON_ONLY);
-	for (unsigned int i = 0; i < BX_USAGE_NR_KINDS; i++) {
+	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++) {
 		if (!r->kind[i].known)
 			continue;
 		kind_json(out, i, &r->kind[i], threshold[i], &below[i], units);

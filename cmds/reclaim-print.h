@@ -4,7 +4,7 @@
 #define BTRFSX_RECLAIM_PRINT_H
 
 #include "cmds/format-output.h"
-#include "fsops/usage.h"
+#include "fsops/reclaim.h"
 
 /*
  * "reclaim" (JSON: null when unknown, that is unmounted) and, in text when
@@ -13,7 +13,7 @@
  * (the real one, or a plan's after-state: thresholds and the block groups
  * below them as they will be then). @heading names which.
  */
-void bx_reclaim_print(struct bx_out *out, const struct bx_usage_input *settings,
-		      const struct bx_usage_input *in, const char *heading, unsigned int units);
+void bx_reclaim_print(struct bx_out *out, const struct bx_snapshot *settings,
+		      const struct bx_snapshot *in, const char *heading, unsigned int units);
 
 #endif

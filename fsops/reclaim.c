@@ -9,7 +9,6 @@
 #include "disk/device-claim.h"
 #include "format/ctree.h"
 #include "fsops/reclaim.h"
-#include "fsops/usage.h"
 #include "format/profiles.h"
 
 #define GiB (1ULL << 30)
@@ -17,13 +16,13 @@
 #define UNALLOC_TARGET_CHUNKS 10
 
 _Static_assert(sizeof(((struct bx_reclaim *)0)->kind) ==
-	       BX_USAGE_NR_KINDS * sizeof(struct bx_reclaim_kind), "one per BX_USAGE_KIND_*");
+	       BX_SNAP_NR_KINDS * sizeof(struct bx_reclaim_kind), "one per BX_SNAP_KIND_*");
 
-/* The kernel's directory name of each kind (BX_USAGE_KIND_*). */
-static const char *const kind_dirs[BX_USAGE_NR_KINDS] = { "data", "metadata", "system" };
+/* The kernel's directory name of each kind (BX_SNAP_KIND_*). */
+static const char *const kind_dirs[BX_SNAP_NR_KINDS] = { "data", "metadata", "system" };
 
 /* The chunk type bit of each kind. */
-static const uint64_t kind_types[BX_USAGE_NR_KINDS] = {
+static const uint64_t kind_types[BX_SNAP_NR_KINDS] = {
 	BTRFS_BLOCK_GROUP_DATA, BTRFS_BLOCK_GROUP_METADATA, BTRFS_BLOCK_GROUP_SYSTEM,
 };
 
@@ -69,11 +68,11 @@ void bx_reclaim_read(const char *sysfs_root, const uint8_t fsid[16], struct bx_r
 
 	memset(r, 0, sizeof(*r));
 	bx_fsid_unparse(fsid, fsid_str);
-	for (unsigned int i = 0; i < BX_USAGE_NR_KINDS; i++) {
+	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++) {
 		snprintf(dir, sizeof(dir), "%s/fs/btrfs/%s/allocation/%s", sysfs_root, fsid_str,
 			 kind_dirs[i]);
 		read_kind(dir, &r->kind[i]);
-		if (i == BX_USAGE_KIND_DATA && !read_number(dir, "chunk_size", &r->data_chunk_size))
+		if (i == BX_SNAP_KIND_DATA && !read_number(dir, "chunk_size", &r->data_chunk_size))
 			r->data_chunk_size = 0;
 	}
 }
@@ -85,20 +84,20 @@ bool bx_reclaim_on(const struct bx_reclaim_kind *k)
 
 bool bx_reclaim_any(const struct bx_reclaim *r)
 {
-	for (unsigned int i = 0; i < BX_USAGE_NR_KINDS; i++)
+	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++)
 		if (bx_reclaim_on(&r->kind[i]))
 			return true;
 	return false;
 }
 
 /* free_chunk_space: what the writable devices have outside device extents. */
-static uint64_t unallocated(const struct bx_usage_input *in, uint64_t *rw_bytes)
+static uint64_t unallocated(const struct bx_snapshot *in, uint64_t *rw_bytes)
 {
 	uint64_t sum = 0;
 
 	*rw_bytes = 0;
 	for (size_t i = 0; i < in->nr_devs; i++) {
-		const struct bx_usage_dev *d = &in->devs[i];
+		const struct bx_snap_dev *d = &in->devs[i];
 		uint64_t taken = 0;
 
 		if (!d->writable)
@@ -111,7 +110,7 @@ static uint64_t unallocated(const struct bx_usage_input *in, uint64_t *rw_bytes)
 	return sum;
 }
 
-uint64_t bx_reclaim_data_chunk(const struct bx_usage_input *in, const struct bx_reclaim *r)
+uint64_t bx_reclaim_data_chunk(const struct bx_snapshot *in, const struct bx_reclaim *r)
 {
 	uint64_t rw, chunk = r->data_chunk_size ? r->data_chunk_size : 10 * GiB;
 
@@ -122,12 +121,12 @@ uint64_t bx_reclaim_data_chunk(const struct bx_usage_input *in, const struct bx_
 }
 
 /* The logical bytes of @kind's block groups that hold nothing. */
-static uint64_t kind_unused(const struct bx_usage_input *in, unsigned int kind)
+static uint64_t kind_unused(const struct bx_snapshot *in, unsigned int kind)
 {
 	uint64_t unused = 0;
 
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *sp = &in->spaces[i];
+		const struct bx_snap_space *sp = &in->spaces[i];
 
 		if ((sp->flags & BX_SPACE_INFO_GLOBAL_RSV) ||
 		    (sp->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != kind_types[kind])
@@ -137,7 +136,7 @@ static uint64_t kind_unused(const struct bx_usage_input *in, unsigned int kind)
 	return unused;
 }
 
-int bx_reclaim_threshold(const struct bx_usage_input *in, const struct bx_reclaim *r,
+int bx_reclaim_threshold(const struct bx_snapshot *in, const struct bx_reclaim *r,
 			 unsigned int kind)
 {
 	const struct bx_reclaim_kind *k = &r->kind[kind];
@@ -153,14 +152,14 @@ int bx_reclaim_threshold(const struct bx_usage_input *in, const struct bx_reclai
 	return (int)((target - free_space) * 100 / target);
 }
 
-void bx_reclaim_below(const struct bx_usage_input *in, unsigned int kind, int threshold,
+void bx_reclaim_below(const struct bx_snapshot *in, unsigned int kind, int threshold,
 		      struct bx_reclaim_below *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!in->chunks_used_known || kind >= BX_USAGE_NR_KINDS || threshold <= 0)
+	if (!in->chunks_used_known || kind >= BX_SNAP_NR_KINDS || threshold <= 0)
 		return;
 	for (size_t i = 0; i < in->nr_chunks; i++) {
-		const struct bx_usage_chunk *c = &in->chunks[i];
+		const struct bx_snap_chunk *c = &in->chunks[i];
 
 		/* A mixed block group is in no single kind's space. */
 		if ((c->type & BTRFS_BLOCK_GROUP_TYPE_MASK) != kind_types[kind])

@@ -35,23 +35,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct bx_usage_input;
-
-struct bx_reclaim_kind {
-	bool known;		/* the kernel shows the kind's files (mounted) */
-	bool dynamic;		/* dynamic_reclaim */
-	bool periodic;		/* periodic_reclaim */
-	int threshold;		/* percent, as the kernel computes it now; 0: none */
-	uint64_t count;		/* block groups relocated since the mount (reclaim_count) */
-	uint64_t bytes;		/* what they held (reclaim_bytes) */
-	uint64_t errors;	/* relocations that failed (reclaim_errors) */
-};
-
-/* Per kind, indexed as bx_usage_input.balance_target (BX_USAGE_KIND_*). */
-struct bx_reclaim {
-	struct bx_reclaim_kind kind[3];
-	uint64_t data_chunk_size;	/* allocation/data/chunk_size; 0: not read */
-};
+#include "model/reclaim.h"
+#include "model/snapshot.h"
 
 /* The block groups of one kind below a threshold, and what they hold. */
 struct bx_reclaim_below {
@@ -81,7 +66,7 @@ bool bx_reclaim_any(const struct bx_reclaim *r);
  * chunk_size (10 GiB unless changed; unknown: that), 10 % of the writable
  * devices' size in @in, and 1 GiB.
  */
-uint64_t bx_reclaim_data_chunk(const struct bx_usage_input *in, const struct bx_reclaim *r);
+uint64_t bx_reclaim_data_chunk(const struct bx_snapshot *in, const struct bx_reclaim *r);
 
 /*
  * The threshold of @kind for the filesystem as @in describes it, with the
@@ -89,16 +74,16 @@ uint64_t bx_reclaim_data_chunk(const struct bx_usage_input *in, const struct bx_
  * the kind's unused bytes as the kernel computes it (a plan's after-state
  * gets the threshold it will have then), the set one otherwise; 0 when off.
  */
-int bx_reclaim_threshold(const struct bx_usage_input *in, const struct bx_reclaim *r,
+int bx_reclaim_threshold(const struct bx_snapshot *in, const struct bx_reclaim *r,
 			 unsigned int kind);
 
 /*
- * The block groups of @kind (BX_USAGE_KIND_*) in @in used below
+ * The block groups of @kind (BX_SNAP_KIND_*) in @in used below
  * @threshold percent of their size: those the kernel relocates once its
  * rule picks them. Needs the chunks' used bytes (chunks_used_known);
  * without them, all zero.
  */
-void bx_reclaim_below(const struct bx_usage_input *in, unsigned int kind, int threshold,
+void bx_reclaim_below(const struct bx_snapshot *in, unsigned int kind, int threshold,
 		      struct bx_reclaim_below *out);
 
 #endif

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define BTRFSX_VERSION_MAJOR 0
-#define BTRFSX_VERSION_MINOR 1
+#define BTRFSX_VERSION_MINOR 3
 #define BTRFSX_VERSION_PATCH 0
 
 enum btrfsx_error {
@@ -309,6 +309,14 @@ struct btrfsx_usage {
 	uint64_t data_new_chunks;	/* logical bytes of the data chunks the model allocated */
 	size_t nr_spaces;
 	struct btrfsx_usage_space *spaces;	/* data, metadata, system; by profile */
+	/*
+	 * The kernel whose behaviour the model followed: its version ("6.18";
+	 * "" when the running kernel's release could not be read, the newest
+	 * behaviour then), and whether it is the running one (not one asked
+	 * for with btrfsx_usage_get_for_kernel()). Since 0.3
+	 */
+	char kernel[16];
+	bool kernel_running;
 };
 
 /* Flags of btrfsx_usage_get(). */
@@ -345,6 +353,23 @@ enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_paths,
  * Since: 0.1
  */
 void btrfsx_usage_free(struct btrfsx_usage *usage);
+
+/**
+ * btrfsx_usage_get_for_kernel() - btrfsx_usage_get() as a given kernel would
+ * allocate.
+ * @kernel: "MAJOR.MINOR" of a kernel the register knows (6.1 to 7.3; see
+ *          btrfsx_kernel_traits_get()); NULL for the running kernel.
+ *
+ * The same figures, the model following that kernel's behaviour (its
+ * traits) instead of the running one's: for a filesystem about to move to
+ * another kernel, or to replay a result seen on one. The result's kernel
+ * says which. BTRFSX_ERROR_INVALID_ARGUMENT for a version the register does
+ * not know, with the message; otherwise as btrfsx_usage_get().
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_usage_get_for_kernel(const char *const *paths, size_t nr_paths,
+					      const char *sysfs_root, unsigned int flags,
+					      const char *kernel, struct btrfsx_usage **out);
 
 /* ---- Read policies of RAID1-family profiles (mounted filesystems) ---- */
 
@@ -911,6 +936,8 @@ struct btrfsx_misplaced {
 	double copy_rate;		/* used bytes per second of earlier relocations; 0: none */
 	size_t nr_chunks;
 	struct btrfsx_misplaced_chunk *chunks;	/* forbidden first, then by used bytes */
+	char kernel[16];		/* as btrfsx_usage.kernel. Since 0.3 */
+	bool kernel_running;		/* Since 0.3 */
 };
 
 /**
@@ -941,6 +968,17 @@ enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t nr_paths
  * Since: 0.2
  */
 void btrfsx_misplaced_free(struct btrfsx_misplaced *misplaced);
+
+/**
+ * btrfsx_misplaced_get_for_kernel() - btrfsx_misplaced_get() as a given
+ * kernel would place new chunks.
+ * @kernel: as for btrfsx_usage_get_for_kernel(); NULL for the running kernel.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_misplaced_get_for_kernel(const char *const *paths, size_t nr_paths,
+						  const char *sysfs_root, const char *state_dir,
+						  const char *kernel,
+						  struct btrfsx_misplaced **out);
 
 struct btrfsx_relocate_progress {
 	uint64_t chunks_done;
@@ -1066,6 +1104,108 @@ enum btrfsx_error btrfsx_relocate_misplaced(const char *path,
  */
 void btrfsx_relocate_result_free(struct btrfsx_relocate_result *result);
 
+/* ---- Maintenance: metadata room and placement ---- */
+
+/* Why a chunk moves. */
+enum btrfsx_maintain_reason {
+	BTRFSX_MAINTAIN_ROOM,		/* metadata room below the target */
+	BTRFSX_MAINTAIN_EMPTY,		/* an empty or nearly empty block group */
+	BTRFSX_MAINTAIN_MISPLACED,	/* the hints want it elsewhere */
+};
+
+struct btrfsx_maintain_chunk {
+	enum btrfsx_maintain_reason reason;
+	uint64_t logical;
+	uint64_t length;
+	uint64_t used;			/* what the kernel copies */
+	uint64_t type;			/* type and profile bits */
+	double seconds;			/* planned: at the copy rate (< 0 unknown); moved: taken */
+};
+
+struct btrfsx_maintain_state {
+	uint64_t metadata_room;
+	uint64_t metadata_used;
+	uint64_t unallocated;		/* device bytes, writable devices */
+	double days_left;		/* at the pace; < 0 unknown, INFINITY when none is used */
+	uint64_t misplaced;		/* chunks breaking the hints */
+};
+
+enum btrfsx_maintain_status {
+	BTRFSX_MAINTAIN_NOTHING,	/* the target is met already */
+	BTRFSX_MAINTAIN_PLANNED,	/* the actions meet it (a plan) */
+	BTRFSX_MAINTAIN_MET,		/* the run met it */
+	BTRFSX_MAINTAIN_CANNOT,		/* moving data cannot meet it (device_needed) */
+	BTRFSX_MAINTAIN_STOPPED,	/* the run stopped before it: window, busy, cancel */
+	BTRFSX_MAINTAIN_FAILED,
+};
+
+struct btrfsx_maintain_options {
+	bool plan_only;			/* plan (a dry run): write nothing, not even a lock */
+	const char *policy_file;	/* NULL: <sysconfdir>/btrfsx/maintain.conf if there */
+	double pace;			/* metadata bytes a day; < 0 unknown, 0 none */
+	const char *sysfs_root;		/* NULL: "/sys" */
+	const char *state_dir;		/* copy rate and lock; NULL: /var/lib/btrfsx */
+	/* 1: stop after the chunk moving now; 2: cancel it too. May be NULL. */
+	const volatile int *cancel;
+};
+
+struct btrfsx_maintain_result {
+	enum btrfsx_maintain_status status;
+	uint8_t fsid[16];
+	char path[4096];		/* the mount point */
+	char refused[1024];		/* plan only: what a real run would be refused for */
+	char reason[1024];		/* cannot meet, stopped, failed: why */
+	bool target_met;
+	uint64_t target;		/* metadata room wanted; 0: none */
+	char target_why[256];
+	bool room_below;		/* the room was below the target at the start */
+	bool placement_wanted;		/* misplaced chunks to move */
+	struct btrfsx_maintain_state before;
+	struct btrfsx_maintain_state after;	/* predicted */
+	struct btrfsx_maintain_state final;	/* read after a run (a plan: predicted) */
+	size_t nr_actions;
+	struct btrfsx_maintain_chunk *actions;	/* the plan, in order */
+	uint64_t bytes_planned;
+	double seconds_planned;		/* < 0 unknown */
+	uint64_t chunks_created;	/* predicted new chunks */
+	uint64_t device_needed;		/* cannot meet: a device of at least this would */
+	double copy_rate;		/* used bytes a second measured before; 0 none */
+	size_t nr_moved;
+	struct btrfsx_maintain_chunk *moved;
+	uint64_t bytes_moved;
+	double seconds;
+	double kernel_seconds;
+	double paused_seconds;
+};
+
+/**
+ * btrfsx_maintain() - plan or run maintenance on a mounted filesystem:
+ * the fewest chunks moved that keep its metadata room at the policy's
+ * target, and its chunks where the hints want them.
+ * @path: the mount point (a member device stands for it).
+ * @opts: NULL: run with the policy file and no pace.
+ * @result: filled once the filesystem was read; free with
+ *          btrfsx_maintain_result_free().
+ *
+ * `btrfsx maintain plan|run` (btrfsx-maintain(8)). A run moves chunk by
+ * chunk through the kernel, paced by the policy, and stops once the target
+ * is met; ->status says whether it was, could not be (->device_needed) or
+ * stopped early. BTRFSX_ERROR_BUSY beside a balance, replace, resize,
+ * device add or remove, scrub or another relocation; BTRFSX_ERROR_PERMISSION
+ * on a read-only mount; BTRFSX_ERROR_MISSING_DEVICE degraded;
+ * BTRFSX_ERROR_INVALID_ARGUMENT for a bad policy file. A plan is refused
+ * for none of these: ->refused says what a run would be.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_maintain(const char *path, const struct btrfsx_maintain_options *opts,
+				  struct btrfsx_maintain_result **result);
+
+/**
+ * btrfsx_maintain_result_free() - free a maintenance result; NULL is fine.
+ * Since: 0.3
+ */
+void btrfsx_maintain_result_free(struct btrfsx_maintain_result *result);
+
 /* ---- The what-if planner ---- */
 
 enum btrfsx_plan_op {
@@ -1187,6 +1327,8 @@ struct btrfsx_plan {
 	bool *newly_misplaced;		/* per misplaced_after chunk: not misplaced now */
 	size_t nr_warnings;
 	char (*warnings)[512];		/* also btrfsx_warning() */
+	char kernel[16];		/* as btrfsx_usage.kernel. Since 0.3 */
+	bool kernel_running;		/* Since 0.3 */
 };
 
 /**
@@ -1219,6 +1361,67 @@ enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths, const c
  * Since: 0.2
  */
 void btrfsx_plan_free(struct btrfsx_plan *plan);
+
+/**
+ * btrfsx_plan_for_kernel() - btrfsx_plan() as a given kernel would make the
+ * changes.
+ * @kernel: as for btrfsx_usage_get_for_kernel(); NULL for the running kernel.
+ *
+ * Before an upgrade, or to replay a plan made on another machine: the
+ * relocations, the cleaner and the space reservations follow that kernel.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_plan_for_kernel(const char *const *paths, size_t nr_paths,
+					 const char *sysfs_root, const char *kernel,
+					 const struct btrfsx_plan_change *changes,
+					 size_t nr_changes, struct btrfsx_plan **out);
+
+/* ---- What btrfsx knows about the kernel ---- */
+
+/*
+ * One behaviour of the kernel the models follow. The strings are the
+ * library's, valid as long as it is loaded.
+ */
+struct btrfsx_kernel_trait {
+	const char *name;		/* "size_classes" */
+	char first[16];			/* the first version with it; "" every kernel known */
+	char last[16];			/* the last version with it; "" still there */
+	bool active;			/* the kernel asked about has it */
+	const char *function;		/* the kernel function it follows */
+	const char *model;		/* the btrfsx file that follows it */
+	const char *summary;
+	const char *evidence;		/* the traces and test cases that showed it */
+	const char *test;		/* the unit test that pins it, file:function */
+	const char *unversioned;	/* why no version is known; NULL with a first version */
+};
+
+/* The register of kernel behaviour, for one kernel. */
+struct btrfsx_kernel_traits {
+	char kernel[16];		/* "6.18"; "" when the release could not be read */
+	char release[65];		/* uname -r, or the version asked for */
+	bool kernel_running;		/* the running kernel, not one asked for */
+	size_t nr_traits;
+	struct btrfsx_kernel_trait *traits;
+};
+
+/**
+ * btrfsx_kernel_traits_get() - every kernel behaviour the models follow, and
+ * which a kernel has.
+ * @kernel: "MAJOR.MINOR" (6.1 to 7.3); NULL for the running kernel.
+ * @out: the result; free with btrfsx_kernel_traits_free().
+ *
+ * `btrfsx inspect kernel-traits`. BTRFSX_ERROR_INVALID_ARGUMENT for a
+ * version the register does not know.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_kernel_traits_get(const char *kernel, struct btrfsx_kernel_traits **out);
+
+/**
+ * btrfsx_kernel_traits_free() - free a result of btrfsx_kernel_traits_get();
+ * NULL is fine.
+ * Since: 0.3
+ */
+void btrfsx_kernel_traits_free(struct btrfsx_kernel_traits *traits);
 
 #ifdef __cplusplus
 }

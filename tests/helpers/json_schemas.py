@@ -69,7 +69,7 @@ def command_of(args) -> str | None:
 
 
 # command words that hold a dash themselves
-GROUP_WORDS = ["read-policy", "dump-super", "dump-tree", "io-stats"]
+GROUP_WORDS = ["read-policy", "dump-super", "dump-tree", "io-stats", "kernel-traits"]
 
 
 def split_name(name: str) -> list[str]:
