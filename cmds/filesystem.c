@@ -201,7 +201,7 @@ static int show_mounted(struct bx_ctx *ctx, const char *path, unsigned int units
 /*
  * Whether @ret says the device libblkid listed is gone or no longer btrfs: a
  * loop device detached, or a filesystem unmounted and its device reused,
- * between the scan and the open. Such a device is skipped, not an error.
+ * between the scan and the open.
  */
 static bool vanished(int ret)
 {
@@ -209,11 +209,26 @@ static bool vanished(int ret)
 	       bx_error_last_kind() == BX_ERROR_KIND_NOT_BTRFS;
 }
 
+/*
+ * One filesystem of the machine that cannot be shown (gone meanwhile, or
+ * unreadable: members missing, a half-written one another program is making)
+ * is skipped with a warning, as btrfs-progs lists the others; the listing is
+ * about every filesystem, so one is not the whole command's failure.
+ */
+static void skip_unshowable(const char *dev, int ret)
+{
+	if (vanished(ret))
+		bx_warn("skipped %s, gone while listing: %s", dev, bx_error_message(ret));
+	else
+		bx_warn("skipped %s: %s", dev, bx_error_message(ret));
+	bx_error_clear();
+}
+
 /* Every btrfs filesystem libblkid sees, one member named per fsid. */
 static int show_all(struct bx_ctx *ctx, unsigned int units, bool mounted_only)
 {
 	char seen[64][37];
-	int nr_seen = 0, ret = 0;
+	int nr_seen = 0;
 	blkid_dev_iterate iter;
 	blkid_cache cache;
 	blkid_dev bdev;
@@ -223,7 +238,7 @@ static int show_all(struct bx_ctx *ctx, unsigned int units, bool mounted_only)
 	blkid_probe_all(cache);
 	iter = blkid_dev_iterate_begin(cache);
 	blkid_dev_set_search(iter, "TYPE", "btrfs");
-	while (!ret && blkid_dev_next(iter, &bdev) == 0) {
+	while (blkid_dev_next(iter, &bdev) == 0) {
 		char *uuid = blkid_get_tag_value(cache, "UUID", blkid_dev_devname(bdev));
 		char *name = (char *)blkid_dev_devname(bdev);
 		bool dup = false;
@@ -231,19 +246,18 @@ static int show_all(struct bx_ctx *ctx, unsigned int units, bool mounted_only)
 		for (int i = 0; uuid && i < nr_seen; i++)
 			dup |= !strcmp(seen[i], uuid);
 		if (uuid && !dup && nr_seen < 64) {
+			int ret;
+
 			snprintf(seen[nr_seen++], sizeof(seen[0]), "%s", uuid);
 			ret = show_offline(ctx, &name, 1, units, mounted_only);
-			if (ret && vanished(ret)) {
-				bx_warn("skipped, gone while listing: %s", bx_error_message(ret));
-				bx_error_clear();
-				ret = 0;
-			}
+			if (ret)
+				skip_unshowable(name, ret);
 		}
 		free(uuid);
 	}
 	blkid_dev_iterate_end(iter);
 	blkid_put_cache(cache);
-	return ret;
+	return 0;
 }
 
 static int cmd_show(struct bx_ctx *ctx, int argc, char **argv)

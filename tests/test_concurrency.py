@@ -159,6 +159,9 @@ def test_mounted_filesystem_refuses_offline_writers(loopdevs, run_btrfsx, state_
     devs = loops.devs
     fsutil.mkfs(devs, data="single", metadata="raid1")
     with fsutil.mounted(devs) as mnt:
+        # what the mount itself leaves dirty is written now, not during the checks (a
+        # transaction commit 30 s later on a loaded host changed the images)
+        fsutil.run(["sync", "-f", str(mnt)])
         before = fsutil.images_state(loops.images)
         for dev in devs:
             rc, out, err = run_btrfsx("mkfs", "-f", dev, check=1)
