@@ -214,6 +214,10 @@ static int apply_resize(struct planner *p, const struct bx_plan_change *c)
  * device property set refuses such a hint). @set_devid: the device whose
  * hint the change sets to @hint (0: none). Returns false, with the step
  * impossible and the reason, when the rule refuses the change.
+ *
+ * A convert on a kernel that ignores the hints (the plan places its chunks
+ * without them, as that kernel does) is no refusal: the kernel makes it,
+ * so the verdict is possible, and the hints it breaks are a warning.
  */
 static bool guard_rails_pass(struct planner *p, uint64_t set_devid, uint64_t hint,
 			     const uint64_t *types, size_t nr_types, const char *what)
@@ -235,6 +239,13 @@ static bool guard_rails_pass(struct planner *p, uint64_t set_devid, uint64_t hin
 	if (fit)
 		return true;
 	bx_hint_shortfall_text(&why, text, sizeof(text));
+	if (!set_devid && !p->s.in->hints_effective) {
+		planner_warn(p, "%s breaks the allocation hints: %s; this kernel ignores the hints "
+			     "and makes it, but a kernel that honours them would fail it with ENOSPC "
+			     "(set the hints so that the profile fits before mounting the filesystem "
+			     "on such a kernel)", what, text);
+		return true;
+	}
 	planner_impossible(p, "the guard rails refuse %s: %s "
 		 "(btrfsx device property set refuses a hint that leaves a profile so, and a kernel "
 		 "that honours hints fails a convert to it with ENOSPC)", what, text);

@@ -316,6 +316,32 @@ def test_one_chunk_breaking_the_hints_is_one(tmp_path, run_btrfsx, btrfsx_json):
         "moves it" in err
 
 
+def test_convert_a_kernel_without_hints_makes(tmp_path, run_btrfsx, btrfsx_json):
+    """Issue 39, defect 1: raid1 on three devices, one metadata_only, mounted on a kernel
+    that ignores hints; data to raid1c3 needs all three. The plan called it impossible
+    ("the guard rails refuse the convert") and the kernel made it. The verdict is the
+    kernel's now: possible, the hint it breaks a warning with its reason."""
+    images = fsutil.make_images(tmp_path, ["1G", "1G", "1G"])
+    with fsutil.LoopDevices(images) as loops:
+        run_btrfsx("mkfs", "-q", "-d", "raid1", "-m", "raid1", loops.devs[0], loops.devs[1],
+                   f"{loops.devs[2]}:monly")
+        with fsutil.mounted(loops.devs) as mnt:
+            if btrfsx_json("filesystem", "usage", str(mnt))["model"]["kernel_honours_hints"]:
+                pytest.skip("the running kernel honours allocation hints")
+            fsutil.run(["fallocate", "-l", "100M", str(mnt / "a")])
+            fsutil.run(["sync"])
+            _, out, err = run_btrfsx("filesystem", "plan", str(mnt), "--convert",
+                                     "data=raid1c3")
+            doc = btrfsx_json("filesystem", "plan", str(mnt), "--convert", "data=raid1c3")
+            fsutil.run(["btrfs", "balance", "start", "-dconvert=raid1c3", str(mnt)])
+            df = fsutil.run(["btrfs", "filesystem", "df", str(mnt)]).stdout
+    assert "IMPOSSIBLE" not in out and "guard rails refuse" not in out
+    assert "the convert breaks the allocation hints" in err
+    assert "this kernel ignores the hints and makes it" in err
+    assert doc["possible"] is True and doc["changes"][0]["status"] == "possible"
+    assert doc["after"]["data_profile"] == "raid1c3" and "Data, RAID1C3" in df, df
+
+
 def test_impossible_remove_exits_5(small_fs, run_btrfsx, btrfsx_json):
     """The 3 GiB device holds a copy of every raid1 chunk: 1 and 2 GiB cannot take them."""
     rc, out, _ = run_btrfsx("filesystem", "plan", *small_fs.devs, "--remove", "3",
