@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Writes btrfsx-inspect(8)'s table of kernel traits (asciidoc) from the
- * register (model/kernel/register.c), so the manual cannot drift from it.
+ * Writes btrfsx-inspect(8)'s list of kernel traits (asciidoc) from the
+ * register (model/kernel/register.c), so the manual cannot drift from it:
+ * a term per trait with its kernels and the file that models it (a list,
+ * not a table: a table's columns cannot break the long names within 80).
  * Run by the build (Documentation/Makemodule.am) into
  * Documentation/kernel-traits.adoc, which the page includes.
  */
@@ -23,14 +25,12 @@ static void kernels(const struct bx_kernel_trait_info *t)
 int main(void)
 {
 	printf("// Made from model/kernel/register.c by Documentation/kernel-traits-table.\n");
-	printf("[cols=\"3,1,3\",options=\"header\"]\n|===\n|Trait |Kernels |Modelled in\n");
 	for (int i = 0; i < BX_KT_COUNT; i++) {
 		const struct bx_kernel_trait_info *t = bx_kernel_trait_info(i);
 
-		printf("|%s |", t->name);
+		printf("*%s*::\n", t->name);
 		kernels(t);
-		printf(" |%s\n", t->model);
+		printf("; modelled in %s\n", t->model);
 	}
-	printf("|===\n");
 	return ferror(stdout) ? 1 : 0;
 }

@@ -175,6 +175,13 @@ static void print_summary(struct bx_out *out, const struct bx_plan_result *res,
 	char pb[16], pa[16];
 
 	bx_out_textf(out, "%s", "");
+	/* Issue 39: an impossible plan's After column is where the kernel stops. */
+	for (size_t i = 0; !res->possible && i < res->nr_steps; i++)
+		if (res->steps[i].status == BX_PLAN_STEP_IMPOSSIBLE) {
+			bx_out_textf(out, "    After: where the kernel stops, at change %zu; what it "
+				     "moved stays moved", i + 1);
+			break;
+		}
 	bx_out_textf(out, "    %-24s %16s %16s %16s", "", "Before", "After", "Change");
 	size_row(out, "Device size:", b->overall.device_size, a->overall.device_size, units);
 	size_row(out, "Device allocated:", b->overall.device_allocated,

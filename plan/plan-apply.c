@@ -423,10 +423,6 @@ static int apply_replace(struct planner *p, const struct bx_plan_change *c)
 		planner_warn(p, "devid %llu: a replace does not copy the allocation hint; the plan "
 			    "sets it right after the replace (btrfsx device property set <new "
 			    "device> allocation_hint ...)", (unsigned long long)c->devid);
-	if (c->size > dev->info.total_bytes)
-		planner_warn(p, "devid %llu: the filesystem uses %s of the new %s device until 'btrfs "
-			    "filesystem resize %llu:max'", (unsigned long long)c->devid, old, want,
-			    (unsigned long long)c->devid);
 	ret = replace_copy(p, c->devid);
 	if (ret)
 		return ret > 0 ? 0 : ret;	/* > 0: refused, the step says why */

@@ -215,6 +215,36 @@ static void warn_metadata_devices(struct planner *p)
 			    attr.devs_min == 1 ? "" : "s");
 }
 
+/*
+ * A device replaced by a larger one keeps the old size until a resize:
+ * said of the state after the plan, so a resize the plan makes later
+ * (--resize DEVID=max) leaves nothing to say.
+ */
+static void warn_replaced_not_resized(struct planner *p)
+{
+	const struct bx_plan_result *res = p->res;
+
+	for (size_t i = 0; i < res->nr_steps; i++) {
+		const struct bx_plan_step *st = &res->steps[i];
+		const struct bx_snap_dev *dev = NULL;
+		char used[32], size[32];
+
+		if (st->change.op != BX_PLAN_REPLACE || st->status != BX_PLAN_STEP_DONE)
+			continue;
+		for (size_t d = 0; d < res->after_in.nr_devs && !dev; d++)
+			if (res->after_in.devs[d].devid == st->change.devid)
+				dev = &res->after_in.devs[d];
+		if (!dev || dev->total_bytes >= dev->device_size)
+			continue;
+		bx_pretty_size(dev->total_bytes, 0, used, sizeof(used));
+		bx_pretty_size(dev->device_size, 0, size, sizeof(size));
+		planner_warn(p, "devid %llu: after the plan the filesystem uses %s of the new %s "
+			     "device until 'btrfs filesystem resize %llu:max' (--resize %llu=max "
+			     "plans it)", (unsigned long long)dev->devid, used, size,
+			     (unsigned long long)dev->devid, (unsigned long long)dev->devid);
+	}
+}
+
 void planner_warn_after(struct planner *p, const struct bx_snapshot *in)
 {
 	const struct bx_plan_result *res = p->res;
@@ -231,6 +261,7 @@ void planner_warn_after(struct planner *p, const struct bx_snapshot *in)
 		p->res->steps[i].tight |= res->steps[i].tight_retry;
 	}
 	warn_metadata_devices(p);
+	warn_replaced_not_resized(p);
 	if (a->warnings & BX_USAGE_W_METADATA_LOW) {
 		bx_pretty_size(a->metadata_room, 0, x, sizeof(x));
 		bx_pretty_size(a->metadata_needed, 0, y, sizeof(y));

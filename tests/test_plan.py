@@ -382,6 +382,8 @@ def test_impossible_remove_exits_5(small_fs, run_btrfsx, btrfsx_json):
     line = next(line for line in out.splitlines() if "impossible:" in line)
     assert "the other devices cannot take the chunks of devid 3" in line
     assert "raid1 is short by" in out and "[not-reached]" in out
+    # issue 39, defect 6: the After column of an impossible plan says what it is
+    assert "After: where the kernel stops, at change 1; what it moved stays moved" in out
     doc = btrfsx_json("filesystem", "plan", *small_fs.devs, "--remove", "3", check=5)
     shorts = doc["changes"][0]["short"]
     assert shorts and doc["possible"] is False

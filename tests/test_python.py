@@ -493,17 +493,19 @@ def test_plan_equals_cli(loopdevs, py, btrfsx_json):
                                        ("convert", "data=single"), ("relocate",)])
         emit({"possible": p.possible, "steps": [(s.description, s.status.name, s.devid,
                                                  s.moved_bytes, s.change.op.name)
-                                                for s in p.steps],
+                                                for s in p.changes],
               "before": p.before.free_estimated, "after": p.after.free_estimated,
               "room": p.after.metadata_room, "moved": [(c.logical, c.type, c.used_before,
                                                         c.existed) for c in p.moved],
-              "hint": p.steps[0].change.hint.name, "warnings": p.plan_warnings,
+              "hint": p.changes[0].change.hint.name, "warnings": p.plan_warnings,
               "misplaced": p.misplaced_after is not None and len(p.misplaced_after.chunks),
-              "newly": len(p.newly_misplaced)})
+              "newly": len(p.newly_misplaced),
+              # issue 39, defect 6: one name, the JSON's
+              "one_name": hasattr(p, "changes") and not hasattr(p, "steps")})
     ''', *devs)
     cli = btrfsx_json("filesystem", "plan", *devs, "--add", "1G:metadata_only", "--remove", "1",
                       "--convert", "data=single", "--relocate", check=False)
-    assert doc["possible"] is cli["possible"]
+    assert doc["possible"] is cli["possible"] and doc["one_name"]
     assert [s[0] for s in doc["steps"]] == [c["description"] for c in cli["changes"]]
     assert [s[3] for s in doc["steps"]] == [c["moved_bytes"] for c in cli["changes"]]
     assert [s[4] for s in doc["steps"]] == ["ADD", "REMOVE", "CONVERT", "RELOCATE"]

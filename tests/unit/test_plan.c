@@ -38,6 +38,14 @@ static int plan(const struct bx_snapshot *in, const char *const *changes, size_t
 	return bx_plan_compute(in, c, nr, res);
 }
 
+static bool has_warning(const struct bx_plan_result *res, const char *words)
+{
+	for (size_t i = 0; i < res->nr_warnings; i++)
+		if (strstr(res->warnings[i], words))
+			return true;
+	return false;
+}
+
 static const struct bx_snap_dev *dev_of(const struct bx_snapshot *in, uint64_t devid)
 {
 	for (size_t i = 0; i < in->nr_devs; i++)
@@ -330,6 +338,7 @@ static void test_replace(void)
 {
 	static const char *const ch[] = { "replace", "2=8G" };
 	static const char *const hinted[] = { "replace", "2=8G:metadata_only" };
+	static const char *const resized[] = { "replace", "2=8G:metadata_only", "resize", "2=8G" };
 	uint64_t hints[3] = { 0, BX_HINT_METADATA_ONLY, 0 };
 	struct bx_plan_result res;
 	struct fs f;
@@ -353,6 +362,14 @@ static void test_replace(void)
 	bx_plan_result_release(&res);
 	CHECK(plan(&f.in, hinted, 1, &res) == 0);
 	CHECK_EQ_U64(dev_of(&res.after_in, 2)->hint, BX_HINT_METADATA_ONLY);
+	CHECK(has_warning(&res, "uses 4.00GiB of the new 8.00GiB device until 'btrfs "
+			  "filesystem resize 2:max'"));
+	bx_plan_result_release(&res);
+	/* Issue 39, defect 6: a resize the plan makes after the replace leaves nothing to say. */
+	CHECK(plan(&f.in, resized, 2, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(dev_of(&res.after_in, 2)->total_bytes, 8 * GiB);
+	CHECK(!has_warning(&res, "filesystem resize"));
 	bx_plan_result_release(&res);
 	/* replace_copies_read_only off: nothing needs another system chunk, nothing is tight. */
 	bx_kernel_set_trait(&f.in.kernel, BX_KT_REPLACE_COPIES_READ_ONLY, false);

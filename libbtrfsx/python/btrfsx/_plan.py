@@ -112,7 +112,7 @@ class PlanStep:
 @dataclasses.dataclass(frozen=True)
 class PlanChunk(_BlockGroupFlags):
     """A chunk a change moves, or one it creates."""
-    step: int                    #: index into Plan.steps
+    step: int                    #: index into Plan.changes
     logical: int
     length: int
     used: int                    #: moved: when its change began; created: bytes placed in it
@@ -122,13 +122,13 @@ class PlanChunk(_BlockGroupFlags):
     devids: list[int]
 
 
-@_c_fields(nested=("possible", "steps", "before", "after", "moved", "created", "misplaced_after",
+@_c_fields(nested=("possible", "changes", "before", "after", "moved", "created", "misplaced_after",
                    "newly_misplaced", "plan_warnings"))
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """The result of :func:`plan` (``btrfsx filesystem plan``)."""
     possible: bool               #: every change is
-    steps: list[PlanStep]
+    changes: list[PlanStep]      #: one per change, in order (JSON "changes")
     before: Usage                #: the figures now
     after: Usage                 #: after the plan (as far as it got)
     moved: list[PlanChunk]
@@ -143,7 +143,8 @@ class Plan:
     @classmethod
     def _from(cls, raw: dict, warnings=()) -> "Plan":
         misplaced = raw["misplaced_after"]
-        return cls(possible=raw["possible"], steps=[PlanStep._from(s) for s in raw["steps"]],
+        return cls(possible=raw["possible"],
+                   changes=[PlanStep._from(s) for s in raw["steps"]],
                    kernel=raw["kernel"], kernel_running=raw["kernel_running"],
                    before=Usage._from(raw["before"]), after=Usage._from(raw["after"]),
                    moved=[PlanChunk(**c) for c in raw["moved"]],
