@@ -92,11 +92,12 @@ capture report_offline btrfsx --format json filesystem misplaced $DEVS
 mnt
 """
 
-# v12: SIGINT once the first chunk is being moved, then run again.
+# v12: SIGINT once the first chunk is being moved, then run again. (With
+# --format json the progress is a JSON line on stderr: wait for its fields.)
 INTERRUPT_V12 = r"""
 btrfsx --format json balance misplaced --progress /mnt > /tmp/int.out 2>/tmp/int.err &
 pid=$!
-echo "@@R waited $(wait_for /tmp/int.err 'moving chunk')"
+echo "@@R waited $(wait_for /tmp/int.err '"current": [1-9]')"
 kill -INT $pid
 wait $pid
 echo "@@R interrupted $?"
@@ -109,7 +110,7 @@ capture report_interrupted btrfsx --format json filesystem misplaced /mnt
 FILL_KAKRA = r"""
 btrfsx --format json balance misplaced --progress --pause 30 /mnt > /tmp/fill.out 2>/tmp/fill.err &
 pid=$!
-echo "@@R waited $(wait_for /tmp/fill.err 'moved 1/')"
+echo "@@R waited $(wait_for /tmp/fill.err '"chunks_done": 1,')"
 mkdir -p /mnt/fill
 guest-fill data /mnt/fill | sed "s/^@@R fill_data/@@R filled/"
 wait $pid
