@@ -36,6 +36,7 @@ static const struct bx_cmd top_cmds[] = {
 	{ "scrub", NULL, NULL, &bx_scrub_group, 0 },
 	{ "monitor", NULL, NULL, &bx_monitor_group, 0 },
 	{ "balance", NULL, NULL, &bx_balance_group, 0 },
+	{ "maintain", NULL, NULL, &bx_maintain_group, 0 },
 	{ "mkfs", cmd_mkfs, mkfs_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
 	{ NULL },
 };

@@ -22,6 +22,7 @@
 #define BX_EXIT_UNCORRECTABLE 3
 #define BX_EXIT_MISPLACED 4        /* filesystem misplaced found some */
 #define BX_EXIT_PLAN_IMPOSSIBLE 5  /* filesystem plan: a change would fail */
+#define BX_EXIT_STOPPED 6          /* maintain run: stopped before its target */
 /* Returned by a command that printed its help: stop, exit 0. */
 #define BX_DONE 100
 /*
@@ -187,6 +188,7 @@ extern const struct bx_cmd_group bx_device_group;
 extern const struct bx_cmd_group bx_scrub_group;
 extern const struct bx_cmd_group bx_monitor_group;
 extern const struct bx_cmd_group bx_balance_group;
+extern const struct bx_cmd_group bx_maintain_group;
 
 /* Top-level commands (not groups). */
 int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv);

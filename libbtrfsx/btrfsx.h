@@ -1104,6 +1104,108 @@ enum btrfsx_error btrfsx_relocate_misplaced(const char *path,
  */
 void btrfsx_relocate_result_free(struct btrfsx_relocate_result *result);
 
+/* ---- Maintenance: metadata room and placement ---- */
+
+/* Why a chunk moves. */
+enum btrfsx_maintain_reason {
+	BTRFSX_MAINTAIN_ROOM,		/* metadata room below the target */
+	BTRFSX_MAINTAIN_EMPTY,		/* an empty or nearly empty block group */
+	BTRFSX_MAINTAIN_MISPLACED,	/* the hints want it elsewhere */
+};
+
+struct btrfsx_maintain_chunk {
+	enum btrfsx_maintain_reason reason;
+	uint64_t logical;
+	uint64_t length;
+	uint64_t used;			/* what the kernel copies */
+	uint64_t type;			/* type and profile bits */
+	double seconds;			/* planned: at the copy rate (< 0 unknown); moved: taken */
+};
+
+struct btrfsx_maintain_state {
+	uint64_t metadata_room;
+	uint64_t metadata_used;
+	uint64_t unallocated;		/* device bytes, writable devices */
+	double days_left;		/* at the pace; < 0 unknown, INFINITY when none is used */
+	uint64_t misplaced;		/* chunks breaking the hints */
+};
+
+enum btrfsx_maintain_status {
+	BTRFSX_MAINTAIN_NOTHING,	/* the target is met already */
+	BTRFSX_MAINTAIN_PLANNED,	/* the actions meet it (a plan) */
+	BTRFSX_MAINTAIN_MET,		/* the run met it */
+	BTRFSX_MAINTAIN_CANNOT,		/* moving data cannot meet it (device_needed) */
+	BTRFSX_MAINTAIN_STOPPED,	/* the run stopped before it: window, busy, cancel */
+	BTRFSX_MAINTAIN_FAILED,
+};
+
+struct btrfsx_maintain_options {
+	bool plan_only;			/* plan (a dry run): write nothing, not even a lock */
+	const char *policy_file;	/* NULL: <sysconfdir>/btrfsx/maintain.conf if there */
+	double pace;			/* metadata bytes a day; < 0 unknown, 0 none */
+	const char *sysfs_root;		/* NULL: "/sys" */
+	const char *state_dir;		/* copy rate and lock; NULL: /var/lib/btrfsx */
+	/* 1: stop after the chunk moving now; 2: cancel it too. May be NULL. */
+	const volatile int *cancel;
+};
+
+struct btrfsx_maintain_result {
+	enum btrfsx_maintain_status status;
+	uint8_t fsid[16];
+	char path[4096];		/* the mount point */
+	char refused[1024];		/* plan only: what a real run would be refused for */
+	char reason[1024];		/* cannot meet, stopped, failed: why */
+	bool target_met;
+	uint64_t target;		/* metadata room wanted; 0: none */
+	char target_why[256];
+	bool room_below;		/* the room was below the target at the start */
+	bool placement_wanted;		/* misplaced chunks to move */
+	struct btrfsx_maintain_state before;
+	struct btrfsx_maintain_state after;	/* predicted */
+	struct btrfsx_maintain_state final;	/* read after a run (a plan: predicted) */
+	size_t nr_actions;
+	struct btrfsx_maintain_chunk *actions;	/* the plan, in order */
+	uint64_t bytes_planned;
+	double seconds_planned;		/* < 0 unknown */
+	uint64_t chunks_created;	/* predicted new chunks */
+	uint64_t device_needed;		/* cannot meet: a device of at least this would */
+	double copy_rate;		/* used bytes a second measured before; 0 none */
+	size_t nr_moved;
+	struct btrfsx_maintain_chunk *moved;
+	uint64_t bytes_moved;
+	double seconds;
+	double kernel_seconds;
+	double paused_seconds;
+};
+
+/**
+ * btrfsx_maintain() - plan or run maintenance on a mounted filesystem:
+ * the fewest chunks moved that keep its metadata room at the policy's
+ * target, and its chunks where the hints want them.
+ * @path: the mount point (a member device stands for it).
+ * @opts: NULL: run with the policy file and no pace.
+ * @result: filled once the filesystem was read; free with
+ *          btrfsx_maintain_result_free().
+ *
+ * `btrfsx maintain plan|run` (btrfsx-maintain(8)). A run moves chunk by
+ * chunk through the kernel, paced by the policy, and stops once the target
+ * is met; ->status says whether it was, could not be (->device_needed) or
+ * stopped early. BTRFSX_ERROR_BUSY beside a balance, replace, resize,
+ * device add or remove, scrub or another relocation; BTRFSX_ERROR_PERMISSION
+ * on a read-only mount; BTRFSX_ERROR_MISSING_DEVICE degraded;
+ * BTRFSX_ERROR_INVALID_ARGUMENT for a bad policy file. A plan is refused
+ * for none of these: ->refused says what a run would be.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_maintain(const char *path, const struct btrfsx_maintain_options *opts,
+				  struct btrfsx_maintain_result **result);
+
+/**
+ * btrfsx_maintain_result_free() - free a maintenance result; NULL is fine.
+ * Since: 0.3
+ */
+void btrfsx_maintain_result_free(struct btrfsx_maintain_result *result);
+
 /* ---- The what-if planner ---- */
 
 enum btrfsx_plan_op {

@@ -113,6 +113,10 @@ def test_what_each_package_holds(debs):
     tool, lib, dev, py, web = (contents(debs[name]) for name in PACKAGES)
     assert {"/usr/bin/btrfsx", "/lib/systemd/system/btrfsx-monitor.service",
             "/lib/systemd/system/btrfsx-monitor.timer",
+            "/lib/systemd/system/btrfsx-maintain.service",
+            "/lib/systemd/system/btrfsx-maintain.timer",
+            "/usr/share/man/man8/btrfsx-maintain.8.gz",
+            "/usr/share/btrfsx/json/maintain-run.schema.json",
             "/lib/systemd/system/btrfsx-read-policy.service",
             "/usr/share/btrfsx/prometheus/btrfsx.rules.yml",
             "/usr/share/bash-completion/completions/btrfsx",
@@ -200,6 +204,10 @@ def test_installed_exercised_and_purged(debs, tmp_path):
         # (/var/lib/btrfsx may be there already: the tests' own runs use it)
         watched = [f for f in ("/usr/bin/btrfsx", "/var/lib/btrfsx", "/usr/share/btrfsx",
                                "/lib/systemd/system/btrfsx-monitor.timer",
+            "/lib/systemd/system/btrfsx-maintain.service",
+            "/lib/systemd/system/btrfsx-maintain.timer",
+            "/usr/share/man/man8/btrfsx-maintain.8.gz",
+            "/usr/share/btrfsx/json/maintain-run.schema.json",
                                "/usr/share/cockpit/btrfsx",
                                "/usr/lib/python3/dist-packages/btrfsx") if not Path(f).exists()]
         try:

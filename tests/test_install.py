@@ -185,10 +185,23 @@ def test_systemd_monitor_units(installed):
         assert not re.search(r"@\w+@", text), "unsubstituted"
 
 
+def test_systemd_maintain_units(installed):
+    """The timer starts the service daily; the service runs maintain on each
+    mounted btrfs with the metrics beside the monitor's."""
+    bindir = installed.vars["bindir"]
+    service = installed.path("systemdsystemunitdir", "btrfsx-maintain.service").read_text()
+    timer = installed.path("systemdsystemunitdir", "btrfsx-maintain.timer").read_text()
+    assert f"{bindir}/btrfsx maintain run" in service and "--textfile" in service
+    assert "Type=oneshot" in service and "EnvironmentFile=-" in service
+    assert "OnCalendar=*-*-* 03:00" in timer and "WantedBy=timers.target" in timer
+    for text in (service, timer):
+        assert not re.search(r"@\w+@", text), "unsubstituted"
+
+
 def test_completion_from_destdir(installed, tmp_path):
     script = installed.path("bashcompletiondir", "btrfsx")
     assert complete("btrfsx ", script) == \
-        "filesystem inspect read-policy property device scrub monitor balance mkfs".split()
+        "filesystem inspect read-policy property device scrub monitor balance maintain mkfs".split()
     assert complete("btrfsx dev prop set /dev/sdb allocation_hint m", script) == \
         ["metadata_preferred", "metadata_only"]
     assert complete("btrfsx read-policy set /mnt ", script) == ["pid", "round-robin", "devid"]
