@@ -416,8 +416,12 @@ static void progs_command(const struct bx_snapshot *in, const struct bx_plan_cha
 		snprintf(buf, len, "btrfs device remove %llu %s", (unsigned long long)c->devid, mnt);
 		break;
 	case BX_PLAN_RESIZE:
-		snprintf(buf, len, "btrfs filesystem resize %llu:%llu %s",
-			 (unsigned long long)c->devid, (unsigned long long)c->size, mnt);
+		if (c->size == BX_PLAN_SIZE_MAX)
+			snprintf(buf, len, "btrfs filesystem resize %llu:max %s",
+				 (unsigned long long)c->devid, mnt);
+		else
+			snprintf(buf, len, "btrfs filesystem resize %llu:%llu %s",
+				 (unsigned long long)c->devid, (unsigned long long)c->size, mnt);
 		break;
 	case BX_PLAN_HINT:
 		device_of(in, c->devid, dev, sizeof(dev));

@@ -436,6 +436,7 @@ def test_resize_to_max(tmp_path, run_btrfsx, btrfsx_json):
     assert doc["changes"][0]["description"] == "resize devid 1 to its device's size (max)"
     assert doc["before"]["device_size"] == 300 * MiB
     assert doc["after"]["device_size"] == 400 * MiB
+    assert doc["changes"][0]["command"].startswith("btrfs filesystem resize 1:max "), doc
     _, _, err = run_btrfsx("filesystem", "plan", str(img), "--add", "1G", "--resize", "2=max",
                            check=2)
     assert "devid 2=max: the plan adds devid 2" in err, err
