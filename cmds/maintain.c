@@ -83,7 +83,7 @@ static const char *const run_usage[] = {
 	"                     <dir>/btrfsx-maintain-<fsid>.prom (node_exporter's",
 	"                     textfile directory, as 'monitor metrics --textfile')",
 	"--progress           show chunks, bytes, rate and ETA on stderr (default on a",
-	"                     terminal; with --format json one JSON object a line)",
+	"                     terminal; with JSON output one JSON object a line)",
 	"--no-progress        never",
 	"--cancel-on-eof      the end of standard input stops as SIGTERM does (for a",
 	"                     program that cannot send a signal)",
