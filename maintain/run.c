@@ -299,7 +299,7 @@ static bool may_go_on(struct maintain_run *r)
 	case BX_PACE_GO:
 		return true;
 	case BX_PACE_STOPPED:
-		stopped(r, "stopped by a signal between chunks (run again to go on)");
+		stopped(r, "stopped by a signal or the end of input between chunks (run again to go on)");
 		break;
 	case BX_PACE_WINDOW:
 		stopped(r, r->res->nr_moved ? "the time window ended (the next run goes on)" :

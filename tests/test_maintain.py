@@ -257,7 +257,7 @@ def test_progress_lines_and_eof_stops_the_run(trap, btrfsx, run_btrfsx, env, tmp
     assert first["bytes_total"] == p["bytes_planned"]
     assert any(r["current"] == p["actions"][0]["logical"] for r in lines)
     doc = json.loads(out)["maintain"]
-    assert doc["status"] == "stopped", doc
+    assert doc["status"] == "stopped" and "end of input" in doc["reason"], doc
     assert [c["logical"] for c in doc["moved"]] == [p["actions"][0]["logical"]]
     assert last["chunks_done"] == 1 and last["bytes_done"] == doc["bytes_moved"]
     # the last report, at the end: nothing moving, nothing waited for
