@@ -6,14 +6,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cmds/commands.h"
 #include "cmds/misplaced.h"
+#include "cmds/move-progress.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "disk/volumes.h"
@@ -68,88 +67,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	cancel_requested = 1;
-}
-
-/*
- * --cancel-on-eof: a program that runs the relocation and cannot send a
- * signal (Cockpit's spawn closes the channel, and with it the output it
- * wanted to read) closes our standard input instead. Whatever it sends
- * before is read and dropped.
- */
-static void *cancel_at_eof(void *arg)
-{
-	char buf[256];
-
-	(void)arg;
-	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
-		;
-	cancel_requested = 1;
-	return NULL;
-}
-
-struct progress_state {
-	bool show;
-	bool json;		/* --format json: one JSON object a line */
-	size_t line_len;
-};
-
-/*
- * With --format json the progress is for programs (the web console): each
- * report is a line of its own on stderr, {"progress": {...}} with the
- * engine's figures as they are, so nothing is parsed out of the text line.
- */
-static void progress_json(const struct bx_relocate_progress *p)
-{
-	fprintf(stderr, "{\"progress\": {\"chunks_done\": %llu, \"chunks_total\": %llu, "
-		"\"bytes_done\": %llu, \"bytes_total\": %llu, \"elapsed\": %.3f, "
-		"\"kernel_seconds\": %.3f, \"current\": %llu, \"current_used\": %llu, "
-		"\"pausing\": %s}}\n",
-		(unsigned long long)p->chunks_done, (unsigned long long)p->chunks_total,
-		(unsigned long long)p->bytes_done, (unsigned long long)p->bytes_total, p->elapsed,
-		p->kernel_seconds, (unsigned long long)p->current,
-		(unsigned long long)p->current_used, p->pausing ? "true" : "false");
-	fflush(stderr);
-}
-
-static int progress_line(void *arg, const struct bx_relocate_progress *p)
-{
-	struct progress_state *ps = arg;
-	char done[32], total[32], rate_text[32], eta_text[32], current[96] = "", line[256];
-	double rate = p->elapsed > 0 ? (double)p->bytes_done / p->elapsed : 0;
-	double pct = p->bytes_total ? 100.0 * (double)p->bytes_done / (double)p->bytes_total : 100;
-	int len;
-
-	if (!ps->show)
-		return 0;
-	if (ps->json) {
-		progress_json(p);
-		return 0;
-	}
-	bx_pretty_size(p->bytes_done, 0, done, sizeof(done));
-	bx_pretty_size(p->bytes_total, 0, total, sizeof(total));
-	bx_pretty_size((uint64_t)rate, 0, rate_text, sizeof(rate_text));
-	if (rate > 0 && p->bytes_total > p->bytes_done)
-		misplaced_duration_text((double)(p->bytes_total - p->bytes_done) / rate, eta_text,
-					sizeof(eta_text));
-	else
-		snprintf(eta_text, sizeof(eta_text), "-");
-	if (p->current) {
-		char used[32];
-
-		bx_pretty_size(p->current_used, 0, used, sizeof(used));
-		snprintf(current, sizeof(current), ", moving chunk %llu (%s)",
-			 (unsigned long long)p->current, used);
-	} else if (p->pausing) {
-		snprintf(current, sizeof(current), ", pausing");
-	}
-	len = snprintf(line, sizeof(line), "moved %llu/%llu chunks, %s/%s (%.1f%%), %s/s, ETA %s%s",
-		       (unsigned long long)p->chunks_done, (unsigned long long)p->chunks_total,
-		       done, total, pct > 100 ? 100.0 : pct, rate_text, eta_text, current);
-	fprintf(stderr, "\r%s%*s", line, ps->line_len > (size_t)len ? (int)(ps->line_len - len) : 0,
-		"");
-	fflush(stderr);
-	ps->line_len = (size_t)len;
-	return 0;
 }
 
 static const char *stop_name(enum bx_relocate_stop stop)
@@ -349,7 +266,7 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 static int cmd_balance_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 {
 	struct misplaced_args a = { 0 };
-	struct progress_state ps = { 0 };
+	struct bx_move_progress ps = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
 	struct bx_relocate_result *res = NULL;
 	int ret = parse_misplaced(ctx, argc, argv, &a);
@@ -360,17 +277,14 @@ static int cmd_balance_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	ps.json = ctx->format == BX_FORMAT_JSON;
 	a.opts.sysfs_root = ctx->sysfs_root;
 	a.opts.state_dir = ctx->state_dir;
-	a.opts.progress = progress_line;
+	a.opts.progress = bx_move_progress_show;
 	a.opts.progress_arg = &ps;
 	a.opts.cancel = &cancel_requested;
 	cancel_requested = 0;
 	if (a.cancel_on_eof) {
-		pthread_t watcher;
-
-		if (pthread_create(&watcher, NULL, cancel_at_eof, NULL) == 0)
-			pthread_detach(watcher);
-		else
-			return bx_error(-EAGAIN, "--cancel-on-eof: no thread to watch standard input");
+		ret = bx_stop_at_eof(&cancel_requested);
+		if (ret)
+			return ret;
 	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
@@ -378,8 +292,7 @@ static int cmd_balance_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_relocate_run(argv[optind], &a.opts, &res);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	if (ps.show && !ps.json && ps.line_len)
-		fprintf(stderr, "\r%*s\r", (int)ps.line_len, "");
+	bx_move_progress_end(&ps);
 	/* A refusal before anything was planned or moved is the error message alone. */
 	if (res && (res->stop != BX_RELOCATE_FAILED || res->nr_relocated))
 		print_result(ctx->out, res, a.units);

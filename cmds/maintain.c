@@ -16,6 +16,7 @@
 
 #include "cmds/commands.h"
 #include "cmds/monitor.h"
+#include "cmds/move-progress.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "format/profiles.h"
@@ -62,7 +63,7 @@ static const char *const plan_usage[] = {
 };
 
 static const char *const run_usage[] = {
-	"btrfsx maintain run [--dry-run] [--policy <file>] [--budget <MiB/s>] [--window <HH:MM-HH:MM>] [--textfile <dir>] [--db <path>] <mountpoint>",
+	"btrfsx maintain run [--dry-run] [--policy <file>] [--budget <MiB/s>] [--window <HH:MM-HH:MM>] [--textfile <dir>] [--db <path>] [--progress|--no-progress] [--cancel-on-eof] <mountpoint>",
 	"Move the chunks 'maintain plan' lists, one at a time, until the target is met.",
 	"",
 	"Each chunk moves by a kernel balance of that chunk alone. Before each one",
@@ -81,6 +82,11 @@ static const char *const run_usage[] = {
 	"--textfile <dir>     write the run's Prometheus metrics to",
 	"                     <dir>/btrfsx-maintain-<fsid>.prom (node_exporter's",
 	"                     textfile directory, as 'monitor metrics --textfile')",
+	"--progress           show chunks, bytes, rate and ETA on stderr (default on a",
+	"                     terminal; with JSON output one JSON object a line)",
+	"--no-progress        never",
+	"--cancel-on-eof      the end of standard input stops as SIGTERM does (for a",
+	"                     program that cannot send a signal)",
 	POLICY_HELP,
 	"",
 	STATUS_HELP,
@@ -107,12 +113,15 @@ struct maintain_args {
 	double budget;
 	bool have_window;
 	int window_start, window_end;
+	struct bx_progress_choice progress;
+	bool cancel_on_eof;
 };
 
 static int parse_args(struct bx_ctx *ctx, int argc, char **argv, bool run,
 		      struct maintain_args *a)
 {
-	enum { OPT_POLICY = 0x200, OPT_DB, OPT_DRY_RUN, OPT_BUDGET, OPT_WINDOW, OPT_TEXTFILE };
+	enum { OPT_POLICY = 0x200, OPT_DB, OPT_DRY_RUN, OPT_BUDGET, OPT_WINDOW, OPT_TEXTFILE,
+	       OPT_CANCEL_ON_EOF };
 	static const struct option plan_opts[] = {
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "db", required_argument, NULL, OPT_DB },
@@ -126,6 +135,8 @@ static int parse_args(struct bx_ctx *ctx, int argc, char **argv, bool run,
 		{ "budget", required_argument, NULL, OPT_BUDGET },
 		{ "window", required_argument, NULL, OPT_WINDOW },
 		{ "textfile", required_argument, NULL, OPT_TEXTFILE },
+		{ "cancel-on-eof", no_argument, NULL, OPT_CANCEL_ON_EOF },
+		BX_PROGRESS_LONGOPTS,
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
@@ -134,6 +145,8 @@ static int parse_args(struct bx_ctx *ctx, int argc, char **argv, bool run,
 	while ((opt = bx_getopt(ctx, argc, argv, "h", run ? run_opts : plan_opts)) != -1) {
 		char *end;
 
+		if (run && bx_progress_option(opt, &a->progress))
+			continue;
 		switch (opt) {
 		case OPT_POLICY:
 			ret = bx_monitor_path_option("--policy", optarg, a->policy_file,
@@ -150,6 +163,9 @@ static int parse_args(struct bx_ctx *ctx, int argc, char **argv, bool run,
 			break;
 		case OPT_DRY_RUN:
 			a->dry_run = true;
+			break;
+		case OPT_CANCEL_ON_EOF:
+			a->cancel_on_eof = true;
 			break;
 		case OPT_BUDGET:
 			errno = 0;
@@ -171,6 +187,9 @@ static int parse_args(struct bx_ctx *ctx, int argc, char **argv, bool run,
 		if (ret)
 			return ret;
 	}
+	ret = bx_progress_check(&a->progress);
+	if (ret)
+		return ret;
 	return bx_check_argc(argc - optind, 1, 1);
 }
 
@@ -385,6 +404,19 @@ static void print_result(struct bx_out *out, const struct bx_maintain_result *re
 	bx_out_obj_end(out);
 }
 
+/* The engine's progress shown as balance misplaced shows its own (the same fields). */
+static void show_progress(void *arg, const struct bx_maintain_progress *m)
+{
+	struct bx_relocate_progress p = {
+		.chunks_done = m->chunks_done, .chunks_total = m->chunks_total,
+		.bytes_done = m->bytes_done, .bytes_total = m->bytes_total,
+		.elapsed = m->elapsed, .kernel_seconds = m->kernel_seconds,
+		.current = m->current, .current_used = m->current_used, .pausing = m->pausing,
+	};
+
+	bx_move_progress_show(arg, &p);
+}
+
 static int exit_status(const struct bx_maintain_result *res)
 {
 	switch (res->status) {
@@ -407,6 +439,7 @@ static int maintain(struct bx_ctx *ctx, int argc, char **argv, bool run)
 	struct maintain_args a = { 0 };
 	struct bx_maintain_opts o = { 0 };
 	struct bx_maintain_result *res = NULL;
+	struct bx_move_progress ps = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
 	char file[PATH_MAX], textfile[PATH_MAX];
 	bool found = false, textfile_written = false;
@@ -423,12 +456,22 @@ static int maintain(struct bx_ctx *ctx, int argc, char **argv, bool run)
 	o.stop = &stop_requested;
 	o.pace = history_pace(ctx, &a, argv[optind]);
 	stop_requested = 0;
+	ps.show = run && !a.dry_run && bx_progress_shown(&a.progress);
+	ps.json = ctx->format == BX_FORMAT_JSON;
+	o.progress = show_progress;
+	o.progress_arg = &ps;
+	if (a.cancel_on_eof) {
+		ret = bx_stop_at_eof(&stop_requested);
+		if (ret)
+			return ret;
+	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	ret = bx_maintain_run(argv[optind], &o, &res);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	bx_move_progress_end(&ps);
 	if (!res)
 		return ret;
 	if (!o.plan_only && a.textfile[0]) {

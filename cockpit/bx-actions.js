@@ -8,12 +8,14 @@
  *    on an unmounted filesystem);
  *  - the read policy (`read-policy set [--persistent] <mnt> <policy>`);
  *  - `balance misplaced` with its progress (the JSON progress lines), a
- *    pause and a cancel.
+ *    pause and a cancel;
+ *  - `maintain plan` and `maintain run`: what keeping the array healthy
+ *    would move and why, then the run with the same progress, pause and
+ *    cancel.
  *
- * Each action is an entry of ACTIONS: {id, title, render(fs, box)}. Adding
- * one (`maintain plan` / `maintain run`, issue 37) is one more entry: its
- * render() uses BX.run() for the plan and runLong() below for the run,
- * which already shows the progress lines, pauses and cancels.
+ * Each action is an entry of ACTIONS: {id, title, render(fs, box)}; its
+ * render() uses BX.run() for a check and runLong() below for a long run,
+ * which shows the progress lines, pauses and cancels.
  */
 "use strict";
 
@@ -113,12 +115,25 @@
 
     /* ---- a long run: progress lines, pause and cancel ---- */
 
+    /* Exit 6: a maintain run stopped before its target; its document still comes. */
+    var EXIT_STOPPED = 6;
+
+    /*
+     * The run's own object in a long run's document: balance misplaced's or
+     * maintain run's (a cancelled balance's comes with its error too).
+     */
+    function runResult(doc) {
+        return doc ? doc.balance || doc.maintain : null;
+    }
+
     /*
      * Runs @argv with --progress, showing each progress line in @box.
-     * Pause and Cancel both end the run through the CLI's clean cancel (the
-     * end of its input, --cancel-on-eof: the kernel puts the chunk being
-     * moved back whole, and the run's document still comes); after a pause,
-     * Resume checks again and runs what is left.
+     * Pause and Cancel both end the run through the CLI's clean stop (the
+     * end of its input, --cancel-on-eof, as SIGTERM: balance misplaced puts
+     * the chunk being moved back whole, maintain run finishes it first; the
+     * run's document still comes); after a pause, Resume checks again and
+     * runs what is left. @onend(r): r.doc the document, r.result its run
+     * object, r.stopped "paused", "cancelled" or null.
      */
     function runLong(argv, box, onend) {
         var bar = BX.el("progress", { id: "bx-progress", max: 1, value: 0 });
@@ -157,14 +172,14 @@
                 box.setAttribute("data-pausing", String(p.pausing));
             },
         }).then(function (r) {
-            return { doc: r.doc, stopped: null };
+            return { doc: r.doc, result: runResult(r.doc), stopped: null };
         }, function (e) {
-            if (stopping && e.doc && e.doc.balance)
-                return { doc: e.doc, stopped: stopping };
+            if (runResult(e.doc) && (stopping || e.exit === EXIT_STOPPED))
+                return { doc: e.doc, result: runResult(e.doc), stopped: stopping };
             throw e;
         }).then(function (r) {
             controls.remove();
-            box.setAttribute("data-run", r.stopped || r.doc.balance.status);
+            box.setAttribute("data-run", r.stopped || r.result.status);
             onend(r);
             return r;
         }, function (e) {
@@ -172,6 +187,54 @@
             box.setAttribute("data-run", "failed");
             refusal(box, e);
         });
+    }
+
+    /*
+     * After a confirmation (@title, @text, the command line), runs @argv
+     * through runLong() in a new box #@runId of @out; @onend(r, box).
+     */
+    function confirmAndRun(title, text, argv, out, runId, onend) {
+        BX.confirm(title, text, BX.commandLine(["btrfsx"].concat(argv))).then(function (yes) {
+            if (!yes)
+                return;
+            var run = BX.el("div", { class: "bx-run", id: runId });
+            BX.clear(out).appendChild(run);
+            BX.state(page, "running");
+            runLong(argv, run, function (r) { onend(r, run); }).then(function () { BX.state(page, "ready"); });
+        });
+    }
+
+    /*
+     * A check before a long run: @argv's document handed to @show(doc),
+     * which fills @out; a refusal shown there instead.
+     */
+    function runCheck(out, argv, show) {
+        BX.clear(out).appendChild(BX.message("info", "Checking..."));
+        BX.state(page, "loading");
+        return BX.run(argv).then(function (r) {
+            BX.clear(out);
+            show(r.doc);
+        }, function (e) {
+            BX.clear(out);
+            refusal(out, e);
+        }).then(function () { BX.state(page, "ready"); });
+    }
+
+    /* A finished run's status and what it moved (@at: the run object's path in its document). */
+    function runMoved(src, at, r) {
+        var res = r.result;
+        return [
+            ["Status", BX.fig(src, at + "status", r.stopped || res.status, "text")],
+            ["Moved", BX.el("span", {}, [BX.fig(src, at + "chunks_moved", res.chunks_moved, "count"), " chunks, ",
+                BX.fig(src, at + "bytes_moved", res.bytes_moved)])],
+        ];
+    }
+
+    /* The button that starts the run a check found work for. */
+    function startButton(id, onclick) {
+        var go = BX.el("button", { type: "button", id: id, class: "bx-primary", text: "Move them" });
+        go.addEventListener("click", onclick);
+        return go;
     }
 
     /* ---- balance misplaced ---- */
@@ -196,39 +259,26 @@
         }
         function start(args, plan) {
             var argv = ["balance", "misplaced"].concat(args, [mnt]);
-            BX.confirm("Move " + plan.chunks_planned + " misplaced chunks?",
-                       "Moves " + plan.chunks_planned + " chunks (" + BX.size(plan.bytes_planned) + " used), one kernel balance of one chunk at a time, to where the hints want them. The devices are busy meanwhile. Pause or Cancel puts the chunk being moved back whole.",
-                       BX.commandLine(["btrfsx"].concat(argv))).then(function (yes) {
-                if (!yes)
-                    return;
-                var run = BX.el("div", { class: "bx-run", id: "bx-bal-run" });
-                BX.clear(out).appendChild(run);
-                BX.state(page, "running");
-                runLong(argv, run, function (r) {
-                    var b = r.doc.balance, src = "balance";
-                    run.appendChild(BX.figures([
-                        ["Status", BX.fig(src, "status", r.stopped || b.status, "text")],
-                        ["Moved", BX.el("span", {}, [BX.fig(src, "chunks_moved", b.chunks_moved, "count"), " chunks, ",
-                            BX.fig(src, "bytes_moved", b.bytes_moved)])],
-                        ["Still misplaced", BX.el("span", {}, [BX.fig(src, "remaining_chunks", b.remaining_chunks, "count"), " chunks"])],
-                    ]));
-                    if (b.reason)
-                        run.appendChild(BX.message(r.stopped ? "info" : "warning", b.reason));
-                    if (r.stopped === "paused" && b.remaining_chunks) {
-                        var resume = BX.el("button", { type: "button", id: "bx-run-resume", text: "Resume" });
-                        resume.addEventListener("click", function () { dryRun(); });
-                        run.appendChild(BX.el("p", {}, ["Paused. Resume checks again and goes on with what is still misplaced. ", resume]));
-                    }
-                }).then(function () { BX.state(page, "ready"); });
+            confirmAndRun("Move " + plan.chunks_planned + " misplaced chunks?",
+                          "Moves " + plan.chunks_planned + " chunks (" + BX.size(plan.bytes_planned) + " used), one kernel balance of one chunk at a time, to where the hints want them. The devices are busy meanwhile. Pause or Cancel puts the chunk being moved back whole.",
+                          argv, out, "bx-bal-run", function (r, run) {
+                var b = r.result, src = "balance";
+                run.appendChild(BX.figures(runMoved(src, "", r).concat([
+                    ["Still misplaced", BX.el("span", {}, [BX.fig(src, "remaining_chunks", b.remaining_chunks, "count"), " chunks"])],
+                ])));
+                if (b.reason)
+                    run.appendChild(BX.message(r.stopped ? "info" : "warning", b.reason));
+                if (r.stopped === "paused" && b.remaining_chunks) {
+                    var resume = BX.el("button", { type: "button", id: "bx-run-resume", text: "Resume" });
+                    resume.addEventListener("click", function () { dryRun(); });
+                    run.appendChild(BX.el("p", {}, ["Paused. Resume checks again and goes on with what is still misplaced. ", resume]));
+                }
             });
         }
         function dryRun() {
             var args = options();
-            BX.clear(out).appendChild(BX.message("info", "Checking..."));
-            BX.state(page, "loading");
-            BX.run(["balance", "misplaced", "--dry-run"].concat(args, [mnt])).then(function (r) {
-                var b = r.doc.balance, src = "balance misplaced --dry-run " + args.concat([mnt]).join(" ");
-                BX.clear(out);
+            runCheck(out, ["balance", "misplaced", "--dry-run"].concat(args, [mnt]), function (doc) {
+                var b = doc.balance, src = "balance misplaced --dry-run " + args.concat([mnt]).join(" ");
                 out.appendChild(BX.figures([
                     ["Would move", BX.el("span", {}, [BX.fig(src, "balance/chunks_planned", b.chunks_planned, "count"),
                         " chunks, ", BX.fig(src, "balance/bytes_planned", b.bytes_planned), " used"])],
@@ -242,21 +292,130 @@
                     done(out, "Nothing is misplaced: every chunk is where the hints want it.");
                     return;
                 }
-                var go = BX.el("button", { type: "button", id: "bx-bal-start", class: "bx-primary", text: "Move them" });
-                go.addEventListener("click", function () { start(args, b); });
-                out.appendChild(go);
-            }, function (e) {
-                BX.clear(out);
-                refusal(out, e);
-            }).then(function () { BX.state(page, "ready"); });
+                out.appendChild(startButton("bx-bal-start", function () { start(args, b); }));
+            });
         }
         check.addEventListener("click", dryRun);
+    }
+
+    /* ---- maintain ---- */
+
+    /* The plan's chunks: why each moves, which, its used bytes and time, as the CLI gives them. */
+    function maintainActions(src, m) {
+        var table = BX.el("table", { class: "bx-table", id: "bx-mnt-actions" });
+        table.appendChild(BX.el("thead", {}, [BX.el("tr", {}, ["Reason", "Chunk", "Type", "Used", "Time"].map(function (h) {
+            return BX.el("th", { scope: "col", text: h });
+        }))]));
+        var tbody = BX.el("tbody");
+        m.actions.forEach(function (a, i) {
+            var at = "maintain/actions/" + i + "/";
+            tbody.appendChild(BX.el("tr", {}, [
+                BX.el("td", {}, [BX.fig(src, at + "reason", a.reason, "text")]),
+                BX.el("td", {}, [BX.fig(src, at + "logical", a.logical, "count")]),
+                BX.el("td", {}, [BX.fig(src, at + "type", a.type, "text"), " ",
+                                 BX.fig(src, at + "profile", a.profile, "text")]),
+                BX.el("td", {}, [BX.fig(src, at + "used", a.used)]),
+                BX.el("td", {}, [BX.fig(src, at + "seconds", a.seconds, "seconds")]),
+            ]));
+        });
+        table.appendChild(tbody);
+        return BX.el("div", { class: "bx-scroll" }, [table]);
+    }
+
+    /* Days left: the CLI's null is "no pace known" (or none consumed), not "never runs out". */
+    function daysLeft(src, path, days) {
+        return days === null ? BX.el("span", {}, [BX.fig(src, path, days, "text"), " (no pace known)"])
+                             : BX.fig(src, path, days, "days");
+    }
+
+    /* Metadata room, days left and misplaced chunks of a state (before, after, final). */
+    function maintainState(src, key, st) {
+        var at = "maintain/" + key + "/";
+        return [
+            ["Metadata room", BX.fig(src, at + "metadata_room", st.metadata_room)],
+            ["Days left", daysLeft(src, at + "days_left", st.days_left)],
+            ["Misplaced chunks", BX.fig(src, at + "misplaced", st.misplaced, "count")],
+        ];
+    }
+
+    function renderMaintain(fs, box) {
+        if (!fs.mounted) {
+            box.appendChild(BX.message("info", "Not mounted: maintain moves chunks through the kernel's balance, on a mounted filesystem."));
+            return;
+        }
+        var mnt = fs.mountpoint;
+        var check = BX.el("button", { type: "button", id: "bx-mnt-check", text: "Check" });
+        var out = BX.el("div", { class: "bx-out", id: "bx-mnt-out", "aria-live": "polite" });
+        box.appendChild(BX.el("p", { text: "Keeps metadata room above the policy's target and chunks where the hints want them, moving the fewest bytes. Check says what a run would move now, and why." }));
+        box.appendChild(BX.el("div", { class: "bx-row" }, [check]));
+        box.appendChild(out);
+        function start(m) {
+            var argv = ["maintain", "run", mnt];
+            confirmAndRun("Move " + m.chunks_planned + " chunks to keep " + mnt + " healthy?",
+                       "Moves " + m.chunks_planned + " chunks (" + BX.size(m.bytes_planned) + " used" +
+                       (m.seconds_planned === null ? "" : ", about " + BX.duration(m.seconds_planned)) +
+                       "), one kernel balance of one chunk at a time, within the policy's budget and quiet hours; " +
+                       "metadata room goes from " + BX.size(m.before.metadata_room) + " to " + BX.size(m.after.metadata_room) +
+                       " (predicted), misplaced chunks from " + m.before.misplaced + " to " + m.after.misplaced +
+                       ". The devices are busy meanwhile. Pause or Cancel stops after the chunk moving now; the next run goes on.",
+                       argv, out, "bx-mnt-run", function (r, run) {
+                var f = r.result, src = "maintain run";
+                run.appendChild(BX.figures(runMoved(src, "maintain/", r).concat(maintainState(src, "final", f.final))));
+                if (f.reason)
+                    run.appendChild(BX.message(r.stopped ? "info" : f.status === "target-met" ? "success" : "warning", f.reason));
+                if (r.stopped === "paused" && !f.target_met) {
+                    var resume = BX.el("button", { type: "button", id: "bx-run-resume", text: "Resume" });
+                    resume.addEventListener("click", function () { plan(); });
+                    run.appendChild(BX.el("p", {}, ["Paused. Resume checks again and goes on with what is left. ", resume]));
+                }
+            });
+        }
+        function plan() {
+            runCheck(out, ["maintain", "plan", mnt], function (doc) {
+                var m = doc.maintain, src = "maintain plan " + mnt;
+                var view = out.appendChild(BX.el("div", { class: "bx-mnt-plan", id: "bx-mnt-plan" }));
+                view.appendChild(BX.figures([
+                    ["Status", BX.fig(src, "maintain/status", m.status, "text")],
+                    ["Target room", BX.el("span", {}, [BX.fig(src, "maintain/target", m.target), " (",
+                        BX.fig(src, "maintain/target_why", m.target_why, "text"), ")"])],
+                    ["Would move", BX.el("span", {}, [BX.fig(src, "maintain/chunks_planned", m.chunks_planned, "count"),
+                        " chunks, ", BX.fig(src, "maintain/bytes_planned", m.bytes_planned), " used"])],
+                    ["Time", BX.el("span", {}, [BX.fig(src, "maintain/seconds_planned", m.seconds_planned, "seconds"),
+                        m.seconds_planned === null ? " (no copy rate measured yet)" : " at the measured copy rate"])],
+                ]));
+                if (m.actions.length)
+                    view.appendChild(maintainActions(src, m));
+                var states = BX.el("div", { class: "bx-row" }, [
+                    BX.el("div", {}, [BX.el("h4", { text: "Now" }), BX.figures(maintainState(src, "before", m.before))]),
+                    BX.el("div", {}, [BX.el("h4", { text: "After (predicted)" }), BX.figures(maintainState(src, "after", m.after))]),
+                ]);
+                view.appendChild(states);
+                if (m.status === "cannot-meet") {
+                    var cannot = BX.message("warning", m.reason);
+                    cannot.id = "bx-mnt-cannot";
+                    view.appendChild(cannot);
+                    view.appendChild(BX.figures([["Add a device of at least", BX.fig(src, "maintain/device_needed", m.device_needed)]]));
+                }
+                if (m.refused) {
+                    refusal(view, new Error(m.refused));
+                    return;
+                }
+                if (!m.chunks_planned) {
+                    if (m.status === "nothing-to-do")
+                        done(view, "Nothing to do: the target is met.");
+                    return;
+                }
+                view.appendChild(startButton("bx-mnt-start", function () { start(m); }));
+            });
+        }
+        check.addEventListener("click", plan);
     }
 
     var ACTIONS = [
         { id: "hints", title: "Allocation hints", render: renderHints },
         { id: "read-policy", title: "Read policy", render: renderReadPolicy },
         { id: "balance", title: "Move misplaced chunks (balance misplaced)", render: renderBalance },
+        { id: "maintain", title: "Keep the array healthy (maintain)", render: renderMaintain },
     ];
 
     /* The filesystems read again, then their actions drawn. */

@@ -141,6 +141,25 @@ const char *bx_maintain_status_name(enum bx_maintain_status s);
 
 /* ---- a run on a mounted filesystem (maintain/run.c) ---- */
 
+/*
+ * A run's progress, with the meanings of balance misplaced's
+ * (relocate/relocate.h): chunks and used bytes moved of those planned at
+ * the start (the totals grow when a later round plans more), seconds since
+ * the start and in the kernel's balance calls, the chunk moving now (0:
+ * none) and its used bytes, and whether the run waits between chunks (the
+ * budget, busy devices).
+ */
+struct bx_maintain_progress {
+	uint64_t chunks_done, chunks_total;
+	uint64_t bytes_done, bytes_total;
+	double elapsed, kernel_seconds;
+	uint64_t current, current_used;
+	bool pausing;
+};
+
+/* Called from the calling thread, at most every half second but at each change of chunk. */
+typedef void (*bx_maintain_progress_fn)(void *arg, const struct bx_maintain_progress *p);
+
 /* What a run or a plan is asked. */
 struct bx_maintain_opts {
 	struct bx_maintain_policy policy;
@@ -155,6 +174,8 @@ struct bx_maintain_opts {
 	const volatile int *stop;
 	/* Minute of the day for the window; NULL: the local time. */
 	int (*minute_now)(void);
+	bx_maintain_progress_fn progress;	/* a run's progress; may be NULL */
+	void *progress_arg;
 };
 
 /*

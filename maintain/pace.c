@@ -65,6 +65,8 @@ static bool sleep_for(struct bx_pacer *p, double seconds)
 
 		if (stop_asked(p))
 			return false;
+		if (p->waiting)
+			p->waiting(p->waiting_arg);
 		nanosleep(&ts, NULL);
 	}
 	return !stop_asked(p);

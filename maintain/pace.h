@@ -35,6 +35,9 @@ struct bx_pacer {
 	double start;
 	double paused;			/* seconds waited: budget and busy devices */
 	double busy_paused;
+	/* Called at each step of a wait (a run's progress says it waits); may be NULL. */
+	void (*waiting)(void *arg);
+	void *waiting_arg;
 };
 
 void bx_pacer_init(struct bx_pacer *p, const struct bx_maintain_policy *policy,

@@ -45,6 +45,8 @@ struct maintain_run {
 	const char *state_dir;
 	int lock_fd;
 	struct bx_pacer pacer;
+	struct bx_maintain_progress prog;
+	double start, last_report;
 };
 
 static double now(void)
@@ -58,6 +60,29 @@ static double now(void)
 static int stop_level(const struct maintain_run *r)
 {
 	return r->o->stop ? *r->o->stop : 0;
+}
+
+#define PROGRESS_INTERVAL 0.5
+
+/* Reports the progress when it is due (or @force: a chunk starts or ends). */
+static void report(struct maintain_run *r, bool force)
+{
+	double t = now();
+
+	if (!r->o->progress || (!force && t - r->last_report < PROGRESS_INTERVAL))
+		return;
+	r->last_report = t;
+	r->prog.elapsed = t - r->start;
+	r->o->progress(r->o->progress_arg, &r->prog);
+}
+
+/* The pacer waits: said, as balance misplaced says its pause. */
+static void report_waiting(void *arg)
+{
+	struct maintain_run *r = arg;
+
+	r->prog.pausing = true;
+	report(r, false);
 }
 
 void bx_maintain_result_free(struct bx_maintain_result *res)
@@ -175,8 +200,11 @@ static bool target_met(const struct maintain_run *r, const struct bx_maintain_st
 /* While a chunk moves: a second stop cancels it. */
 static bool poll_kernel(void *arg, double seconds)
 {
-	(void)seconds;
-	return stop_level(arg) >= 2;
+	struct maintain_run *r = arg;
+
+	r->prog.kernel_seconds = r->res->kernel_seconds + seconds;
+	report(r, false);
+	return stop_level(r) >= 2;
 }
 
 static int record_moved(struct maintain_run *r, const struct bx_maintain_action *a,
@@ -194,6 +222,11 @@ static int record_moved(struct maintain_run *r, const struct bx_maintain_action 
 	};
 	res->bytes_moved += a->used;
 	res->kernel_seconds += seconds;
+	r->prog.chunks_done = res->nr_moved;
+	r->prog.bytes_done = res->bytes_moved;
+	r->prog.kernel_seconds = res->kernel_seconds;
+	r->prog.current = r->prog.current_used = 0;
+	report(r, true);
 	return 0;
 }
 
@@ -230,8 +263,12 @@ static int one_action(struct maintain_run *r, const struct bx_maintain_action *a
 	bx_snapshot_release(&in);
 	if (ret || *done || now_a.used == UINT64_MAX)
 		return ret;
+	r->prog.current = a->logical;
+	r->prog.current_used = now_a.used;
+	report(r, true);
 	ret = bx_balance_chunk(r->mfs.fd, r->mfs.path, a->logical, a->type, poll_kernel, r,
 			       &seconds);
+	r->prog.current = r->prog.current_used = 0;
 	if (ret == -EINTR) {
 		r->res->kernel_seconds += seconds;
 		stopped(r, "stopped by a signal while moving a chunk; it stays where it was (run "
@@ -256,11 +293,13 @@ static bool may_go_on(struct maintain_run *r)
 {
 	enum bx_pace_wait w = bx_pacer_wait(&r->pacer, r->res->bytes_moved);
 
+	r->prog.pausing = false;
+
 	switch (w) {
 	case BX_PACE_GO:
 		return true;
 	case BX_PACE_STOPPED:
-		stopped(r, "stopped by a signal between chunks (run again to go on)");
+		stopped(r, "stopped by a signal or the end of input between chunks (run again to go on)");
 		break;
 	case BX_PACE_WINDOW:
 		stopped(r, r->res->nr_moved ? "the time window ended (the next run goes on)" :
@@ -311,6 +350,8 @@ static int run_rounds(struct maintain_run *r)
 			bx_maintain_plan_release(&again);
 			break;
 		}
+		r->prog.chunks_total += again.nr_actions;
+		r->prog.bytes_total += again.bytes_planned;
 		ret = run_plan(r, &again, &done);
 		bx_maintain_plan_release(&again);
 	}
@@ -403,8 +444,7 @@ int bx_maintain_policy_of(const char *path, const char *file, bool required,
 int bx_maintain_run(const char *path, const struct bx_maintain_opts *opts,
 		    struct bx_maintain_result **resp)
 {
-	struct maintain_run r = { .o = opts, .lock_fd = -1 };
-	double t0 = now();
+	struct maintain_run r = { .o = opts, .lock_fd = -1, .start = now() };
 	int ret;
 
 	*resp = NULL;
@@ -425,11 +465,18 @@ int bx_maintain_run(const char *path, const struct bx_maintain_opts *opts,
 	if (!ret && !opts->plan_only && r.res->plan.status != BX_MAINTAIN_NOTHING) {
 		r.res->status = BX_MAINTAIN_FAILED;
 		bx_pacer_init(&r.pacer, &opts->policy, &r.mfs, opts->stop, opts->minute_now);
+		r.pacer.waiting = report_waiting;
+		r.pacer.waiting_arg = &r;
+		r.prog.chunks_total = r.res->plan.nr_actions;
+		r.prog.bytes_total = r.res->plan.bytes_planned;
+		report(&r, true);
 		ret = run_rounds(&r);
 		r.res->paused_seconds = r.pacer.paused;
 		ret = finish_run(&r, ret);
+		r.prog.pausing = false;
+		report(&r, true);
 	}
-	r.res->seconds = now() - t0;
+	r.res->seconds = now() - r.start;
 	if (r.lock_fd >= 0)
 		close(r.lock_fd);
 	bx_mounted_close(&r.mfs);

@@ -18,6 +18,8 @@ the test's own runs of the same commands see what the page saw:
   but that one argument vector;
 - actions change what the CLI shows afterwards, a refusal is the CLI's
   message, and balance misplaced shows its progress, pauses and cancels;
+  maintain shows its plan as the CLI does, a target it cannot meet, what a
+  read-only mount refuses, and its run pauses, resumes and meets the target;
 - a filesystem unmounted while the page is open shows as not mounted, and
   once its devices are gone as gone, without an error loop;
 - 1280x800 and a phone's 390x844; the keyboard alone.
@@ -551,6 +553,104 @@ def test_balance_misplaced_refused_then_forced_with_pause_and_cancel(b, env, arr
     done = cli(env, "filesystem", "misplaced", str(mnt_a), check=False)["misplaced"]
     assert done["forbidden"]["chunks"] + done["off_preference"]["chunks"] == 0
     assert run_state(b) == "finished"
+
+def maintain_state(br) -> str:
+    return br.js("var r = document.getElementById('bx-mnt-run'); return r &&"
+                 " r.getAttribute('data-run')")
+
+def maintain_check(br):
+    settled(br, "actions", action(br, "actions", "#bx-mnt-check", confirm=False))
+
+def maintain_start(br):
+    br.request("click", css="#bx-mnt-start")
+    br.wait("return document.getElementById('bx-confirm').open")
+    br.request("click", css="#bx-confirm-yes")
+    br.wait("var r = document.getElementById('bx-mnt-run'); return r &&"
+            " r.getAttribute('data-run') !== null")
+
+def maintain_ended(br) -> str:
+    return br.wait("var r = document.getElementById('bx-mnt-run'); var s = r &&"
+                   " r.getAttribute('data-run'); return s !== 'running' && s")
+
+def test_maintain_plan_refusals_and_run(b, env, arrays):
+    """C's data chunks half used: a target moving data cannot meet shows the
+    CLI's reason and device; a smaller one plans chunks, which the page
+    shows as the CLI does; read-only, the plan shows what a run is refused
+    for, and a run started before the remount is refused with the CLI's
+    message; the run pauses between chunks, resumes and meets the target,
+    which the CLI then shows."""
+    c, mnt_c = arrays["c"]
+    fsutil.fill_then_thin(mnt_c, 4 * MiB, "m")
+    conf = Path(env["BTRFSX_CONFIG_DIR"]) / "maintain.conf"
+    # 2 MiB/s: the run waits between chunks, where Pause stops it
+    policy = f"[{mnt_c}]\nbusy-pressure = 0\nbudget = 2\nmetadata-room = "
+    conf.write_text(policy + "1G\n")
+    try:
+        open_page(b, "actions")
+        settled(b, "actions", choose_fs(b, "actions", fsutil.read_fsid(c[0])))
+        b.wait("return document.getElementById('bx-mnt-check') !== null")
+        maintain_check(b)
+        cannot = cli(env, "maintain", "plan", str(mnt_c), check=False)["maintain"]
+        assert cannot["status"] == "cannot-meet" and cannot["device_needed"] > 0
+        assert b.js("return document.getElementById('bx-mnt-cannot').textContent") == \
+            cannot["reason"]
+        assert check_figures(b, env, "#bx-mnt-plan") >= 12
+        conf.write_text(policy + "60M\n")
+        maintain_check(b)
+        plan = cli(env, "maintain", "plan", str(mnt_c))["maintain"]
+        assert plan["status"] == "planned" and len(plan["actions"]) >= 2, plan
+        assert check_figures(b, env, "#bx-mnt-plan") >= 12 + 5 * len(plan["actions"])
+        b.js("document.getElementById('bx-action-maintain').scrollIntoView()")
+        shoot(b, env, "actions-maintain")
+        # read-only: the plan says what a run would be refused for; a run
+        # confirmed from the plan before the remount gets the CLI's refusal
+        fsutil.run(["mount", "-o", "remount,ro", str(mnt_c)])
+        try:
+            maintain_start(b)
+            assert maintain_ended(b) == "failed"
+            shown_msg = b.js("return document.querySelector('#bx-mnt-run .bx-refusal')"
+                             ".textContent")
+            rc, out, err = fsutil.run_btrfsx("maintain", "run", str(mnt_c), fmt="json",
+                                             check=1, env=btrfsx_env(env))
+            assert shown_msg == json.loads(out)["error"]["message"]
+            assert "read-only" in shown_msg
+            maintain_check(b)
+            refused = b.js("return document.querySelector('#bx-mnt-plan .bx-refusal')"
+                           ".textContent")
+            assert refused == cli(env, "maintain", "plan", str(mnt_c))["maintain"]["refused"]
+            assert not b.js("return document.getElementById('bx-mnt-start')")
+        finally:
+            fsutil.run(["mount", "-o", "remount,rw", str(mnt_c)])
+        # paused while it waits between chunks, then resumed to the target
+        maintain_check(b)
+        maintain_start(b)
+        b.wait("var r = document.getElementById('bx-mnt-run');"
+               "return r.getAttribute('data-pausing') === 'true' ||"
+               " r.getAttribute('data-run') !== 'running'")
+        if maintain_state(b) == "running":
+            b.request("click", css="#bx-run-pause")
+        first = maintain_ended(b)
+        if first == "paused":
+            moved = int(b.js("return document.querySelector('#bx-mnt-run .bx-fig[data-path="
+                             "\"maintain/chunks_moved\"]').textContent"))
+            assert moved >= 1
+            before_resume = settled_count(b, "actions")
+            b.request("click", css="#bx-run-resume")
+            settled(b, "actions", before_resume)
+            maintain_start(b)
+            first = maintain_ended(b)
+        assert first == "target-met", first
+        after = cli(env, "maintain", "plan", str(mnt_c))["maintain"]
+        assert after["status"] == "nothing-to-do"
+        assert after["before"]["metadata_room"] >= after["target"] > \
+            plan["before"]["metadata_room"]
+        shown_room = b.js("return JSON.parse(document.querySelector('#bx-mnt-run .bx-fig"
+                          "[data-path=\"maintain/final/metadata_room\"]')"
+                          ".getAttribute('data-value'))")
+        assert shown_room == after["before"]["metadata_room"]
+    finally:
+        conf.unlink()
+
 
 def test_scrub_page(b, env, arrays):
     (a, mnt_a), (bdevs, _) = arrays["a"], arrays["b"]

@@ -46,24 +46,6 @@ def maintain(run_btrfsx, *args, env, check=0):
     return json.loads(out), err
 
 
-def make_trap(mnt: Path) -> None:
-    """32 MiB files until the filesystem is full, then every other one deleted:
-    the data chunks hold all the device space, half used."""
-    block = b"\xab" * MiB
-    n = 0
-    try:
-        while True:
-            with open(mnt / f"big{n}", "wb") as f:
-                for _ in range(BIG // MiB):
-                    f.write(block)
-            n += 1
-    except OSError:
-        (mnt / f"big{n}").unlink(missing_ok=True)
-    for i in range(0, n, 2):
-        (mnt / f"big{i}").unlink()
-    fsutil.run(["btrfs", "filesystem", "sync", str(mnt)])
-
-
 def fill_small(mnt: Path, every: int = 0, run=None) -> tuple[int, list[dict]]:
     """1,800-byte files until ENOSPC; run(mnt) after every @every files."""
     n, runs = 0, []
@@ -87,7 +69,7 @@ def trap(loopdevs):
     loops = loopdevs(sizes=["1G"])
     fsutil.mkfs(loops.devs, data="single", metadata="dup")
     with fsutil.mounted(loops.devs) as mnt:
-        make_trap(mnt)
+        fsutil.fill_then_thin(mnt, BIG)
         yield loops.devs, mnt
 
 
@@ -177,7 +159,7 @@ def test_trap_plan_is_what_run_does_and_small_files_go_on(trap, loopdevs, run_bt
     loops = loopdevs(sizes=["1G"])
     fsutil.mkfs(loops.devs, data="single", metadata="dup")
     with fsutil.mounted(loops.devs) as bare:
-        make_trap(bare)
+        fsutil.fill_then_thin(bare, BIG)
         bare_files, _ = fill_small(bare)
         bare_usage = fsutil.run(["btrfs", "filesystem", "usage", "-b", str(bare)]).stdout
     bare_free = int(re.search(r"Free \(estimated\):\s+(\d+)", bare_usage).group(1))
@@ -232,6 +214,59 @@ def test_sigterm_then_a_second_run_goes_on(trap, btrfsx, run_btrfsx, env, tmp_pa
     s = second["maintain"]
     assert s["status"] == "target-met", s
     assert [c["logical"] for c in s["moved"]] == actions[1:]
+
+
+def test_progress_lines_and_eof_stops_the_run(trap, btrfsx, run_btrfsx, env, tmp_path):
+    """--progress with --format json: one {"progress": ...} line a report on
+    stderr, as balance misplaced's; --cancel-on-eof: closing standard input
+    stops the run as SIGTERM does (exit 6, the document still printed)."""
+    devs, mnt = trap
+    policy = tmp_path / "policy.conf"
+    policy.write_text("[default]\nmetadata-room = 200M\nbusy-pressure = 0\n")
+    plan, _ = maintain(run_btrfsx, "plan", "--policy", policy, mnt, env=env)
+    p = plan["maintain"]
+    assert len(p["actions"]) >= 2, plan
+    schema = json.loads((Path(__file__).parent.parent / "Documentation/json/"
+                         "maintain-run.schema.json").read_text())["$defs"]["progress"]
+    fields = schema["properties"]["progress"]["required"]
+    # 1 MiB/s: after the first chunk the run waits for its budget
+    proc = subprocess.Popen([btrfsx, "--format", "json", "maintain", "run", "--policy",
+                             str(policy), "--budget", "1", "--progress", "--cancel-on-eof",
+                             str(mnt)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+    lines = []
+    try:
+        for line in proc.stderr:
+            report = json.loads(line)["progress"]
+            assert sorted(report) == sorted(fields), report
+            lines.append(report)
+            if report["chunks_done"] >= 1 and report["pausing"]:
+                break
+        proc.stdin.close()
+        out = proc.stdout.read()
+        rest = proc.stderr.read()
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 6, rest
+    first, last = lines[0], lines[-1]
+    assert first["chunks_done"] == 0 and first["bytes_done"] == 0
+    assert first["chunks_total"] == len(p["actions"])
+    assert first["bytes_total"] == p["bytes_planned"]
+    assert any(r["current"] == p["actions"][0]["logical"] for r in lines)
+    doc = json.loads(out)["maintain"]
+    assert doc["status"] == "stopped" and "end of input" in doc["reason"], doc
+    assert [c["logical"] for c in doc["moved"]] == [p["actions"][0]["logical"]]
+    assert last["chunks_done"] == 1 and last["bytes_done"] == doc["bytes_moved"]
+    # the last report, at the end: nothing moving, nothing waited for
+    end = json.loads(rest.strip().splitlines()[-1])["progress"]
+    assert end["current"] == 0 and not end["pausing"] and end["chunks_done"] == 1
+    # without --progress (stderr no terminal): no progress line
+    rc, out, err = run_btrfsx("maintain", "run", "--no-progress", "--policy", policy, mnt,
+                              fmt="json", env=env)
+    assert "progress" not in err
 
 
 def test_window_outside_moves_nothing(trap, run_btrfsx, env):
@@ -310,7 +345,7 @@ def test_refusals(loopdevs, run_btrfsx, env, tmp_path):
         doc, _ = maintain(run_btrfsx, "plan", mnt, env=env)
         assert "read-only" in doc["maintain"]["refused"]
     with fsutil.mounted(loops.devs) as mnt:
-        make_trap(mnt)
+        fsutil.fill_then_thin(mnt, BIG)
         # a paused balance holds the kernel's exclusive operation
         fsutil.run(["btrfs", "balance", "start", "--full-balance", "--bg", str(mnt)])
         fsutil.run(["btrfs", "balance", "pause", str(mnt)], check=False)
@@ -356,6 +391,8 @@ def test_bad_options(run_btrfsx, env, tmp_path):
                  ["run", "--window", "1:0-2:00", tmp_path],
                  ["run", "--textfile", "--budget", tmp_path],
                  ["run", "--policy", "--help", tmp_path],
+                 ["run", "--progress", "--no-progress", tmp_path],
+                 ["plan", "--progress", tmp_path], ["plan", "--cancel-on-eof", tmp_path],
                  ["run", "--bogus", tmp_path], ["frobnicate", tmp_path]):
         rc, out, err = run_btrfsx("maintain", *args, check=2, env=env)
         doc = json.loads(run_btrfsx("maintain", *args, fmt="json", check=2, env=env)[1])

@@ -399,6 +399,24 @@ def mounted(devs: Sequence[str] | str, options: str | Sequence[str] | None = Non
 # file content
 # ---------------------------------------------------------------------------
 
+def fill_then_thin(mnt: str | os.PathLike, size: int, name: str = "big") -> None:
+    """Files of @size bytes (written a MiB at a time) until the filesystem is
+    full, then every other one deleted: data chunks that hold the device
+    space, half used."""
+    mnt, block, n = Path(mnt), b"\xab" * MiB, 0
+    try:
+        while True:
+            with open(mnt / f"{name}{n}", "wb") as f:
+                for _ in range(size // MiB):
+                    f.write(block)
+            n += 1
+    except OSError:
+        (mnt / f"{name}{n}").unlink(missing_ok=True)
+    for i in range(0, n, 2):
+        (mnt / f"{name}{i}").unlink()
+    run(["btrfs", "filesystem", "sync", str(mnt)])
+
+
 def fill_files(mnt: str | os.PathLike, seed: int = 0, big_files: int = 3,
                big_size: int = 3 * MiB, small_files: int = 48,
                nodatasum_size: int = 2 * MiB, do_sync: bool = True) -> dict[str, dict]:
