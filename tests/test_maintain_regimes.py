@@ -172,11 +172,17 @@ def test_btrfsx_moves_a_tenth_of_btrfsmaintenance(churn_runs):
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_btrfsx_moves_less_than_reclaim(churn_runs):
+@pytest.mark.parametrize("peer", ["reclaim", "reclaim-dynamic"])
+def test_btrfsx_moves_less_than_reclaim(churn_runs, peer):
+    """Against the kernel's reclaim as the issue asks for it (dynamic and
+    periodic) and with the dynamic threshold alone, where it keeps out of
+    the trap (a regime that moved nothing and met ENOSPC sets no bar)."""
     ours = churn_runs("btrfsx")
-    peer = churn_runs("reclaim")
-    assert ours["relocated"]["used"] < peer["relocated"]["used"] or not peer["relocated"]["used"] \
-        and not ours["relocated"]["used"], (ours["relocated"], peer["relocated"])
+    theirs = churn_runs(peer)
+    if metadata_enospc(theirs):
+        pytest.skip(f"{peer} met ENOSPC here: the comparison is asked where it avoids it")
+    assert ours["relocated"]["used"] < theirs["relocated"]["used"], (ours["relocated"],
+                                                                    theirs["relocated"])
 
 
 @pytest.mark.root
@@ -189,3 +195,11 @@ def test_btrfsx_fsync_p99_during_maintenance(churn_runs):
     if not fsync["maint"]["n"]:
         pytest.skip("maintain relocated nothing while the probe ran")
     assert fsync["maint"]["p99"] <= 2 * fsync["idle"]["p99"], fsync
+
+
+def test_greedy_frees_the_emptiest_first():
+    chunks = [(100, 90), (100, 10), (100, 50), (100, 30)]
+    steps = regimes.greedy_frees(chunks, 150)
+    assert [(s["used"], s["moved"], s["freed"]) for s in steps] == [(10, 10, 100), (30, 40, 200)]
+    # the data has to fit in what stays
+    assert regimes.greedy_frees([(100, 60), (100, 60)], 100) == []

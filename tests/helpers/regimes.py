@@ -378,8 +378,7 @@ def run_btrfsx(fs: LoopFs, btrfsx: str, extra: list[str]) -> Action:
     return action
 
 
-REGIMES = ("nothing", "btrfsmaintenance", "reclaim", "btrfsx")
-EXTRA_REGIMES = ("reclaim-dynamic",)                 # on request (bench/maintain --regimes)
+REGIMES = ("nothing", "btrfsmaintenance", "reclaim", "reclaim-dynamic", "btrfsx")
 TRAP_REGIMES = ("nothing", "btrfsmaintenance", "reclaim", "reclaim-late", "reclaim-dynamic",
                 "crude", "btrfsx")
 
@@ -418,18 +417,19 @@ class Regime:
 
 def relocation_summary(fs: LoopFs, reclaim_before: dict[str, int]) -> dict:
     """The relocations of a run, from the kernel: how many block groups, their
-    sizes and used bytes (what was copied), by type; the reclaim's own
-    counters."""
+    sizes, the bytes copied (``used``), by type; the reclaim's own counters."""
     rel = fs.events.relocations
     out = {"block_groups": len(rel), "length": sum(r.length for r in rel),
-           "used": sum(r.used for r in rel),
+           "listed_used": sum(r.used for r in rel),
            "data_block_groups": sum(1 for r in rel if "data" in r.flags),
            "unknown": sum(1 for r in rel if not r.length),
            "balance_enospc": fs.events.balance_enospc}
-    for name in ("reclaim_bytes", "reclaim_count"):
-        path = fs.sysfs(f"allocation/data/{name}")
-        now = int(path.read_text()) if path.exists() else 0
-        out[name] = now - reclaim_before.get(name, 0)
+    now = reclaim_counters(fs)
+    for name in now:
+        out[name] = now[name] - reclaim_before.get(name, 0)
+    # what a command relocated was listed just before it ran; the kernel's
+    # reclaim relocates when its worker gets to it: its own count is exact
+    out["used"] = sum(r.used for r in rel if r.by != "kernel") + out["reclaim_bytes"]
     return out
 
 
@@ -491,12 +491,18 @@ def trap(spec: TrapSpec, regime: Regime, workdir: Path, load: Path,
             large = fs.load_cmd("large", fs.mnt / "large", spec.large)["large"][0]
             if regime.name == "reclaim-late":
                 regime.start(fs)
-            fs.bgs()
             thin = fs.load_cmd("thin", fs.mnt / "large")["thin"][0]
             out["large_files"], out["thinned"] = int(large[0]), int(thin[0])
+            # what the deletions left, and what the kernel did about it
+            u = fs.usage()
+            fs.bgs()
             fs.sync()
             fs.quiet()
             fs.collect("kernel")
+            out["checkpoints"].append({"files": 0, "after": "deletions", **u,
+                                       "relocated": [(r.used, r.length, r.by)
+                                                     for r in fs.events.relocations],
+                                       "unallocated_after": fs.usage()["unallocated"]})
             files, err = 0, 0
             while not err and files < spec.limit:
                 u = fs.usage()
@@ -883,6 +889,25 @@ def churn(spec: ChurnSpec, start: Path, regime: Regime, workdir: Path, load: Pat
         image.unlink(missing_ok=True)
     out["seconds"] = round(time.monotonic() - t0, 1)
     return out
+
+
+def greedy_frees(chunks: list[tuple[int, int]], want: int) -> list[dict]:
+    """What relocating the emptiest data chunks first would move to free
+    @want bytes of device space, given (length, used) of every data chunk:
+    a chunk frees its length when the others' free space can take its used
+    bytes. A bound for the engine's default policy (bench/maintain's
+    analysis), not the engine: the kernel may allocate while it relocates."""
+    steps, moved, freed = [], 0, 0
+    order = sorted(chunks, key=lambda c: c[1] / c[0] if c[0] else 1)
+    for i, (length, used) in enumerate(order):
+        if freed >= want:
+            break
+        if moved + used > sum(l - u for l, u in order[i + 1:]):
+            break
+        moved += used
+        freed += length
+        steps.append({"length": length, "used": used, "moved": moved, "freed": freed})
+    return steps
 
 
 def median(values):
