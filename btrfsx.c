@@ -35,6 +35,7 @@ static const struct bx_cmd top_cmds[] = {
 	{ "scrub", NULL, NULL, &bx_scrub_group, 0 },
 	{ "monitor", NULL, NULL, &bx_monitor_group, 0 },
 	{ "balance", NULL, NULL, &bx_balance_group, 0 },
+	{ "maintain", NULL, NULL, &bx_maintain_group, 0 },
 	{ "mkfs", cmd_mkfs, mkfs_usage, NULL, BX_CMD_JSON | BX_CMD_WRITES },
 	{ NULL },
 };
@@ -362,6 +363,8 @@ static int run(int argc, char **argv)
 	ctx.config_dir = env && *env ? env : SYSCONFDIR "/btrfsx";
 	env = getenv("BTRFSX_STATE_DIR");
 	ctx.state_dir = env && *env ? env : "/var/lib/btrfsx";
+	env = getenv("BTRFSX_KERNEL");
+	ctx.kernel = env && *env ? env : NULL;
 #ifdef BTRFSX_FAULT_INJECTION
 	ret = bx_fault_plan_parse(&ctx.writes, getenv("BTRFSX_FAULT_AFTER_WRITES"),
 				  getenv("BTRFSX_FAULT_DROP_UNFLUSHED"),

@@ -36,7 +36,7 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-static void add_space(struct bx_usage_input *in, uint64_t type, uint64_t length, uint64_t used)
+static void add_space(struct bx_snapshot *in, uint64_t type, uint64_t length, uint64_t used)
 {
 	for (size_t i = 0; i < in->nr_spaces; i++)
 		if (in->spaces[i].flags == type) {
@@ -44,7 +44,7 @@ static void add_space(struct bx_usage_input *in, uint64_t type, uint64_t length,
 			in->spaces[i].used_bytes += used;
 			return;
 		}
-	in->spaces[in->nr_spaces++] = (struct bx_usage_space){ type, length, used };
+	in->spaces[in->nr_spaces++] = (struct bx_snap_space){ type, length, used };
 }
 
 /* Data extents per data chunk: what the relocations move one by one. */
@@ -54,14 +54,14 @@ static void add_space(struct bx_usage_input *in, uint64_t type, uint64_t length,
  * Chunk @uc's extents: EXTENTS_PER_CHUNK of its used bytes spread over it,
  * one at the start of each eighth (the free space between them in pieces).
  */
-static void add_dextents(struct bx_usage_input *in, struct bx_usage_chunk *uc)
+static void add_dextents(struct bx_snapshot *in, struct bx_snap_chunk *uc)
 {
 	uint64_t len = uc->used / EXTENTS_PER_CHUNK / 4096 * 4096;
 
 	uc->first_dextent = in->nr_dextents;
 	uc->nr_dextents = EXTENTS_PER_CHUNK;
 	for (int k = 0; k < EXTENTS_PER_CHUNK; k++)
-		in->dextents[in->nr_dextents++] = (struct bx_usage_dextent){
+		in->dextents[in->nr_dextents++] = (struct bx_snap_dextent){
 			uc->logical + (uint64_t)k * (uc->length / EXTENTS_PER_CHUNK), len };
 	uc->used = len * EXTENTS_PER_CHUNK;
 }
@@ -71,7 +71,7 @@ static void add_dextents(struct bx_usage_input *in, struct bx_usage_chunk *uc)
  * @meta_bytes of raid1c3 metadata, chunk by chunk, 80 % of each chunk used,
  * the data chunks' in EXTENTS_PER_CHUNK extents each.
  */
-static void build(struct bx_usage_input *in, uint64_t data_bytes, uint64_t meta_bytes)
+static void build(struct bx_snapshot *in, uint64_t data_bytes, uint64_t meta_bytes)
 {
 	struct bx_alloc_device adevs[NR_DEVS];
 	struct bx_alloc_params params = { .nodesize = 16384, .flags = BX_ALLOC_HINT_KERNEL };
@@ -80,10 +80,11 @@ static void build(struct bx_usage_input *in, uint64_t data_bytes, uint64_t meta_
 	uint64_t logical = 1 * GiB, data = 0, meta = 0;
 
 	memset(in, 0, sizeof(*in));
+	bx_kernel_common(&in->kernel);
 	in->devs = xcalloc(NR_DEVS, sizeof(*in->devs));
 	for (size_t l = 0; l < sizeof(layout) / sizeof(layout[0]); l++)
 		for (int i = 0; i < layout[l].count; i++, n++) {
-			struct bx_usage_dev *d = &in->devs[n];
+			struct bx_snap_dev *d = &in->devs[n];
 
 			d->devid = n + 1;
 			snprintf(d->path, sizeof(d->path), "/dev/sim%zu", n);
@@ -106,19 +107,19 @@ static void build(struct bx_usage_input *in, uint64_t data_bytes, uint64_t meta_
 		bool is_meta = meta < meta_bytes && (data >= data_bytes || in->nr_chunks % 257 == 0);
 		uint64_t type = is_meta ? META_TYPE : DATA_TYPE;
 		struct bx_alloc_chunk c;
-		struct bx_usage_chunk *uc = &in->chunks[in->nr_chunks];
+		struct bx_snap_chunk *uc = &in->chunks[in->nr_chunks];
 
 		if (bx_alloc_sim_step(sim, type, &c) || in->nr_chunks + 1 >= cap ||
 		    in->nr_stripes + c.num_stripes >= cap_stripes)
 			break;
-		*uc = (struct bx_usage_chunk){ logical, c.length, type, c.num_stripes, c.sub_stripes,
+		*uc = (struct bx_snap_chunk){ logical, c.length, type, c.num_stripes, c.sub_stripes,
 					       in->nr_stripes, c.length / 10 * 8 };
 		for (uint32_t k = 0; k < c.num_stripes; k++) {
-			struct bx_usage_dev *d = &in->devs[c.stripes[k].dev_index];
+			struct bx_snap_dev *d = &in->devs[c.stripes[k].dev_index];
 
-			in->stripes[in->nr_stripes++] = (struct bx_usage_stripe){
+			in->stripes[in->nr_stripes++] = (struct bx_snap_stripe){
 				c.stripes[k].devid, c.stripes[k].physical };
-			d->extents[d->nr_extents++] = (struct bx_usage_extent){
+			d->extents[d->nr_extents++] = (struct bx_snap_extent){
 				c.stripes[k].physical, c.stripe_size, logical };
 			d->bytes_used += c.stripe_size;
 		}
@@ -137,7 +138,7 @@ static void build(struct bx_usage_input *in, uint64_t data_bytes, uint64_t meta_
 	in->hints_effective = true;
 	in->chunks_used_known = true;
 	in->dextents_known = true;
-	in->kernel_size_classes = true;
+	bx_kernel_set_trait(&in->kernel, BX_KT_SIZE_CLASSES, true);
 }
 
 static const char *const plans[][10] = {
@@ -152,7 +153,7 @@ static const char *const plans[][10] = {
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 3;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	double worst = 0;
 
 	if (runs < 1 || runs > 64)
@@ -203,6 +204,6 @@ int main(int argc, char **argv)
 		bx_plan_result_release(&res);
 	}
 	printf("worst plan: %.3fs (goal < 1s)\n", worst);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return worst < 1.0 ? 0 : 1;
 }

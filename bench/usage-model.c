@@ -27,14 +27,15 @@ struct setup {
 };
 
 /* The array right after mkfs: one data and one metadata chunk, on the first devices. */
-static void build(struct bx_usage_input *in, const struct setup *s,
-		  struct bx_usage_dev *devs, struct bx_usage_extent (*ext)[2],
-		  struct bx_usage_space *spaces, struct bx_usage_chunk *chunks,
-		  struct bx_usage_stripe *stripes)
+static void build(struct bx_snapshot *in, const struct setup *s,
+		  struct bx_snap_dev *devs, struct bx_snap_extent (*ext)[2],
+		  struct bx_snap_space *spaces, struct bx_snap_chunk *chunks,
+		  struct bx_snap_stripe *stripes)
 {
 	size_t n = 0;
 
 	memset(in, 0, sizeof(*in));
+	bx_kernel_common(&in->kernel);
 	for (size_t l = 0; l < sizeof(layout) / sizeof(layout[0]); l++) {
 		for (int i = 0; i < layout[l].count; i++, n++) {
 			memset(&devs[n], 0, sizeof(devs[n]));
@@ -48,20 +49,20 @@ static void build(struct bx_usage_input *in, const struct setup *s,
 		}
 	}
 	/* metadata (mirrored) on devids 1 and 2, data on devid 5; 1 GiB each */
-	chunks[0] = (struct bx_usage_chunk){ 1 * GiB, 1 * GiB, s->metadata, 2, 1, 0 };
-	stripes[0] = (struct bx_usage_stripe){ 1, 1 * MiB };
-	stripes[1] = (struct bx_usage_stripe){ 2, 1 * MiB };
-	ext[0][0] = (struct bx_usage_extent){ 1 * MiB, 1 * GiB, 1 * GiB };
+	chunks[0] = (struct bx_snap_chunk){ 1 * GiB, 1 * GiB, s->metadata, 2, 1, 0 };
+	stripes[0] = (struct bx_snap_stripe){ 1, 1 * MiB };
+	stripes[1] = (struct bx_snap_stripe){ 2, 1 * MiB };
+	ext[0][0] = (struct bx_snap_extent){ 1 * MiB, 1 * GiB, 1 * GiB };
 	devs[0].nr_extents = 1;
-	ext[1][0] = (struct bx_usage_extent){ 1 * MiB, 1 * GiB, 1 * GiB };
+	ext[1][0] = (struct bx_snap_extent){ 1 * MiB, 1 * GiB, 1 * GiB };
 	devs[1].nr_extents = 1;
-	chunks[1] = (struct bx_usage_chunk){ 2 * GiB, 1 * GiB, BTRFS_BLOCK_GROUP_DATA, 1, 1, 2 };
-	stripes[2] = (struct bx_usage_stripe){ 5, 1 * MiB };
-	ext[4][0] = (struct bx_usage_extent){ 1 * MiB, 1 * GiB, 2 * GiB };
+	chunks[1] = (struct bx_snap_chunk){ 2 * GiB, 1 * GiB, BTRFS_BLOCK_GROUP_DATA, 1, 1, 2 };
+	stripes[2] = (struct bx_snap_stripe){ 5, 1 * MiB };
+	ext[4][0] = (struct bx_snap_extent){ 1 * MiB, 1 * GiB, 2 * GiB };
 	devs[4].nr_extents = 1;
-	spaces[0] = (struct bx_usage_space){ s->data, 1 * GiB, 0 };
-	spaces[1] = (struct bx_usage_space){ BTRFS_BLOCK_GROUP_DATA, 1 * GiB, 0 };
-	spaces[2] = (struct bx_usage_space){ s->metadata, 1 * GiB, 64 * MiB };
+	spaces[0] = (struct bx_snap_space){ s->data, 1 * GiB, 0 };
+	spaces[1] = (struct bx_snap_space){ BTRFS_BLOCK_GROUP_DATA, 1 * GiB, 0 };
+	spaces[2] = (struct bx_snap_space){ s->metadata, 1 * GiB, 64 * MiB };
 	in->devs = devs;
 	in->nr_devs = n;
 	in->spaces = spaces;
@@ -97,12 +98,12 @@ int main(int argc, char **argv)
 	printf("%-15s %8s %8s %12s %12s %12s %12s\n", "profiles", "median", "max",
 	       "free_est", "free_strict", "meta_room", "meta_after");
 	for (size_t s = 0; s < sizeof(setups) / sizeof(setups[0]); s++) {
-		struct bx_usage_dev devs[24];
-		struct bx_usage_extent ext[24][2];
-		struct bx_usage_space spaces[3];
-		struct bx_usage_chunk chunks[2];
-		struct bx_usage_stripe stripes[3];
-		struct bx_usage_input in;
+		struct bx_snap_dev devs[24];
+		struct bx_snap_extent ext[24][2];
+		struct bx_snap_space spaces[3];
+		struct bx_snap_chunk chunks[2];
+		struct bx_snap_stripe stripes[3];
+		struct bx_snapshot in;
 		struct bx_usage_report rep = { 0 };
 		double times[64];
 

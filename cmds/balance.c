@@ -6,9 +6,11 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmds/commands.h"
 #include "cmds/misplaced.h"
@@ -51,8 +53,11 @@ static const char *const misplaced_usage[] = {
 	"--force             move even when the running kernel ignores allocation hints;",
 	"                    pointless for placement (the kernel places without them):",
 	"                    the run stops at the first chunk placed no better",
+	"--cancel-on-eof     the end of standard input cancels as SIGTERM does (for a",
+	"                    program that runs this, such as the web console)",
 	"--progress          show chunks, bytes, rate and ETA on stderr (default on a",
-	"                    terminal); --no-progress never",
+	"                    terminal; one JSON object a line in JSON output);",
+	"                    --no-progress never",
 	BX_UNITS_HELP_LONG,
 	NULL
 };
@@ -65,10 +70,46 @@ static void on_signal(int sig)
 	cancel_requested = 1;
 }
 
+/*
+ * --cancel-on-eof: a program that runs the relocation and cannot send a
+ * signal (Cockpit's spawn closes the channel, and with it the output it
+ * wanted to read) closes our standard input instead. Whatever it sends
+ * before is read and dropped.
+ */
+static void *cancel_at_eof(void *arg)
+{
+	char buf[256];
+
+	(void)arg;
+	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
+		;
+	cancel_requested = 1;
+	return NULL;
+}
+
 struct progress_state {
 	bool show;
+	bool json;		/* --format json: one JSON object a line */
 	size_t line_len;
 };
+
+/*
+ * With --format json the progress is for programs (the web console): each
+ * report is a line of its own on stderr, {"progress": {...}} with the
+ * engine's figures as they are, so nothing is parsed out of the text line.
+ */
+static void progress_json(const struct bx_relocate_progress *p)
+{
+	fprintf(stderr, "{\"progress\": {\"chunks_done\": %llu, \"chunks_total\": %llu, "
+		"\"bytes_done\": %llu, \"bytes_total\": %llu, \"elapsed\": %.3f, "
+		"\"kernel_seconds\": %.3f, \"current\": %llu, \"current_used\": %llu, "
+		"\"pausing\": %s}}\n",
+		(unsigned long long)p->chunks_done, (unsigned long long)p->chunks_total,
+		(unsigned long long)p->bytes_done, (unsigned long long)p->bytes_total, p->elapsed,
+		p->kernel_seconds, (unsigned long long)p->current,
+		(unsigned long long)p->current_used, p->pausing ? "true" : "false");
+	fflush(stderr);
+}
 
 static int progress_line(void *arg, const struct bx_relocate_progress *p)
 {
@@ -80,6 +121,10 @@ static int progress_line(void *arg, const struct bx_relocate_progress *p)
 
 	if (!ps->show)
 		return 0;
+	if (ps->json) {
+		progress_json(p);
+		return 0;
+	}
 	bx_pretty_size(p->bytes_done, 0, done, sizeof(done));
 	bx_pretty_size(p->bytes_total, 0, total, sizeof(total));
 	bx_pretty_size((uint64_t)rate, 0, rate_text, sizeof(rate_text));
@@ -231,12 +276,13 @@ struct misplaced_args {
 	struct bx_relocate_opts opts;
 	unsigned int units;
 	struct bx_progress_choice progress;
+	bool cancel_on_eof;
 };
 
 static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct misplaced_args *a)
 {
 	enum { OPT_FORBIDDEN_ONLY = 0x200, OPT_DRY_RUN, OPT_LIMIT, OPT_MAX_BYTES, OPT_PAUSE,
-	       OPT_FORCE };
+	       OPT_FORCE, OPT_CANCEL_ON_EOF };
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
 		{ "forbidden-only", no_argument, NULL, OPT_FORBIDDEN_ONLY },
@@ -245,6 +291,7 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
 		{ "pause", required_argument, NULL, OPT_PAUSE },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "cancel-on-eof", no_argument, NULL, OPT_CANCEL_ON_EOF },
 		BX_PROGRESS_LONGOPTS,
 		BX_HELP_LONGOPT,
 		{ 0 },
@@ -283,6 +330,9 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 		case OPT_FORCE:
 			a->opts.force = true;
 			break;
+		case OPT_CANCEL_ON_EOF:
+			a->cancel_on_eof = true;
+			break;
 		default:
 			return bx_opt_result(opt);
 		}
@@ -304,19 +354,28 @@ static int cmd_balance_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 	if (ret)
 		return ret;
 	ps.show = bx_progress_shown(&a.progress);
+	ps.json = ctx->format == BX_FORMAT_JSON;
 	a.opts.sysfs_root = ctx->sysfs_root;
 	a.opts.state_dir = ctx->state_dir;
 	a.opts.progress = progress_line;
 	a.opts.progress_arg = &ps;
 	a.opts.cancel = &cancel_requested;
 	cancel_requested = 0;
+	if (a.cancel_on_eof) {
+		pthread_t watcher;
+
+		if (pthread_create(&watcher, NULL, cancel_at_eof, NULL) == 0)
+			pthread_detach(watcher);
+		else
+			return bx_error(-EAGAIN, "--cancel-on-eof: no thread to watch standard input");
+	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	ret = bx_relocate_run(argv[optind], &a.opts, &res);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	if (ps.show && ps.line_len)
+	if (ps.show && !ps.json && ps.line_len)
 		fprintf(stderr, "\r%*s\r", (int)ps.line_len, "");
 	/* A refusal before anything was planned or moved is the error message alone. */
 	if (res && (res->stop != BX_RELOCATE_FAILED || res->nr_relocated))

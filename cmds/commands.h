@@ -22,6 +22,7 @@
 #define BX_EXIT_UNCORRECTABLE 3
 #define BX_EXIT_MISPLACED 4        /* filesystem misplaced found some */
 #define BX_EXIT_PLAN_IMPOSSIBLE 5  /* filesystem plan: a change would fail */
+#define BX_EXIT_STOPPED 6          /* maintain run: stopped before its target */
 /* Returned by a command that printed its help: stop, exit 0. */
 #define BX_DONE 100
 /*
@@ -56,6 +57,7 @@ struct bx_ctx {
 	bool force;                /* --force of the running command */
 	struct bx_write_plan writes; /* refused unless BX_CMD_WRITES; BTRFSX_FAULT_* in tests */
 	const char *state_dir;     /* BTRFSX_STATE_DIR or /var/lib/btrfsx (scrub status) */
+	const char *kernel;        /* BTRFSX_KERNEL: --kernel's default (cmds/kernel-option.h) */
 	bool plugin;               /* a BX_CMD_PLUGIN command run with --check */
 	char pending[256];         /* a usage error found before the command was known */
 };
@@ -179,6 +181,7 @@ extern const struct bx_cmd_group bx_device_group;
 extern const struct bx_cmd_group bx_scrub_group;
 extern const struct bx_cmd_group bx_monitor_group;
 extern const struct bx_cmd_group bx_balance_group;
+extern const struct bx_cmd_group bx_maintain_group;
 
 /* Top-level commands (not groups). */
 int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv);

@@ -17,6 +17,7 @@
 #include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "format/hints.h"
 
@@ -78,7 +79,7 @@ static void print_device_text(struct bx_out *out, const struct bx_usage_report *
 	text_size(out, "Metadata allocatable:", r->metadata_allocatable, units);
 }
 
-static int device_usage_print(struct bx_out *out, const struct bx_usage_input *in,
+static int device_usage_print(struct bx_out *out, const struct bx_snapshot *in,
 			  const struct bx_usage_report *rep, unsigned int units, bool table)
 {
 	bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
@@ -104,10 +105,10 @@ static int show_filesystem(struct bx_ctx *ctx, char **paths, int nr_paths, unsig
 			   bool table, bool first)
 {
 	struct bx_usage_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	int ret;
 
-	ret = bx_usage_read(paths, nr_paths, ctx->sysfs_root, &in);
+	ret = bx_snapshot_read(paths, nr_paths, ctx->sysfs_root, &in);
 	if (ret)
 		return ret;
 	ret = bx_usage_compute(&in, 0, &rep);
@@ -117,7 +118,7 @@ static int show_filesystem(struct bx_ctx *ctx, char **paths, int nr_paths, unsig
 		ret = device_usage_print(ctx->out, &in, &rep, units, table);
 		bx_usage_report_release(&rep);
 	}
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return ret;
 }
 

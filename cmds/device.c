@@ -28,7 +28,8 @@ static const char *const io_stats_usage[] = {
 	"Samples the read counters of every member block device (its stat in",
 	"sysfs) over an interval, and prints per device the reads and the bytes",
 	"read in it with their share of the total, <count> times. Shows the read",
-	"policy beside them: whether it spreads reads is what this is for.",
+	"policy beside them: whether it spreads reads is what this is for. Then",
+	"the kernel's error counters of each device (as 'btrfs device stats').",
 	"",
 	"SIGINT or SIGTERM ends the sample under way: it is printed with its",
 	"real length, and the command ends (exit 0). So '-i 3600' and Ctrl-C",
@@ -114,6 +115,37 @@ static void print_sample(struct bx_out *out, unsigned int units, unsigned int in
 	bx_out_size(out, "read_bytes", total_bytes, units, 0);
 	bx_out_obj_end(out);
 	bx_out_obj_end(out);
+}
+
+/*
+ * The kernel's error counters of every member device (BTRFS_IOC_GET_DEV_STATS,
+ * not reset), after the samples: `btrfs device stats` beside the reads. A
+ * missing device has none (null).
+ */
+static void print_errors(struct bx_out *out, const struct bx_mounted_fs *fs)
+{
+	uint64_t stats[BX_DEV_STAT_COUNT];
+
+	bx_out_list_begin(out, "errors");
+	for (size_t i = 0; i < fs->nr_devs; i++) {
+		const struct bx_mounted_dev *d = &fs->devs[i];
+		bool known = d->path[0] && !bx_mounted_dev_stats(fs, d->devid, stats);
+
+		/* A device the kernel keeps no counters for is shown as such, not failed. */
+		if (!known)
+			bx_error_clear();
+		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, NULL);
+		bx_out_u64(out, "devid", d->devid, 0);
+		bx_out_str(out, "device", d->path[0] ? d->path : NULL, 0);
+		for (int k = 0; k < BX_DEV_STAT_COUNT; k++) {
+			if (known)
+				bx_out_u64(out, bx_dev_stat_names[k], stats[k], 0);
+			else
+				bx_out_str(out, bx_dev_stat_names[k], NULL, 0);
+		}
+		bx_out_obj_end(out);
+	}
+	bx_out_list_end(out);
 }
 
 static int parse_interval(const char *arg, double *seconds)
@@ -224,6 +256,8 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 		after = tmp;
 	}
 	bx_out_list_end(ctx->out);
+	if (!ret)
+		print_errors(ctx->out, &fs);
 out:
 	if (stop_fd >= 0)
 		close(stop_fd);

@@ -13,17 +13,21 @@
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-plan.h"
+#include "cmds/kernel-option.h"
 #include "cmds/misplaced.h"
+#include "cmds/reclaim-print.h"
 #include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "format/ctree.h"
 #include "format/hints.h"
 #include "disk/volumes.h"
+#include "fsops/copy-rate.h"
 #include "plan/plan.h"
+#include "fsops/snapshot-read.h"
 
 const char *const bx_filesystem_plan_usage[] = {
-	"btrfsx filesystem plan [<units>] <path>... <change>...",
+	"btrfsx filesystem plan [--kernel <version>] [<units>] <path>... <change>...",
 	"Show the space and placement after changes, before making them.",
 	"",
 	"<path> is a mount point (read through the kernel's ioctls; needs root),",
@@ -56,11 +60,15 @@ const char *const bx_filesystem_plan_usage[] = {
 	"and after; what moves and how much (used bytes: what is copied); chunks",
 	"that break the hints afterwards; and whether each change is possible",
 	"(a remove, shrink or convert the devices cannot hold: which tier is short",
-	"by how much; a hint the guard rails refuse: why).",
+	"by how much; a hint the guard rails refuse: why). When the kernel's",
+	"block group reclaim is on, its thresholds after the plan and the block",
+	"groups below them: the figures leave out what it relocates.",
 	"",
 	"Exit status: 0 possible, 5 a change would fail, 1 error, 2 bad input",
 	"(an unknown devid, a size below the smallest device or a replace's",
 	"source, a profile the devices cannot hold, conflicting changes).",
+	"",
+	BX_KERNEL_HELP,
 	BX_UNITS_HELP_SHORT,
 	NULL
 };
@@ -108,7 +116,7 @@ static void text_row(struct bx_out *out, const char *label, const char *before, 
 
 /* ---- JSON: one side (the usage report's stable keys) ---- */
 
-static void json_devices(struct bx_out *out, const struct bx_usage_input *in,
+static void json_devices(struct bx_out *out, const struct bx_snapshot *in,
 			 const struct bx_usage_report *rep)
 {
 	bx_out_list_begin(out, "devices");
@@ -131,7 +139,7 @@ static void json_devices(struct bx_out *out, const struct bx_usage_input *in,
 	bx_out_list_end(out);
 }
 
-static void json_side(struct bx_out *out, const char *key, const struct bx_usage_input *in,
+static void json_side(struct bx_out *out, const char *key, const struct bx_snapshot *in,
 		      const struct bx_usage_report *rep)
 {
 	const struct bx_usage_overall *ov = &rep->overall;
@@ -354,12 +362,96 @@ static void print_short(struct bx_out *out, const struct bx_plan_short *sh)
 	bx_out_obj_end(out);
 }
 
-static void print_step(struct bx_out *out, const struct bx_plan_step *st, size_t n,
-		       unsigned int units)
+/* The device path of @devid in @in, or a placeholder naming it. */
+static void device_of(const struct bx_snapshot *in, uint64_t devid, char *buf, size_t len)
 {
-	char what[160];
+	for (size_t i = 0; i < in->nr_devs; i++) {
+		if (in->devs[i].devid == devid && in->devs[i].path[0]) {
+			snprintf(buf, len, "%s", in->devs[i].path);
+			return;
+		}
+	}
+	snprintf(buf, len, "<device of devid %llu>", (unsigned long long)devid);
+}
+
+/* A balance usage filter as btrfs balance spells it: "usage=50" or "usage=10..30". */
+static void usage_filter(char *buf, size_t len, char kind, uint8_t min, uint8_t max)
+{
+	if (min)
+		snprintf(buf, len, " -%cusage=%u..%u", kind, min, max);
+	else
+		snprintf(buf, len, " -%cusage=%u", kind, max);
+}
+
+/*
+ * The command that makes change @c on the filesystem @in (btrfs-progs', or
+ * btrfsx's for what only btrfsx does): what the web console shows beside a
+ * plan, and the plan's JSON "command". A new device is named <new-device>;
+ * an unmounted filesystem's mount point <mountpoint> (btrfs-progs changes
+ * mounted filesystems; an allocation hint is set offline on a device).
+ */
+static void progs_command(const struct bx_snapshot *in, const struct bx_plan_change *c,
+			  char *buf, size_t len)
+{
+	const char *mnt = in->mounted ? in->path : "<mountpoint>";
+	const char *kind = c->type & BTRFS_BLOCK_GROUP_DATA ? "d" : "m";
+	char dev[1100], hint[96] = "", filters[64] = "", more[32];
+
+	if (c->has_hint)
+		snprintf(hint, sizeof(hint), " && btrfsx device property set <new-device> "
+			 "allocation_hint %s", bx_hint_name(c->hint));
+	switch (c->op) {
+	case BX_PLAN_ADD:
+		snprintf(buf, len, "btrfs device add <new-device> %s%s", mnt, hint);
+		break;
+	case BX_PLAN_REMOVE:
+		snprintf(buf, len, "btrfs device remove %llu %s", (unsigned long long)c->devid, mnt);
+		break;
+	case BX_PLAN_RESIZE:
+		snprintf(buf, len, "btrfs filesystem resize %llu:%llu %s",
+			 (unsigned long long)c->devid, (unsigned long long)c->size, mnt);
+		break;
+	case BX_PLAN_HINT:
+		device_of(in, c->devid, dev, sizeof(dev));
+		snprintf(buf, len, "btrfsx device property set %s allocation_hint %s", dev,
+			 bx_hint_name(c->hint));
+		break;
+	case BX_PLAN_CONVERT:
+		snprintf(buf, len, "btrfs balance start -%sconvert=%s %s", kind,
+			 bx_profile_name(c->profile), mnt);
+		break;
+	case BX_PLAN_REPLACE:
+		snprintf(buf, len, "btrfs replace start %llu <new-device> %s%s",
+			 (unsigned long long)c->devid, mnt, hint);
+		break;
+	case BX_PLAN_RELOCATE:
+		snprintf(buf, len, "btrfsx balance misplaced %s", mnt);
+		break;
+	case BX_PLAN_BALANCE:
+		if (c->type & BTRFS_BLOCK_GROUP_DATA)
+			usage_filter(filters, sizeof(filters), 'd', c->data_usage_min,
+				     c->data_usage_max);
+		if (c->type & BTRFS_BLOCK_GROUP_METADATA) {
+			usage_filter(more, sizeof(more), 'm', c->metadata_usage_min,
+				     c->metadata_usage_max);
+			strncat(filters, more, sizeof(filters) - strlen(filters) - 1);
+		}
+		snprintf(buf, len, "btrfs balance start%s %s", filters, mnt);
+		break;
+	case BX_PLAN_RESUME:
+		snprintf(buf, len, "btrfs balance resume %s", mnt);
+		break;
+	}
+}
+
+static void print_step(struct bx_out *out, const struct bx_snapshot *in,
+		       const struct bx_plan_step *st, size_t n, unsigned int units, double rate)
+{
+	char what[160], command[1400];
 
 	step_text(out, st, n, units);
+	progs_command(in, &st->change, command, sizeof(command));
+	bx_out_textf(out, "    command: %s", command);
 	bx_plan_describe_change(&st->change, what, sizeof(what));
 	bx_out_obj_begin(out, NULL, BX_OBJ_JSON_ONLY, NULL);
 	bx_out_str(out, "change", bx_plan_op_name(st->change.op), 0);
@@ -374,6 +466,13 @@ static void print_step(struct bx_out *out, const struct bx_plan_step *st, size_t
 	bx_out_u64(out, "new_chunks", st->new_chunks, 0);
 	bx_out_u64(out, "new_length", st->new_length, 0);
 	bx_out_u64(out, "copied_bytes", st->copied_bytes, 0);
+	/* What the change copies, at the rate relocations measured here (balance misplaced). */
+	if (rate > 0)
+		bx_out_double(out, "estimate_seconds",
+			      (double)(st->moved_bytes + st->copied_bytes) / rate, 1, 0);
+	else
+		bx_out_str(out, "estimate_seconds", NULL, 0);
+	bx_out_str(out, "command", command, 0);
 	bx_out_list_begin(out, "short");
 	for (size_t i = 0; i < st->nr_short; i++)
 		print_short(out, &st->shorts[i]);
@@ -471,7 +570,7 @@ static int add_change(struct bx_plan_change **changes, size_t *nr, const char *o
 }
 
 static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int *units,
-			 struct bx_plan_change **changes, size_t *nr)
+			 struct bx_plan_change **changes, size_t *nr, struct bx_kernel *kernel)
 {
 	enum { OPT_ADD = 256, OPT_REMOVE, OPT_RESIZE, OPT_HINT, OPT_CONVERT, OPT_REPLACE,
 	       OPT_RELOCATE, OPT_BALANCE, OPT_RESUME };
@@ -486,14 +585,20 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 		{ "relocate", no_argument, NULL, OPT_RELOCATE },
 		{ "balance", required_argument, NULL, OPT_BALANCE },
 		{ "resume", no_argument, NULL, OPT_RESUME },
+		BX_KERNEL_LONGOPT,
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
+	const char *kernel_version = ctx->kernel;
 	int opt, ret;
 
 	while ((opt = bx_getopt(ctx, argc, argv, BX_UNITS_SHORTOPTS, longopts)) != -1) {
 		if (bx_units_option(opt, units))
 			continue;
+		if (opt == BX_OPT_KERNEL) {
+			kernel_version = optarg;
+			continue;
+		}
 		if (opt < OPT_ADD || opt > OPT_RESUME)
 			return bx_opt_result(opt);
 		ret = add_change(changes, nr, change_ops[opt - OPT_ADD],
@@ -504,24 +609,39 @@ static int parse_options(struct bx_ctx *ctx, int argc, char **argv, unsigned int
 	if (!*nr)
 		return bx_usage_error("no change to plan (--add, --remove, --resize, --hint, "
 				      "--convert, --replace, --relocate, --balance, --resume)");
-	return bx_check_argc(argc - optind, 1, -1) ? BX_EXIT_USAGE : 0;
+	if (bx_check_argc(argc - optind, 1, -1))
+		return BX_EXIT_USAGE;
+	return bx_kernel_arg(ctx, kernel_version, kernel);
 }
 
-static void print_result(struct bx_ctx *ctx, const struct bx_usage_input *before,
+static void print_result(struct bx_ctx *ctx, const struct bx_snapshot *before,
 			 const struct bx_plan_result *res, unsigned int units)
 {
 	struct bx_out *out = ctx->out;
-	const struct bx_usage_input *in = &res->after_in;
+	const struct bx_snapshot *in = &res->after_in;
+	uint64_t rate_bytes = 0;
+	double rate_seconds = 0, rate = 0;
+
+	/* No rate measured (or a damaged record): no estimate, the plan stands. */
+	if (bx_copy_rate_load(ctx->state_dir, before->fsid, &rate_bytes, &rate_seconds))
+		bx_error_clear();
+	else if (rate_bytes && rate_seconds > 0)
+		rate = (double)rate_bytes / rate_seconds;
 
 	bx_out_uuid(out, "fsid", in->fsid, BX_F_JSON_ONLY);
 	bx_out_bool(out, "mounted", in->mounted, BX_F_JSON_ONLY);
 	bx_out_str(out, "mountpoint", in->mounted ? in->path : NULL, BX_F_JSON_ONLY);
 	bx_out_bool(out, "possible", res->possible, BX_F_JSON_ONLY);
+	if (rate > 0)
+		bx_out_double(out, "copy_rate", rate, 0, BX_F_JSON_ONLY);
+	else
+		bx_out_str(out, "copy_rate", NULL, BX_F_JSON_ONLY);
 	bx_out_textf(out, "Plan for %s (%s): %s", in->path, in->mounted ? "mounted" : "unmounted",
 		     res->possible ? "possible" : "IMPOSSIBLE: a change would fail");
+	bx_out_kernel(out, &in->kernel);
 	bx_out_list_begin(out, "changes");
 	for (size_t i = 0; i < res->nr_steps; i++)
-		print_step(out, &res->steps[i], i + 1, units);
+		print_step(out, before, &res->steps[i], i + 1, units, rate);
 	bx_out_list_end(out);
 	print_summary(out, res, units);
 	print_classes(out, res, units);
@@ -531,23 +651,27 @@ static void print_result(struct bx_ctx *ctx, const struct bx_usage_input *before
 	json_side(out, "after", in, &res->after);
 	json_chunks(out, "moved", res->moved, res->nr_moved);
 	json_chunks(out, "created", res->created, res->nr_created);
+	bx_reclaim_print(out, before, in, "Kernel reclaim after the plan (not in the figures above):",
+			 units);
 }
 
 int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 {
 	struct bx_plan_change *changes = NULL;
 	struct bx_plan_result res;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
+	struct bx_kernel kernel;
 	unsigned int units = 0;
 	size_t nr = 0;
 	int ret;
 
-	ret = parse_options(ctx, argc, argv, &units, &changes, &nr);
+	ret = parse_options(ctx, argc, argv, &units, &changes, &nr, &kernel);
 	if (ret)
 		goto out;
-	ret = bx_relocation_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_snapshot_read_extents(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		goto out;
+	bx_kernel_use(&kernel, &in);
 	ret = bx_plan_compute(&in, changes, nr, &res);
 	if (!ret) {
 		print_result(ctx, &in, &res, units);
@@ -556,7 +680,7 @@ int bx_cmd_filesystem_plan(struct bx_ctx *ctx, int argc, char **argv)
 		ret = BX_EXIT_USAGE;	/* the message is recorded */
 	}
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 out:
 	free(changes);
 	return ret;

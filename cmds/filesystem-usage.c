@@ -10,9 +10,12 @@
 
 #include "cmds/commands.h"
 #include "cmds/filesystem-usage.h"
+#include "cmds/kernel-option.h"
+#include "cmds/reclaim-print.h"
 #include "cmds/usage-tables.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "model/allocator.h"
 #include "format/ctree.h"
@@ -20,7 +23,7 @@
 #include "disk/volumes.h"
 
 const char *const bx_filesystem_usage_usage[] = {
-	"btrfsx filesystem usage [-T] [--strict] [<units>] <path>...",
+	"btrfsx filesystem usage [-T] [--strict] [--kernel <version>] [<units>] <path>...",
 	"Show space usage, the allocation hint breakdown and model-based free space.",
 	"",
 	"<path> is a mount point (read through the kernel's ioctls; needs root),",
@@ -33,11 +36,16 @@ const char *const bx_filesystem_usage_usage[] = {
 	"Free (model) below it is the allocator model run forward until ENOSPC on",
 	"each device's real free space, hints honoured (JSON: free_estimated);",
 	"Free (strict) the same with every preference strict; Metadata room what",
-	"metadata can still allocate, alone and after a data fill.",
+	"metadata can still allocate, alone and after a data fill. When the",
+	"kernel's block group reclaim is on (mounted; sysfs allocation/*/",
+	"bg_reclaim_threshold, dynamic_reclaim, periodic_reclaim), its rule, the",
+	"block groups below its threshold and what relocating them does to the",
+	"figures, which leave it out.",
 	"",
 	"-T              a per-device table with the allocation hint",
 	"--strict        model every preference as strict (metadata_preferred as",
 	"                metadata_only, data_preferred as data_only)",
+	BX_KERNEL_HELP,
 	BX_UNITS_HELP_SHORT,
 	NULL
 };
@@ -71,7 +79,7 @@ static void size_pair(struct bx_out *out, const char *key, const char *label, ui
 	bx_out_str(out, label, text, BX_F_TEXT_ONLY);
 }
 
-static void print_overall(struct bx_out *out, const struct bx_usage_input *in,
+static void print_overall(struct bx_out *out, const struct bx_snapshot *in,
 			  const struct bx_usage_report *rep, unsigned int units)
 {
 	const struct bx_usage_overall *ov = &rep->overall;
@@ -121,14 +129,14 @@ static void print_overall(struct bx_out *out, const struct bx_usage_input *in,
 }
 
 /* The chunk types, one line each; -T shows them as the table's columns instead. */
-static void print_spaces(struct bx_out *out, const struct bx_usage_input *in, unsigned int units,
+static void print_spaces(struct bx_out *out, const struct bx_snapshot *in, unsigned int units,
 			 bool table)
 {
 	if (!table)
 		bx_out_textf(out, "%s", "");
 	bx_out_list_begin(out, "spaces");
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *s = &in->spaces[i];
+		const struct bx_snap_space *s = &in->spaces[i];
 		char profile[16], size[48], used[48], line[192];
 
 		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
@@ -167,10 +175,10 @@ static void model_size(struct bx_out *out, const char *label, uint64_t bytes, un
 	bx_out_size(out, label, bytes, units, BX_F_TEXT_ONLY);
 }
 
-static void print_model(struct bx_out *out, const struct bx_usage_input *in,
+static void print_model(struct bx_out *out, const struct bx_snapshot *in,
 			const struct bx_usage_report *rep, unsigned int units)
 {
-	const char *balance = bx_usage_balance_name(in->balance);
+	const char *balance = bx_snap_balance_name(in->balance);
 	char heading[256], profile[16], meta_profile[16], during[64] = "", kernel[64] = "";
 
 	bx_usage_profile_label(rep->data_type, profile, sizeof(profile));
@@ -212,6 +220,7 @@ static void print_model(struct bx_out *out, const struct bx_usage_input *in,
 	model_size(out, "    Metadata room:", rep->metadata_room, units);
 	model_size(out, "    Metadata after data:", rep->metadata_room_after_data, units);
 	bx_out_obj_end(out);
+	bx_out_kernel(out, &in->kernel);
 
 	/* The model's figures scripts read most live at the top level of the JSON object. */
 	bx_out_size(out, "free_estimated", rep->free_estimated, units, BX_F_JSON_ONLY);
@@ -239,7 +248,7 @@ static int print_devices(struct bx_out *out, const struct bx_usage_report *rep,
 	return bx_usage_print_device_table(out, rep, units, 0);
 }
 
-static int filesystem_usage_print(struct bx_out *out, const struct bx_usage_input *in,
+static int filesystem_usage_print(struct bx_out *out, const struct bx_snapshot *in,
 			       const struct bx_usage_report *rep, unsigned int units, bool table)
 {
 	int ret;
@@ -253,6 +262,7 @@ static int filesystem_usage_print(struct bx_out *out, const struct bx_usage_inpu
 	if (!ret)
 		ret = print_classes(out, rep, units);
 	print_model(out, in, rep, units);
+	bx_reclaim_print(out, in, in, "Kernel reclaim (not in the figures above):", units);
 	return ret;
 }
 
@@ -262,11 +272,14 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
 		{ "strict", no_argument, NULL, OPT_STRICT },
+		BX_KERNEL_LONGOPT,
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_usage_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
+	struct bx_kernel kernel;
+	const char *kernel_version = ctx->kernel;
 	unsigned int units = 0, flags = 0;
 	bool table = false;
 	int opt, ret;
@@ -276,21 +289,30 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 			table = true;
 		else if (opt == OPT_STRICT)
 			flags |= BX_USAGE_STRICT;
+		else if (opt == BX_OPT_KERNEL)
+			kernel_version = optarg;
 		else if (!bx_units_option(opt, &units))
 			return bx_opt_result(opt);
 	}
 	if (bx_check_argc(argc - optind, 1, -1))
 		return BX_EXIT_USAGE;
-	ret = bx_usage_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_kernel_arg(ctx, kernel_version, &kernel);
 	if (ret)
 		return ret;
-	ret = bx_usage_compute(&in, flags, &rep);
+	ret = bx_snapshot_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	if (ret)
+		return ret;
+	bx_kernel_use(&kernel, &in);
+	/* The block groups below a reclaim threshold: their used bytes. */
+	ret = bx_reclaim_any(&in.reclaim) ? bx_snapshot_read_chunk_used(&in) : 0;
+	if (!ret)
+		ret = bx_usage_compute(&in, flags, &rep);
 	if (ret) {
-		bx_usage_input_release(&in);
+		bx_snapshot_release(&in);
 		return ret;
 	}
 	ret = filesystem_usage_print(ctx->out, &in, &rep, units, table);
 	bx_usage_report_release(&rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return ret;
 }

@@ -10,6 +10,7 @@
 
 #include "cmds/commands.h"
 #include "cmds/inspect-items.h"
+#include "cmds/inspect-kernel.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "disk/btree.h"
@@ -850,7 +851,7 @@ static int cmd_read_file(struct bx_ctx *ctx, int argc, char **argv)
 
 static const char *const inspect_usage[] = {
 	"btrfsx inspect <command> [<args>]",
-	"Read-only views of the on-disk format.",
+	"Read-only views of the on-disk format, and of the kernel the models follow.",
 	NULL
 };
 
@@ -858,6 +859,8 @@ static const struct bx_cmd inspect_cmds[] = {
 	{ "dump-super", cmd_dump_super, dump_super_usage, NULL, BX_CMD_JSON },
 	{ "dump-tree", cmd_dump_tree, dump_tree_usage, NULL, BX_CMD_JSON },
 	{ "read-file", cmd_read_file, read_file_usage, NULL, 0 },
+	{ "kernel-traits", bx_cmd_inspect_kernel_traits, bx_inspect_kernel_traits_usage, NULL,
+	  BX_CMD_JSON },
 	{ NULL },
 };
 

@@ -8,13 +8,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmds/kernel-option.h"
 #include "cmds/misplaced.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "disk/volumes.h"
+#include "fsops/snapshot-read.h"
 
 const char *const bx_filesystem_misplaced_usage[] = {
-	"btrfsx filesystem misplaced [<units>] <path>...",
+	"btrfsx filesystem misplaced [--kernel <version>] [<units>] <path>...",
 	"List the chunks whose devices break the allocation hints.",
 	"",
 	"<path> is a mount point (read through the kernel's ioctls; needs root),",
@@ -29,6 +31,8 @@ const char *const bx_filesystem_misplaced_usage[] = {
 	"",
 	"Exit status: 0 nothing misplaced, 4 misplaced chunks found, 1 error.",
 	"'btrfsx balance misplaced' moves them.",
+	"",
+	BX_KERNEL_HELP,
 	BX_UNITS_HELP_SHORT,
 	NULL
 };
@@ -192,29 +196,40 @@ int bx_cmd_filesystem_misplaced(struct bx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		BX_UNITS_LONGOPTS,
+		BX_KERNEL_LONGOPT,
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct bx_misplaced_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
+	struct bx_kernel kernel;
+	const char *kernel_version = ctx->kernel;
 	unsigned int units = 0;
 	int opt, ret;
 
 	while ((opt = bx_getopt(ctx, argc, argv, BX_UNITS_SHORTOPTS, longopts)) != -1) {
-		if (!bx_units_option(opt, &units))
+		if (opt == BX_OPT_KERNEL)
+			kernel_version = optarg;
+		else if (!bx_units_option(opt, &units))
 			return bx_opt_result(opt);
 	}
 	if (bx_check_argc(argc - optind, 1, -1))
 		return BX_EXIT_USAGE;
-	ret = bx_misplaced_read(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_kernel_arg(ctx, kernel_version, &kernel);
 	if (ret)
 		return ret;
+	ret = bx_snapshot_read_used(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	if (ret)
+		return ret;
+	bx_kernel_use(&kernel, &in);
+	kernel = in.kernel;
 	ret = bx_misplaced_compute(&in, ctx->state_dir, &rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	if (ret)
 		return ret;
 	bx_out_obj_begin(ctx->out, "misplaced", BX_OBJ_LINES, NULL);
 	misplaced_print_summary(ctx->out, &rep, units);
+	bx_out_kernel(ctx->out, &kernel);
 	if (rep.nr_chunks)
 		bx_out_textf(ctx->out, "chunks (forbidden first; model: where a new chunk goes now):");
 	bx_out_list_begin(ctx->out, "chunks");

@@ -252,10 +252,10 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 	while ((opt = bx_getopt(ctx, argc, argv, "d:m:L:U:n:s:b:O:R:fqh", longopts)) != -1) {
 		switch (opt) {
 		case 'd':
-			ret = bx_mkfs_parse_profile(optarg, &opts.data_profile);
+			ret = bx_profile_parse(optarg, &opts.data_profile);
 			break;
 		case 'm':
-			ret = bx_mkfs_parse_profile(optarg, &opts.metadata_profile);
+			ret = bx_profile_parse(optarg, &opts.metadata_profile);
 			opts.metadata_profile_default = false;
 			break;
 		case 'L':

@@ -43,7 +43,7 @@ static const char *const check_names[] = { "OK", "WARNING", "CRITICAL", "UNKNOWN
 static const int check_rank[] = { 0, 2, 3, 1 };
 
 const char *const bx_monitor_report_usage[] = {
-	"btrfsx monitor report [--db <path>] [--window <duration>] [--min-history <duration>] [--check [-w <days>] [-c <days>] [--max-age <duration>]] [<mountpoint|fsid>...]",
+	"btrfsx monitor report [--db <path>] [--window <duration>] [--min-history <duration>] [--samples] [--check [-w <days>] [-c <days>] [--max-age <duration>]] [<mountpoint|fsid>...]",
 	"Show how fast metadata and data grow and how many days they have left.",
 	"",
 	"Per filesystem (all in the history, or those named): the pace at which",
@@ -55,6 +55,9 @@ const char *const bx_monitor_report_usage[] = {
 	"(a burst when it would use the room within --warning days), not projected.",
 	"",
 	BX_MON_READING_HELP,
+	"--samples                the window's samples too: per sample its time, the",
+	"                         metadata left above the global reserve and the data",
+	"                         free (what a chart of the trend draws)",
 	"--check                  a monitoring plugin (Nagios, Icinga, Sensu): one",
 	"                         status line first, exit 0 OK, 1 WARNING, 2 CRITICAL,",
 	"                         3 UNKNOWN (also for every usage error)",
@@ -72,6 +75,11 @@ struct check_opts {
 	double critical;
 	int64_t max_age;
 	bool named;			/* the filesystems were named on the command line */
+};
+
+/* What the report shows besides the projections. */
+struct report_opts {
+	bool samples;			/* --samples: the window's samples, per filesystem */
 };
 
 /* One filesystem's state, and what decided it. */
@@ -414,9 +422,43 @@ static void print_history(struct bx_out *out, const struct bx_mon_projection *p,
 	bx_out_s64(out, "sample_age", v->age, BX_F_JSON_ONLY);
 }
 
-static void print_projection(struct bx_out *out, const struct bx_mon_fs *fs,
-			     const struct bx_mon_projection *p, const struct verdict *v)
+/*
+ * The samples the projection was made from (those of the window), each with
+ * what the days left count down: the metadata room above the global reserve
+ * and the data free space (free_estimated), as the projection takes them.
+ */
+static int print_samples(struct bx_out *out, struct bx_mon_db *db, const struct bx_mon_fs *fs,
+			 const struct bx_mon_projection *p)
 {
+	struct bx_mon_figures *figs = NULL;
+	char when[48];
+	size_t n = 0;
+	int ret;
+
+	ret = bx_mon_db_figures(db, fs->id, p->now - p->window, p->now, &figs, &n);
+	if (ret)
+		return ret;
+	bx_out_list_begin(out, "series");
+	for (size_t i = 0; i < n; i++) {
+		const struct bx_mon_figures *f = &figs[i];
+
+		time_text(f->time, when, sizeof(when));
+		bx_out_obj_begin(out, NULL, BX_OBJ_INLINE, when);
+		bx_out_s64(out, "time", f->time, BX_F_JSON_ONLY);
+		bx_out_size(out, "metadata_left", bx_mon_metadata_left(f), 0, 0);
+		bx_out_size(out, "data_left", f->free_estimated, 0, 0);
+		bx_out_obj_end(out);
+	}
+	bx_out_list_end(out);
+	free(figs);
+	return 0;
+}
+
+static int print_projection(struct bx_out *out, struct bx_mon_db *db, const struct bx_mon_fs *fs,
+			    const struct bx_mon_projection *p, const struct verdict *v,
+			    const struct report_opts *ro)
+{
+	int ret = 0;
 	char heading[sizeof(fs->mountpoint) + sizeof(fs->label) + 64], reason[512];
 	const struct bx_mon_figures *l = &p->latest;
 	bool ok = bx_mon_projection_ok(p);
@@ -437,23 +479,28 @@ static void print_projection(struct bx_out *out, const struct bx_mon_fs *fs,
 		bx_out_size(out, "metadata_room", l->metadata_room, 0, 0);
 		bx_out_size(out, "global_reserve", l->global_reserve, 0, 0);
 		bx_out_size(out, "metadata_room_after_data", l->metadata_room_after_data, 0, 0);
+		bx_out_size(out, "metadata_left", p->metadata_left, 0, 0);
 	}
 	if (ok)
 		print_fit(out, "metadata", &p->metadata, &p->metadata_days);
 	if (p->have_latest) {
 		bx_out_size(out, "data_used", l->data_used, 0, 0);
 		bx_out_size(out, "free_strict", l->free_strict, 0, 0);
+		bx_out_size(out, "data_left", p->data_left, 0, 0);
 	}
 	if (ok)
 		print_fit(out, "data", &p->data, &p->data_days);
 	if (p->learning && p->have_latest)
 		print_seen(out, p);
+	if (ro->samples)
+		ret = print_samples(out, db, fs, p);
 	bx_out_obj_end(out);
+	return ret;
 }
 
 static int report_projections(struct bx_ctx *ctx, struct bx_mon_db *db,
 			      const struct bx_monitor_reading *r, int nr_args, char **args,
-			      struct check_opts *co)
+			      struct check_opts *co, const struct report_opts *ro)
 {
 	struct bx_mon_projection *proj = NULL;
 	enum check_state state = CHECK_OK;
@@ -480,8 +527,8 @@ static int report_projections(struct bx_ctx *ctx, struct bx_mon_db *db,
 		bx_warn("%s: no filesystem in the history yet", r->db);
 	if (!ret) {
 		bx_out_list_begin(ctx->out, "filesystems");
-		for (size_t i = 0; i < sel.nr; i++)
-			print_projection(ctx->out, sel.fs[i], &proj[i], &v[i]);
+		for (size_t i = 0; !ret && i < sel.nr; i++)
+			ret = print_projection(ctx->out, db, sel.fs[i], &proj[i], &v[i], ro);
 		bx_out_list_end(ctx->out);
 	}
 	free(proj);
@@ -505,18 +552,20 @@ static int check_options_done(const struct check_opts *co, bool thresholds)
 
 int bx_cmd_monitor_report(struct bx_ctx *ctx, int argc, char **argv)
 {
-	enum { OPT_CHECK = 256, OPT_MAX_AGE };
+	enum { OPT_CHECK = 256, OPT_MAX_AGE, OPT_SAMPLES };
 	static const struct option longopts[] = {
 		BX_MON_READING_LONGOPTS,
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "warning", required_argument, NULL, 'w' },
 		{ "critical", required_argument, NULL, 'c' },
 		{ "max-age", required_argument, NULL, OPT_MAX_AGE },
+		{ "samples", no_argument, NULL, OPT_SAMPLES },
 		BX_HELP_LONGOPT,
 		{ 0 },
 	};
 	struct check_opts co = { false, DEFAULT_WARNING_DAYS, DEFAULT_CRITICAL_DAYS,
 				 DEFAULT_MAX_AGE, false };
+	struct report_opts ro = { false };
 	struct bx_monitor_reading r;
 	bool check_options = false;
 	struct bx_mon_db *db;
@@ -532,6 +581,9 @@ int bx_cmd_monitor_report(struct bx_ctx *ctx, int argc, char **argv)
 		switch (opt) {
 		case OPT_CHECK:
 			co.enabled = true;
+			break;
+		case OPT_SAMPLES:
+			ro.samples = true;
 			break;
 		case 'w':
 		case 'c':
@@ -562,7 +614,7 @@ int bx_cmd_monitor_report(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_mon_db_open(r.db, BX_MON_READ, &db);
 	if (ret)
 		return ret;
-	ret = report_projections(ctx, db, &r, argc - optind, argv + optind, &co);
+	ret = report_projections(ctx, db, &r, argc - optind, argv + optind, &co, &ro);
 	bx_mon_db_close(db);
 	return ret;
 }

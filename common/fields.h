@@ -19,6 +19,13 @@
  *   header, or the build stops;
  * - the Python module's table of the public struct, so it reaches Python too;
  * - any other per-field table (the scrub status file's counters).
+ *
+ * Options a caller hands in are described the same way, in the other
+ * direction: the library takes each listed option from the documented
+ * public struct with BX_FIELD_TAKE (which stops the build when the public
+ * struct lacks it), and the Python module fills the public struct from a
+ * dict of the function's keyword arguments by a table made from the list,
+ * which the Python function's signature is checked against at import.
  */
 #ifndef BTRFSX_COMMON_FIELDS_H
 #define BTRFSX_COMMON_FIELDS_H
@@ -33,6 +40,15 @@
  */
 #define BX_FIELD_COPY(type, name, dims)                                               \
 	_Static_assert(__builtin_types_compatible_p(__typeof__(out->name), type dims), \
+		       "the public struct's " #name " is not a " #type #dims);          \
+	memcpy(&out->name, &in->name, sizeof(out->name));
+
+/*
+ * Takes option @name from `in` (the public struct) into `out` (the engine's
+ * struct): the caller names its two pointers so.
+ */
+#define BX_FIELD_TAKE(type, name, dims)                                               \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(in->name), type dims),  \
 		       "the public struct's " #name " is not a " #type #dims);          \
 	memcpy(&out->name, &in->name, sizeof(out->name));
 

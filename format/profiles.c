@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <strings.h>
 
+#include "common/error.h"
 #include "format/ctree.h"
 #include "format/profiles.h"
 
@@ -42,7 +43,8 @@ int bx_profile_parse(const char *name, uint64_t *bits)
 			return 0;
 		}
 	}
-	return -EINVAL;
+	return bx_error(-EINVAL, "unknown profile '%s' (single, dup, raid0, raid1, raid1c3, "
+			"raid1c4, raid10, raid5, raid6)", name);
 }
 
 const char *bx_profile_name(uint64_t type)

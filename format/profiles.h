@@ -30,7 +30,10 @@ struct bx_raid_attr {
  */
 int bx_raid_attr(uint64_t type, struct bx_raid_attr *attr);
 
-/* "single", "RAID1", ... (any case) -> profile bits. 0, or -EINVAL (no message). */
+/*
+ * "single", "RAID1", ... (any case) -> profile bits (0 for single). 0, or
+ * -EINVAL with a message naming the profiles.
+ */
 int bx_profile_parse(const char *name, uint64_t *bits);
 
 /* Profile name ("single", "raid1", ...) of chunk type bits; "unknown" for bad bits. */

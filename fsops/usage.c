@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Filesystem usage: btrfs-progs' overall figures and the allocator model's
- * free space. Pure computation on a struct bx_usage_input; see usage.h.
+ * free space. Pure computation on a struct bx_snapshot; see usage.h.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,29 +12,11 @@
 #include "common/units.h"
 #include "fsops/usage.h"
 #include "model/allocator.h"
+#include "model/kernel/space-info.h"
 #include "format/ctree.h"
 #include "format/hints.h"
 
 #define SZ_16M (16ULL << 20)
-
-void bx_usage_input_release(struct bx_usage_input *in)
-{
-	for (size_t i = 0; i < in->nr_devs; i++)
-		free(in->devs[i].extents);
-	free(in->devs);
-	free(in->spaces);
-	free(in->chunks);
-	free(in->stripes);
-	free(in->dextents);
-	in->dextents = NULL;
-	in->nr_dextents = 0;
-	in->dextents_known = false;
-	in->devs = NULL;
-	in->spaces = NULL;
-	in->chunks = NULL;
-	in->stripes = NULL;
-	in->nr_devs = in->nr_spaces = in->nr_chunks = in->nr_stripes = 0;
-}
 
 void bx_usage_report_release(struct bx_usage_report *rep)
 {
@@ -130,12 +112,12 @@ struct raw_sums {
 };
 
 /* Used / size per type over the spaces of profile @profile (progs' logical ratio). */
-static void r56_fill_ratio(const struct bx_usage_input *in, uint64_t profile, double ratio[3])
+static void r56_fill_ratio(const struct bx_snapshot *in, uint64_t profile, double ratio[3])
 {
 	uint64_t used[3] = { 0 }, size[3] = { 0 };
 
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *s = &in->spaces[i];
+		const struct bx_snap_space *s = &in->spaces[i];
 		int k;
 
 		if (!(s->flags & profile))
@@ -155,14 +137,14 @@ static void r56_fill_ratio(const struct bx_usage_input *in, uint64_t profile, do
 		ratio[k] = size[k] ? (double)used[k] / (double)size[k] : 0.0;
 }
 
-static int r56_sums(const struct bx_usage_input *in, struct raw_sums *raw)
+static int r56_sums(const struct bx_snapshot *in, struct raw_sums *raw)
 {
 	struct r56_group *groups = NULL;
 	size_t nr = 0, cap = 0;
 	double r5[3], r6[3];
 
 	for (size_t c = 0; c < in->nr_chunks; c++) {
-		const struct bx_usage_chunk *ch = &in->chunks[c];
+		const struct bx_snap_chunk *ch = &in->chunks[c];
 
 		if (!(ch->type & BTRFS_BLOCK_GROUP_RAID56_MASK))
 			continue;
@@ -228,7 +210,7 @@ static int r56_sums(const struct bx_usage_input *in, struct raw_sums *raw)
 	return 0;
 }
 
-static void multiple_profiles(const struct bx_usage_input *in, char *buf, size_t len)
+static void multiple_profiles(const struct bx_snapshot *in, char *buf, size_t len)
 {
 	static const struct {
 		uint64_t bit;
@@ -261,7 +243,7 @@ static void multiple_profiles(const struct bx_usage_input *in, char *buf, size_t
 }
 
 /* btrfs-progs' Overall section: same inputs, same arithmetic (doubles included). */
-static int compute_overall(const struct bx_usage_input *in, struct bx_usage_overall *ov)
+static int compute_overall(const struct bx_snapshot *in, struct bx_usage_overall *ov)
 {
 	struct raw_sums raw = { .max_ratio = 1.0 };
 	uint64_t l_data = 0, l_metadata = 0, total_chunks, total_used, unused;
@@ -270,7 +252,7 @@ static int compute_overall(const struct bx_usage_input *in, struct bx_usage_over
 
 	memset(ov, 0, sizeof(*ov));
 	for (size_t i = 0; i < in->nr_devs; i++) {
-		const struct bx_usage_dev *d = &in->devs[i];
+		const struct bx_snap_dev *d = &in->devs[i];
 
 		ov->device_size += d->total_bytes;
 		if (d->missing || !d->device_size)
@@ -282,7 +264,7 @@ static int compute_overall(const struct bx_usage_input *in, struct bx_usage_over
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *s = &in->spaces[i];
+		const struct bx_snap_space *s = &in->spaces[i];
 		uint64_t ratio = (uint64_t)profile_ncopies(s->flags);
 
 		/* RAID5/6 raw sizes depend on the stripe count: taken from the chunks above. */
@@ -338,129 +320,6 @@ static int compute_overall(const struct bx_usage_input *in, struct bx_usage_over
 	return 0;
 }
 
-uint64_t bx_usage_alloc_profile(const struct bx_usage_space *spaces, size_t nr_spaces,
-				uint64_t kind, size_t nr_writable)
-{
-	/* Most redundant first, as the kernel reduces a set of allowed profiles. */
-	static const uint64_t order[] = {
-		BTRFS_BLOCK_GROUP_RAID1C4, BTRFS_BLOCK_GROUP_RAID6, BTRFS_BLOCK_GROUP_RAID1C3,
-		BTRFS_BLOCK_GROUP_RAID5, BTRFS_BLOCK_GROUP_RAID10, BTRFS_BLOCK_GROUP_RAID1,
-		BTRFS_BLOCK_GROUP_DUP, BTRFS_BLOCK_GROUP_RAID0,
-	};
-	uint64_t present = 0;
-
-	for (size_t i = 0; i < nr_spaces; i++)
-		if ((spaces[i].flags & kind) && !(spaces[i].flags & BX_SPACE_INFO_GLOBAL_RSV))
-			present |= spaces[i].flags & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		struct bx_raid_attr attr;
-
-		if (!(present & order[i]))
-			continue;
-		if (bx_raid_attr(BTRFS_BLOCK_GROUP_DATA | order[i], &attr) ||
-		    (size_t)attr.devs_min > nr_writable)
-			continue;
-		return order[i];
-	}
-	return 0;
-}
-
-uint64_t bx_usage_balance_target(uint64_t kind, uint64_t args_flags, uint64_t target)
-{
-	if (!(args_flags & BTRFS_DISK_BALANCE_ARGS_CONVERT))
-		return 0;
-	/* "single" is a bit of its own in the arguments, no profile bit on a chunk. */
-	return kind | (target & BTRFS_BLOCK_GROUP_PROFILE_MASK);
-}
-
-const char *bx_usage_balance_name(enum bx_usage_balance balance)
-{
-	switch (balance) {
-	case BX_USAGE_BALANCE_RUNNING:
-		return "running";
-	case BX_USAGE_BALANCE_PAUSED:
-		return "paused";
-	case BX_USAGE_BALANCE_INTERRUPTED:
-		return "interrupted";
-	default:
-		return NULL;
-	}
-}
-
-uint64_t bx_usage_new_chunk_type(const struct bx_usage_input *in,
-				 const struct bx_usage_space *spaces, size_t nr_spaces,
-				 uint64_t kind, size_t nr_writable)
-{
-	int k = (kind & BTRFS_BLOCK_GROUP_DATA) ? BX_USAGE_KIND_DATA :
-		(kind & BTRFS_BLOCK_GROUP_SYSTEM) ? BX_USAGE_KIND_SYSTEM : BX_USAGE_KIND_METADATA;
-	uint64_t target = in->balance ? in->balance_target[k] : 0;
-
-	/* The kernel takes the target as it is, even where too few devices can hold it. */
-	if (target)
-		return kind | (target & BTRFS_BLOCK_GROUP_PROFILE_MASK);
-	return kind | bx_usage_alloc_profile(spaces, nr_spaces, kind, nr_writable);
-}
-
-/* ---- the model ---- */
-
-/* The free ranges of a device: [1 MiB, total_bytes) minus its device extents. */
-static int device_holes(const struct bx_usage_dev *d, struct bx_alloc_device *ad)
-{
-	struct bx_alloc_hole *ext = calloc(d->nr_extents + 1, sizeof(*ext));
-	int ret;
-
-	if (!ext)
-		return bx_error(-ENOMEM, "out of memory");
-	for (size_t i = 0; i < d->nr_extents; i++)
-		ext[i] = (struct bx_alloc_hole){ d->extents[i].start, d->extents[i].length };
-	ret = bx_alloc_device_set_extents(ad, ext, d->nr_extents);
-	free(ext);
-	return ret == -ENOMEM ? bx_error(ret, "out of memory") : ret;
-}
-
-void bx_usage_model_release(struct bx_usage_model *m)
-{
-	for (size_t i = 0; m->devs && i < m->nr; i++)
-		bx_alloc_device_release(&m->devs[i]);
-	free(m->devs);
-	m->devs = NULL;
-}
-
-int bx_usage_model_init(const struct bx_usage_input *in, uint32_t model_flags,
-			struct bx_usage_model *m)
-{
-	int ret = 0;
-
-	memset(m, 0, sizeof(*m));
-	m->devs = calloc(in->nr_devs ? in->nr_devs : 1, sizeof(*m->devs));
-	if (!m->devs)
-		return bx_error(-ENOMEM, "out of memory");
-	m->nr = in->nr_devs;
-	m->params.nodesize = in->nodesize;
-	m->params.flags = model_flags;
-	for (size_t i = 0; i < in->nr_devs && !ret; i++) {
-		const struct bx_usage_dev *d = &in->devs[i];
-
-		ret = bx_alloc_device_init(&m->devs[i], d->devid, d->total_bytes, d->hint);
-		if (!ret)
-			ret = device_holes(d, &m->devs[i]);
-		m->devs[i].writable = d->writable && !d->missing;
-	}
-	if (ret)
-		bx_usage_model_release(m);
-	return ret;
-}
-
-uint32_t bx_usage_kernel_flags(const struct bx_usage_input *in)
-{
-	uint32_t flags = in->kernel_flags & ~BX_ALLOC_DATA_ONLY_LAST;
-
-	/* Only a kernel known to run a hint patch shows its order of data_only. */
-	if (in->mounted && in->hints_effective)
-		flags |= BX_ALLOC_HINT_KERNEL | (in->kernel_flags & BX_ALLOC_DATA_ONLY_LAST);
-	return flags;
-}
-
 /*
  * Runs chunks of @type until ENOSPC on @sim; adds their logical size to *@logical.
  * -EINVAL (a profile the model does not take) counts as nothing allocatable.
@@ -488,74 +347,14 @@ static void sim_snapshot(const struct bx_alloc_sim *sim, size_t nr, uint64_t *ou
 }
 
 /*
- * The metadata a file's creation reserves (btrfs_create(): inode item, dir
- * item, dir index, parent inode and a security label), in items of
- * BTRFS_MAX_LEVEL * 2 tree blocks; and as much again for the delayed refs
- * it makes, before 6.7 (start_transaction() while that reserve is short),
- * twice as much from 6.7 on with the free space tree (every filesystem
- * made since btrfs-progs 5.15). Seen on 6.18: 3.75 MiB per file.
- */
-#define CREATE_ITEMS 5
-#define ITEM_BLOCKS (8 * 2)
-
-static uint64_t create_reservation(const struct bx_usage_input *in)
-{
-	uint64_t items = (uint64_t)(in->nodesize ? in->nodesize : 16384) * ITEM_BLOCKS * CREATE_ITEMS;
-
-	/* The delayed-ref reservation came with the overcommit change, in 6.7. */
-	return items * (in->kernel_overcommit_keeps_data_chunk ? 3 : 2);
-}
-
-uint64_t bx_usage_overcommit_room(const struct bx_usage_input *in, uint64_t unallocated,
-				  uint64_t rw_bytes, int ncopies)
-{
-	uint64_t avail = unallocated / (uint64_t)(ncopies > 0 ? ncopies : 1);
-	uint64_t data_chunk = rw_bytes / 10 < (1ULL << 30) ? rw_bytes / 10 : 1ULL << 30;
-
-	if (!in->kernel_overcommit_keeps_data_chunk)
-		return avail;
-	return avail > data_chunk ? avail - data_chunk : 0;
-}
-
-/*
- * Whether a file's creation, with the devices' unallocated bytes as @sim
- * has them, makes the kernel allocate a metadata chunk. Its reservation
- * fits neither in the metadata chunks beside what they hold and the global
- * reserve, nor in the eighth of bx_usage_overcommit_room() a reservation
- * that may flush gets; the flusher then forces a chunk. Seen on 6.18:
- * raid0s whose only 8 MiB of metadata left 1.1 MiB beside the reserve got a
- * 48 and a 204 MiB metadata chunk while data filled them.
- */
-static bool metadata_must_grow(const struct bx_usage_input *in, const struct bx_usage_report *rep,
-			       const struct bx_usage_model *m, const struct bx_alloc_sim *sim)
-{
-	uint64_t need = create_reservation(in);
-	uint64_t held = rep->metadata_used + in->global_reserve - in->global_reserve_used;
-	uint64_t unallocated = 0, rw = 0;
-	struct bx_raid_attr r;
-
-	if (!in->have_global_reserve || rep->mixed || held + need <= rep->metadata_size ||
-	    bx_raid_attr(rep->metadata_type, &r) || !r.ncopies)
-		return false;
-	for (size_t i = 0; i < m->nr; i++) {
-		if (!m->devs[i].writable)
-			continue;
-		unallocated += bx_alloc_sim_unallocated(sim, i);
-		rw += m->devs[i].total_bytes;
-	}
-	return held + need >= rep->metadata_size +
-			      bx_usage_overcommit_room(in, unallocated, rw, r.ncopies) / 8;
-}
-
-/*
  * Data chunks until ENOSPC (logical bytes into *@data), and the metadata
- * chunk the kernel makes on the way when metadata_must_grow() (without
- * room for one, the data stops there): its logical bytes into *@grown, the
- * bytes it took of each device into @grown_devs (one per device; zero
- * without it).
+ * chunk the kernel makes on the way when bx_kernel_metadata_must_grow()
+ * (without room for one, the data stops there): its logical bytes into
+ * *@grown, the bytes it took of each device into @grown_devs (one per
+ * device; zero without it).
  */
-static int fill_data(const struct bx_usage_input *in, const struct bx_usage_report *rep,
-		     const struct bx_usage_model *m, struct bx_alloc_sim *sim, uint64_t *data,
+static int fill_data(const struct bx_snapshot *in, const struct bx_usage_report *rep,
+		     const struct bx_snap_model *m, struct bx_alloc_sim *sim, uint64_t *data,
 		     uint64_t *grown, uint64_t *grown_devs)
 {
 	struct bx_alloc_chunk chunk;
@@ -564,7 +363,9 @@ static int fill_data(const struct bx_usage_input *in, const struct bx_usage_repo
 	*grown = 0;
 	memset(grown_devs, 0, m->nr * sizeof(*grown_devs));
 	for (;;) {
-		if (!*grown && metadata_must_grow(in, rep, m, sim)) {
+		if (!*grown && bx_kernel_metadata_must_grow(in, rep->mixed, rep->metadata_used,
+							    rep->metadata_size, rep->metadata_type,
+							    m, sim)) {
 			sim_snapshot(sim, m->nr, grown_devs);
 			ret = bx_alloc_sim_step(sim, rep->metadata_type, &chunk);
 			if (ret) {
@@ -601,7 +402,7 @@ static int class_cmp(const void *a, const void *b)
 }
 
 /* The table's columns: the space infos but the global reserve, in their order. */
-static int fill_types(const struct bx_usage_input *in, struct bx_usage_report *rep)
+static int fill_types(const struct bx_snapshot *in, struct bx_usage_report *rep)
 {
 	rep->types = calloc(in->nr_spaces ? in->nr_spaces : 1, sizeof(*rep->types));
 	if (!rep->types)
@@ -618,7 +419,7 @@ static int fill_types(const struct bx_usage_input *in, struct bx_usage_report *r
  * @logicals: the chunks' addresses alone, in order (a search over them stays
  * in the cache, one over the chunks would not: a 1 PiB array has 266,000).
  */
-static uint64_t chunk_type_at(const struct bx_usage_input *in, const uint64_t *logicals,
+static uint64_t chunk_type_at(const struct bx_snapshot *in, const uint64_t *logicals,
 			      uint64_t logical)
 {
 	size_t lo = 0, hi = in->nr_chunks;
@@ -658,7 +459,7 @@ static void row_add_extent(struct bx_usage_report *rep, size_t i, uint64_t type,
 }
 
 /* Classes and per-device rows: sizes, holes, and device bytes per chunk type. */
-static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_model *m,
+static int fill_tables(const struct bx_snapshot *in, const struct bx_snap_model *m,
 		       struct bx_usage_report *rep)
 {
 	uint64_t *logicals;
@@ -677,7 +478,7 @@ static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_mo
 		logicals[c] = in->chunks[c].logical;
 	rep->nr_dev_rows = in->nr_devs;
 	for (size_t i = 0; i < in->nr_devs; i++) {
-		const struct bx_usage_dev *d = &in->devs[i];
+		const struct bx_snap_dev *d = &in->devs[i];
 		struct bx_usage_dev_row *row = &rep->dev_rows[i];
 		struct bx_usage_class *cl = class_of(rep, d->hint);
 		uint64_t in_extents = 0;
@@ -692,7 +493,7 @@ static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_mo
 		if (!d->missing && d->device_size > d->total_bytes)
 			row->slack = d->device_size - d->total_bytes;
 		for (size_t e = 0; e < d->nr_extents; e++) {
-			const struct bx_usage_extent *x = &d->extents[e];
+			const struct bx_snap_extent *x = &d->extents[e];
 
 			in_extents += x->length;
 			row_add_extent(rep, i, chunk_type_at(in, logicals, x->chunk_offset), x->length);
@@ -712,7 +513,7 @@ static int fill_tables(const struct bx_usage_input *in, const struct bx_usage_mo
 }
 
 /* Per device and per class: device bytes that went from @before to @after. */
-static void record_taken(const struct bx_usage_input *in, struct bx_usage_report *rep,
+static void record_taken(const struct bx_snapshot *in, struct bx_usage_report *rep,
 			 const uint64_t *before, const uint64_t *after, bool data)
 {
 	for (size_t i = 0; i < in->nr_devs; i++) {
@@ -730,16 +531,7 @@ static void record_taken(const struct bx_usage_input *in, struct bx_usage_report
 	}
 }
 
-bool bx_usage_chunk_on_seed(const struct bx_usage_input *in, const struct bx_usage_chunk *c)
-{
-	for (uint32_t s = 0; s < c->num_stripes; s++)
-		for (size_t i = 0; i < in->nr_devs; i++)
-			if (in->devs[i].seed && in->devs[i].devid == in->stripes[c->first_stripe + s].devid)
-				return true;
-	return false;
-}
-
-static bool has_seed(const struct bx_usage_input *in)
+static bool has_seed(const struct bx_snapshot *in)
 {
 	for (size_t i = 0; i < in->nr_devs; i++)
 		if (in->devs[i].seed)
@@ -748,28 +540,28 @@ static bool has_seed(const struct bx_usage_input *in)
 }
 
 /* Takes the free space of the read-only chunks on seed devices off what is free in chunks. */
-static void drop_seed_chunks(const struct bx_usage_input *in, struct bx_usage_report *rep)
+static void drop_seed_chunks(const struct bx_snapshot *in, struct bx_usage_report *rep)
 {
 	if (!has_seed(in))
 		return;		/* most filesystems: no chunk to look at */
 	for (size_t i = 0; i < in->nr_chunks; i++) {
-		const struct bx_usage_chunk *c = &in->chunks[i];
+		const struct bx_snap_chunk *c = &in->chunks[i];
 		uint64_t locked = c->length > c->used ? c->length - c->used : 0;
 		uint64_t *free_bytes = (c->type & BTRFS_BLOCK_GROUP_DATA) ?
 				       &rep->data_free_in_chunks :
 				       (c->type & BTRFS_BLOCK_GROUP_METADATA) ?
 				       &rep->metadata_free_in_chunks : NULL;
 
-		if (!free_bytes || !bx_usage_chunk_on_seed(in, c))
+		if (!free_bytes || !bx_snap_chunk_on_seed(in, c))
 			continue;
 		*free_bytes = *free_bytes > locked ? *free_bytes - locked : 0;
 	}
 }
 
-static void space_sums(const struct bx_usage_input *in, struct bx_usage_report *rep)
+static void space_sums(const struct bx_snapshot *in, struct bx_usage_report *rep)
 {
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *s = &in->spaces[i];
+		const struct bx_snap_space *s = &in->spaces[i];
 
 		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
 			continue;
@@ -786,20 +578,20 @@ static void space_sums(const struct bx_usage_input *in, struct bx_usage_report *
 }
 
 /* "data to single, metadata to dup" into @buf: what the balance of @in converts. */
-static void describe_targets(const struct bx_usage_input *in, char *buf, size_t len)
+static void describe_targets(const struct bx_snapshot *in, char *buf, size_t len)
 {
-	static const char *const kinds[BX_USAGE_NR_KINDS] = { "data", "metadata", "system" };
+	static const char *const kinds[BX_SNAP_NR_KINDS] = { "data", "metadata", "system" };
 	size_t used = 0;
 
 	buf[0] = '\0';
-	for (int k = 0; k < BX_USAGE_NR_KINDS && used < len; k++)
+	for (int k = 0; k < BX_SNAP_NR_KINDS && used < len; k++)
 		if (in->balance_target[k])
 			used += (size_t)snprintf(buf + used, len - used, "%s%s to %s",
 						 used ? ", " : "", kinds[k],
 						 bx_profile_name(in->balance_target[k]));
 }
 
-static void warn_about(const struct bx_usage_input *in, struct bx_usage_report *rep)
+static void warn_about(const struct bx_snapshot *in, struct bx_usage_report *rep)
 {
 	char room[32], need[32], used[32], taken[32];
 
@@ -818,8 +610,8 @@ static void warn_about(const struct bx_usage_input *in, struct bx_usage_report *
 		describe_targets(in, targets, sizeof(targets));
 		bx_warn("a%s balance converts %s: the kernel gives new chunks those profiles until "
 			"it finishes or is cancelled, and the model does too",
-			in->balance == BX_USAGE_BALANCE_INTERRUPTED ? "n interrupted" :
-			in->balance == BX_USAGE_BALANCE_PAUSED ? " paused" : " running", targets);
+			in->balance == BX_SNAP_BALANCE_INTERRUPTED ? "n interrupted" :
+			in->balance == BX_SNAP_BALANCE_PAUSED ? " paused" : " running", targets);
 	}
 	if (rep->warnings & BX_USAGE_W_METADATA_LOW)
 		bx_warn("metadata room %s is less than the %s that 50%% growth of the metadata "
@@ -835,14 +627,14 @@ static void warn_about(const struct bx_usage_input *in, struct bx_usage_report *
 			"with mixed block groups");
 }
 
-int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
+int bx_usage_compute(const struct bx_snapshot *in, unsigned int flags,
 		     struct bx_usage_report *rep)
 {
 	struct bx_alloc_sim *sim = NULL;
 	uint64_t *before = NULL, *after = NULL, *grown_devs = NULL, metadata_grown;
 	uint32_t alloc_flags = 0;
 	size_t nr_writable = 0;
-	struct bx_usage_model m = { 0 };
+	struct bx_snap_model m = { 0 };
 	uint64_t strict_new = 0;
 	bool any_hint = false;
 	int ret;
@@ -866,8 +658,8 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	if (flags & BX_USAGE_STRICT)
 		alloc_flags |= BX_ALLOC_STRICT;
 	/* The hint kernel's own order only where the hints are modelled at all. */
-	alloc_flags |= rep->hints_honoured ? bx_usage_kernel_flags(in) :
-			in->kernel_flags & ~BX_ALLOC_DATA_ONLY_LAST;
+	alloc_flags |= rep->hints_honoured ? bx_snap_alloc_flags(in) :
+			bx_kernel_alloc_flags(&in->kernel) & ~BX_ALLOC_DATA_ONLY_LAST;
 	rep->model_flags = alloc_flags;
 	if (!in->hints_effective && any_hint && !(flags & BX_USAGE_IGNORE_HINTS))
 		rep->warnings |= BX_USAGE_W_HINTS_IGNORED;
@@ -879,17 +671,17 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	if (rep->mixed) {
 		uint64_t kind = BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
 
-		rep->data_type = bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces, kind,
+		rep->data_type = bx_snap_new_chunk_type(in, in->spaces, in->nr_spaces, kind,
 							 nr_writable);
 		rep->metadata_type = rep->data_type;
 	} else {
-		rep->data_type = bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces,
+		rep->data_type = bx_snap_new_chunk_type(in, in->spaces, in->nr_spaces,
 							 BTRFS_BLOCK_GROUP_DATA, nr_writable);
-		rep->metadata_type = bx_usage_new_chunk_type(in, in->spaces, in->nr_spaces,
+		rep->metadata_type = bx_snap_new_chunk_type(in, in->spaces, in->nr_spaces,
 							     BTRFS_BLOCK_GROUP_METADATA,
 							     nr_writable);
 	}
-	for (int k = 0; k < BX_USAGE_NR_KINDS; k++)
+	for (int k = 0; k < BX_SNAP_NR_KINDS; k++)
 		if (in->balance && in->balance_target[k])
 			rep->warnings |= BX_USAGE_W_BALANCE_TARGET;
 	rep->data_free_in_chunks = rep->data_size > rep->data_used ?
@@ -900,7 +692,7 @@ int bx_usage_compute(const struct bx_usage_input *in, unsigned int flags,
 	if (rep->mixed)
 		rep->metadata_free_in_chunks = rep->data_free_in_chunks;
 
-	ret = bx_usage_model_init(in, alloc_flags, &m);
+	ret = bx_snap_model_init(in, alloc_flags, &m);
 	if (ret)
 		return ret;
 	ret = fill_tables(in, &m, rep);
@@ -995,7 +787,7 @@ out:
 	free(before);
 	free(after);
 	free(grown_devs);
-	bx_usage_model_release(&m);
+	bx_snap_model_release(&m);
 	if (ret) {
 		bx_usage_report_release(rep);
 		return ret;

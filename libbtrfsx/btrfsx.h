@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define BTRFSX_VERSION_MAJOR 0
-#define BTRFSX_VERSION_MINOR 1
+#define BTRFSX_VERSION_MINOR 3
 #define BTRFSX_VERSION_PATCH 0
 
 enum btrfsx_error {
@@ -309,6 +309,14 @@ struct btrfsx_usage {
 	uint64_t data_new_chunks;	/* logical bytes of the data chunks the model allocated */
 	size_t nr_spaces;
 	struct btrfsx_usage_space *spaces;	/* data, metadata, system; by profile */
+	/*
+	 * The kernel whose behaviour the model followed: its version ("6.18";
+	 * "" when the running kernel's release could not be read, the newest
+	 * behaviour then), and whether it is the running one (not one asked
+	 * for with btrfsx_usage_get_for_kernel()). Since 0.3
+	 */
+	char kernel[16];
+	bool kernel_running;
 };
 
 /* Flags of btrfsx_usage_get(). */
@@ -345,6 +353,23 @@ enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_paths,
  * Since: 0.1
  */
 void btrfsx_usage_free(struct btrfsx_usage *usage);
+
+/**
+ * btrfsx_usage_get_for_kernel() - btrfsx_usage_get() as a given kernel would
+ * allocate.
+ * @kernel: "MAJOR.MINOR" of a kernel the register knows (6.1 to 7.3; see
+ *          btrfsx_kernel_traits_get()); NULL for the running kernel.
+ *
+ * The same figures, the model following that kernel's behaviour (its
+ * traits) instead of the running one's: for a filesystem about to move to
+ * another kernel, or to replay a result seen on one. The result's kernel
+ * says which. BTRFSX_ERROR_INVALID_ARGUMENT for a version the register does
+ * not know, with the message; otherwise as btrfsx_usage_get().
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_usage_get_for_kernel(const char *const *paths, size_t nr_paths,
+					      const char *sysfs_root, unsigned int flags,
+					      const char *kernel, struct btrfsx_usage **out);
 
 /* ---- Read policies of RAID1-family profiles (mounted filesystems) ---- */
 
@@ -894,6 +919,8 @@ struct btrfsx_misplaced {
 	double copy_rate;		/* used bytes per second of earlier relocations; 0: none */
 	size_t nr_chunks;
 	struct btrfsx_misplaced_chunk *chunks;	/* forbidden first, then by used bytes */
+	char kernel[16];		/* as btrfsx_usage.kernel. Since 0.3 */
+	bool kernel_running;		/* Since 0.3 */
 };
 
 /**
@@ -924,6 +951,17 @@ enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t nr_paths
  * Since: 0.2
  */
 void btrfsx_misplaced_free(struct btrfsx_misplaced *misplaced);
+
+/**
+ * btrfsx_misplaced_get_for_kernel() - btrfsx_misplaced_get() as a given
+ * kernel would place new chunks.
+ * @kernel: as for btrfsx_usage_get_for_kernel(); NULL for the running kernel.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_misplaced_get_for_kernel(const char *const *paths, size_t nr_paths,
+						  const char *sysfs_root, const char *state_dir,
+						  const char *kernel,
+						  struct btrfsx_misplaced **out);
 
 struct btrfsx_relocate_progress {
 	uint64_t chunks_done;
@@ -1167,6 +1205,8 @@ struct btrfsx_plan {
 	bool *newly_misplaced;		/* per misplaced_after chunk: not misplaced now */
 	size_t nr_warnings;
 	char (*warnings)[512];		/* also btrfsx_warning() */
+	char kernel[16];		/* as btrfsx_usage.kernel. Since 0.3 */
+	bool kernel_running;		/* Since 0.3 */
 };
 
 /**
@@ -1199,6 +1239,67 @@ enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths, const c
  * Since: 0.2
  */
 void btrfsx_plan_free(struct btrfsx_plan *plan);
+
+/**
+ * btrfsx_plan_for_kernel() - btrfsx_plan() as a given kernel would make the
+ * changes.
+ * @kernel: as for btrfsx_usage_get_for_kernel(); NULL for the running kernel.
+ *
+ * Before an upgrade, or to replay a plan made on another machine: the
+ * relocations, the cleaner and the space reservations follow that kernel.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_plan_for_kernel(const char *const *paths, size_t nr_paths,
+					 const char *sysfs_root, const char *kernel,
+					 const struct btrfsx_plan_change *changes,
+					 size_t nr_changes, struct btrfsx_plan **out);
+
+/* ---- What btrfsx knows about the kernel ---- */
+
+/*
+ * One behaviour of the kernel the models follow. The strings are the
+ * library's, valid as long as it is loaded.
+ */
+struct btrfsx_kernel_trait {
+	const char *name;		/* "size_classes" */
+	char first[16];			/* the first version with it; "" every kernel known */
+	char last[16];			/* the last version with it; "" still there */
+	bool active;			/* the kernel asked about has it */
+	const char *function;		/* the kernel function it follows */
+	const char *model;		/* the btrfsx file that follows it */
+	const char *summary;
+	const char *evidence;		/* the traces and test cases that showed it */
+	const char *test;		/* the unit test that pins it, file:function */
+	const char *unversioned;	/* why no version is known; NULL with a first version */
+};
+
+/* The register of kernel behaviour, for one kernel. */
+struct btrfsx_kernel_traits {
+	char kernel[16];		/* "6.18"; "" when the release could not be read */
+	char release[65];		/* uname -r, or the version asked for */
+	bool kernel_running;		/* the running kernel, not one asked for */
+	size_t nr_traits;
+	struct btrfsx_kernel_trait *traits;
+};
+
+/**
+ * btrfsx_kernel_traits_get() - every kernel behaviour the models follow, and
+ * which a kernel has.
+ * @kernel: "MAJOR.MINOR" (6.1 to 7.3); NULL for the running kernel.
+ * @out: the result; free with btrfsx_kernel_traits_free().
+ *
+ * `btrfsx inspect kernel-traits`. BTRFSX_ERROR_INVALID_ARGUMENT for a
+ * version the register does not know.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_kernel_traits_get(const char *kernel, struct btrfsx_kernel_traits **out);
+
+/**
+ * btrfsx_kernel_traits_free() - free a result of btrfsx_kernel_traits_get();
+ * NULL is fine.
+ * Since: 0.3
+ */
+void btrfsx_kernel_traits_free(struct btrfsx_kernel_traits *traits);
 
 #ifdef __cplusplus
 }

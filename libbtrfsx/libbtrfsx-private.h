@@ -38,14 +38,26 @@ const char *bx_api_config_dir(const char *config_dir);
 const char *bx_api_state_dir(const char *state_dir);
 
 /*
+ * The kernel a call asks for (@kernel "MAJOR.MINOR", NULL: the running
+ * one, left unchosen in @k): 0, or -EINVAL with the message. Into a
+ * snapshot read after it with bx_api_kernel_use(); the result's fields
+ * (version text, "" unknown; whether it is the running kernel) with
+ * bx_api_kernel_fields().
+ */
+struct bx_kernel;
+struct bx_snapshot;
+int bx_api_kernel(const char *kernel, struct bx_kernel *k);
+void bx_api_kernel_use(const struct bx_kernel *k, struct bx_snapshot *in);
+void bx_api_kernel_fields(const struct bx_kernel *k, char version[16], bool *running);
+
+/*
  * The public forms of the usage report (computed with @model_flags,
  * BX_USAGE_*) and of the misplaced report; NULL when out of memory. Free
  * with btrfsx_usage_free() / btrfsx_misplaced_free().
  */
-struct bx_usage_input;
 struct bx_usage_report;
 struct bx_misplaced_report;
-struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
+struct btrfsx_usage *bx_api_usage_from(const struct bx_snapshot *in,
 				       const struct bx_usage_report *rep, unsigned int model_flags);
 struct btrfsx_misplaced *bx_api_misplaced_from(const struct bx_misplaced_report *rep);
 

@@ -11,8 +11,10 @@
 
 #include "common/error.h"
 #include "fsops/misplaced.h"
+#include "fsops/snapshot-read.h"
 #include "relocate/relocate.h"
 #include "libbtrfsx/libbtrfsx-private.h"
+#include "model/kernel/kernel.h"
 
 static uint64_t *copy_u64(const uint64_t *src, size_t n)
 {
@@ -83,6 +85,7 @@ static void public_report(const struct bx_misplaced_report *in, struct btrfsx_mi
 	public_totals(&in->off_preference, &out->off_preference);
 	out->copy_rate = in->have_rate ? in->rate : 0;
 	out->nr_chunks = in->nr_chunks;
+	bx_api_kernel_fields(&in->kernel, out->kernel, &out->kernel_running);
 }
 
 PUBLIC void btrfsx_misplaced_free(struct btrfsx_misplaced *m)
@@ -113,8 +116,17 @@ PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t n
 					      const char *sysfs_root, const char *state_dir,
 					      struct btrfsx_misplaced **out)
 {
+	return btrfsx_misplaced_get_for_kernel(paths, nr_paths, sysfs_root, state_dir, NULL, out);
+}
+
+PUBLIC enum btrfsx_error btrfsx_misplaced_get_for_kernel(const char *const *paths,
+							 size_t nr_paths, const char *sysfs_root,
+							 const char *state_dir, const char *kernel,
+							 struct btrfsx_misplaced **out)
+{
 	struct bx_misplaced_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
+	struct bx_kernel k;
 	int ret;
 
 	bx_api_begin();
@@ -122,12 +134,16 @@ PUBLIC enum btrfsx_error btrfsx_misplaced_get(const char *const *paths, size_t n
 		return bx_api_missing("a path");
 	if (!out)
 		return bx_api_missing("out");
-	ret = bx_misplaced_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
-				&in);
+	ret = bx_api_kernel(kernel, &k);
 	if (ret)
 		return bx_api_result(ret);
+	ret = bx_snapshot_read_used((char *const *)paths, (int)nr_paths,
+				    bx_api_sysfs_root(sysfs_root), &in);
+	if (ret)
+		return bx_api_result(ret);
+	bx_api_kernel_use(&k, &in);
 	ret = bx_misplaced_compute(&in, bx_api_state_dir(state_dir), &rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	if (ret)
 		return bx_api_result(ret);
 	*out = bx_api_misplaced_from(&rep);
@@ -157,6 +173,13 @@ static int relay_progress(void *arg, const struct bx_relocate_progress *p)
 
 	public_progress(p, &pub);
 	return relay->opts->progress(relay->opts->progress_arg, &pub);
+}
+
+/* The listed options as they are; the callback and cancel flag are relayed. */
+static void engine_options(const struct btrfsx_relocate_options *in, struct bx_relocate_opts *out)
+{
+	*out = (struct bx_relocate_opts){ 0 };
+	BX_RELOCATE_OPTS_FIELDS(BX_FIELD_TAKE)
 }
 
 static void relocated_free(struct btrfsx_relocated *r)
@@ -271,20 +294,11 @@ PUBLIC enum btrfsx_error btrfsx_relocate_misplaced(const char *path,
 		return bx_api_result(bx_error(-EINVAL, "pause and progress_interval must be "
 					      "0 or more seconds"));
 	relay.opts = opts;
-	o = (struct bx_relocate_opts){
-		.forbidden_only = opts->forbidden_only,
-		.dry_run = opts->dry_run,
-		.force = opts->force,
-		.limit = opts->limit,
-		.max_bytes = opts->max_bytes,
-		.pause = opts->pause,
-		.sysfs_root = bx_api_sysfs_root(opts->sysfs_root),
-		.state_dir = opts->state_dir,
-		.progress = opts->progress ? relay_progress : NULL,
-		.progress_arg = &relay,
-		.progress_interval = opts->progress_interval,
-		.cancel = opts->cancel,
-	};
+	engine_options(opts, &o);
+	o.sysfs_root = bx_api_sysfs_root(o.sysfs_root);
+	o.progress = opts->progress ? relay_progress : NULL;
+	o.progress_arg = &relay;
+	o.cancel = opts->cancel;
 	ret = bx_relocate_run(path, &o, &res);
 	err = bx_api_result(ret);
 	if (res) {

@@ -7,8 +7,10 @@
 
 #include "common/error.h"
 #include "fsops/misplaced.h"
+#include "fsops/snapshot-read.h"
 #include "format/ctree.h"
 #include "libbtrfsx/libbtrfsx-private.h"
+#include "model/kernel/kernel.h"
 #include "plan/plan.h"
 
 static const enum bx_plan_op ops[] = {
@@ -34,40 +36,26 @@ static enum btrfsx_plan_op public_op(enum bx_plan_op op)
 	return BTRFSX_PLAN_RELOCATE;
 }
 
-static void public_change(const struct bx_plan_change *c, struct btrfsx_plan_change *out)
+static void public_change(const struct bx_plan_change *in, struct btrfsx_plan_change *out)
 {
 	*out = (struct btrfsx_plan_change){
-		.op = public_op(c->op),
-		.devid = c->devid,
-		.size = c->size,
-		.hint = c->hint,
-		.has_hint = c->has_hint,
-		.data_usage_min = c->data_usage_min,
-		.data_usage_max = c->data_usage_max,
-		.metadata_usage_min = c->metadata_usage_min,
-		.metadata_usage_max = c->metadata_usage_max,
-		.flags = c->op == BX_PLAN_CONVERT ? c->type | c->profile :
-			 c->op == BX_PLAN_BALANCE ? c->type : 0,
+		.op = public_op(in->op),
+		.flags = in->op == BX_PLAN_CONVERT ? in->type | in->profile :
+			 in->op == BX_PLAN_BALANCE ? in->type : 0,
 	};
+	BX_PLAN_CHANGE_FIELDS(BX_FIELD_COPY)
 }
 
-static int core_change(const struct btrfsx_plan_change *c, struct bx_plan_change *out)
+static int core_change(const struct btrfsx_plan_change *in, struct bx_plan_change *out)
 {
-	if ((size_t)c->op >= sizeof(ops) / sizeof(ops[0]))
-		return bx_error(-EINVAL, "change %u: unknown", (unsigned int)c->op);
+	if ((size_t)in->op >= sizeof(ops) / sizeof(ops[0]))
+		return bx_error(-EINVAL, "change %u: unknown", (unsigned int)in->op);
 	*out = (struct bx_plan_change){
-		.op = ops[c->op],
-		.devid = c->devid,
-		.size = c->size,
-		.hint = c->hint,
-		.has_hint = c->has_hint,
-		.type = c->flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA),
-		.profile = c->flags & BTRFS_BLOCK_GROUP_PROFILE_MASK,
-		.data_usage_min = c->data_usage_min,
-		.data_usage_max = c->data_usage_max,
-		.metadata_usage_min = c->metadata_usage_min,
-		.metadata_usage_max = c->metadata_usage_max,
+		.op = ops[in->op],
+		.type = in->flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA),
+		.profile = in->flags & BTRFS_BLOCK_GROUP_PROFILE_MASK,
 	};
+	BX_PLAN_CHANGE_FIELDS(BX_FIELD_TAKE)
 	if (out->op == BX_PLAN_CONVERT && out->type != BTRFS_BLOCK_GROUP_DATA &&
 	    out->type != BTRFS_BLOCK_GROUP_METADATA)
 		return bx_error(-EINVAL, "a convert names data or metadata in its flags");
@@ -218,7 +206,7 @@ static int fill_misplaced(const struct bx_plan_result *res, struct btrfsx_plan *
 	return 0;
 }
 
-static struct btrfsx_plan *plan_from(const struct bx_usage_input *in,
+static struct btrfsx_plan *plan_from(const struct bx_snapshot *in,
 				     const struct bx_plan_result *res)
 {
 	struct btrfsx_plan *plan = calloc(1, sizeof(*plan));
@@ -226,6 +214,7 @@ static struct btrfsx_plan *plan_from(const struct bx_usage_input *in,
 	if (!plan)
 		return NULL;
 	plan->possible = res->possible;
+	bx_api_kernel_fields(&in->kernel, plan->kernel, &plan->kernel_running);
 	plan->before = bx_api_usage_from(in, &res->before, 0);
 	plan->after = bx_api_usage_from(&res->after_in, &res->after, 0);
 	plan->nr_moved = res->nr_moved;
@@ -249,10 +238,19 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 				     const struct btrfsx_plan_change *changes, size_t nr_changes,
 				     struct btrfsx_plan **out)
 {
+	return btrfsx_plan_for_kernel(paths, nr_paths, sysfs_root, NULL, changes, nr_changes, out);
+}
+
+PUBLIC enum btrfsx_error btrfsx_plan_for_kernel(const char *const *paths, size_t nr_paths,
+						const char *sysfs_root, const char *kernel,
+						const struct btrfsx_plan_change *changes,
+						size_t nr_changes, struct btrfsx_plan **out)
+{
 	struct bx_plan_change *core;
 	struct bx_plan_result res;
-	struct bx_usage_input in;
-	int ret = 0;
+	struct bx_snapshot in;
+	struct bx_kernel k;
+	int ret;
 
 	bx_api_begin();
 	if (!paths || !nr_paths)
@@ -261,18 +259,22 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 		return bx_api_missing("a change");
 	if (!out)
 		return bx_api_missing("out");
+	ret = bx_api_kernel(kernel, &k);
+	if (ret)
+		return bx_api_result(ret);
 	core = calloc(nr_changes, sizeof(*core));
 	if (!core)
 		return bx_api_result(bx_error(-ENOMEM, "out of memory"));
 	for (size_t i = 0; i < nr_changes && !ret; i++)
 		ret = core_change(&changes[i], &core[i]);
 	if (!ret)
-		ret = bx_relocation_read((char *const *)paths, (int)nr_paths,
-					 bx_api_sysfs_root(sysfs_root), &in);
+		ret = bx_snapshot_read_extents((char *const *)paths, (int)nr_paths,
+					       bx_api_sysfs_root(sysfs_root), &in);
 	if (ret) {
 		free(core);
 		return bx_api_result(ret);
 	}
+	bx_api_kernel_use(&k, &in);
 	ret = bx_plan_compute(&in, core, nr_changes, &res);
 	free(core);
 	if (!ret) {
@@ -281,6 +283,6 @@ PUBLIC enum btrfsx_error btrfsx_plan(const char *const *paths, size_t nr_paths,
 			ret = bx_error(-ENOMEM, "out of memory");
 	}
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return bx_api_result(ret);
 }

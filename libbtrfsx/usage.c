@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Filesystem usage: fsops/usage-read.c collects, fsops/usage.c computes. */
+/* Filesystem usage: fsops/snapshot-read.c reads the snapshot, fsops/usage.c computes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
+#include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "libbtrfsx/libbtrfsx-private.h"
+#include "model/kernel/kernel.h"
 
 static uint32_t public_warnings(uint32_t warnings)
 {
@@ -23,7 +25,7 @@ static void public_overall(const struct bx_usage_overall *in, struct btrfsx_usag
 	out->progs_free_min = in->free_min;
 }
 
-static void fill_overall(const struct bx_usage_input *in, const struct bx_usage_overall *ov,
+static void fill_overall(const struct bx_snapshot *in, const struct bx_usage_overall *ov,
 			 struct btrfsx_usage *u)
 {
 	memcpy(u->fsid, in->fsid, sizeof(u->fsid));
@@ -71,10 +73,10 @@ static void fill_devices(const struct bx_usage_report *rep, struct btrfsx_usage 
 }
 
 /* The block group lines; the global reserve has its own fields. */
-static void fill_spaces(const struct bx_usage_input *in, struct btrfsx_usage *u)
+static void fill_spaces(const struct bx_snapshot *in, struct btrfsx_usage *u)
 {
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *s = &in->spaces[i];
+		const struct bx_snap_space *s = &in->spaces[i];
 
 		if (s->flags & BX_SPACE_INFO_GLOBAL_RSV)
 			continue;
@@ -86,7 +88,7 @@ static void fill_spaces(const struct bx_usage_input *in, struct btrfsx_usage *u)
 	}
 }
 
-static struct btrfsx_usage *usage_alloc(const struct bx_usage_input *in,
+static struct btrfsx_usage *usage_alloc(const struct bx_snapshot *in,
 					const struct bx_usage_report *rep)
 {
 	struct btrfsx_usage *u = calloc(1, sizeof(*u));
@@ -103,7 +105,7 @@ static struct btrfsx_usage *usage_alloc(const struct bx_usage_input *in,
 	return u;
 }
 
-struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
+struct btrfsx_usage *bx_api_usage_from(const struct bx_snapshot *in,
 				       const struct bx_usage_report *rep, unsigned int model_flags)
 {
 	struct btrfsx_usage *u = usage_alloc(in, rep);
@@ -115,6 +117,7 @@ struct btrfsx_usage *bx_api_usage_from(const struct bx_usage_input *in,
 	fill_classes(rep, u);
 	fill_devices(rep, u);
 	fill_spaces(in, u);
+	bx_api_kernel_fields(&in->kernel, u->kernel, &u->kernel_running);
 	return u;
 }
 
@@ -122,9 +125,17 @@ PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_pa
 					  const char *sysfs_root, unsigned int flags,
 					  struct btrfsx_usage **out)
 {
+	return btrfsx_usage_get_for_kernel(paths, nr_paths, sysfs_root, flags, NULL, out);
+}
+
+PUBLIC enum btrfsx_error btrfsx_usage_get_for_kernel(const char *const *paths, size_t nr_paths,
+						     const char *sysfs_root, unsigned int flags,
+						     const char *kernel, struct btrfsx_usage **out)
+{
 	unsigned int model_flags = 0;
 	struct bx_usage_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
+	struct bx_kernel k;
 	struct btrfsx_usage *u;
 	int ret;
 
@@ -135,22 +146,26 @@ PUBLIC enum btrfsx_error btrfsx_usage_get(const char *const *paths, size_t nr_pa
 		return bx_api_missing("out");
 	if (bx_api_check_flags(flags, BTRFSX_USAGE_IGNORE_HINTS | BTRFSX_USAGE_STRICT))
 		return BTRFSX_ERROR_INVALID_ARGUMENT;
+	ret = bx_api_kernel(kernel, &k);
+	if (ret)
+		return bx_api_result(ret);
 	if (flags & BTRFSX_USAGE_IGNORE_HINTS)
 		model_flags |= BX_USAGE_IGNORE_HINTS;
 	if (flags & BTRFSX_USAGE_STRICT)
 		model_flags |= BX_USAGE_STRICT;
-	ret = bx_usage_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
-			    &in);
+	ret = bx_snapshot_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
+			       &in);
 	if (ret)
 		return bx_api_result(ret);
+	bx_api_kernel_use(&k, &in);
 	ret = bx_usage_compute(&in, model_flags, &rep);
 	if (ret) {
-		bx_usage_input_release(&in);
+		bx_snapshot_release(&in);
 		return bx_api_result(ret);
 	}
 	u = bx_api_usage_from(&in, &rep, model_flags);
 	bx_usage_report_release(&rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	if (!u)
 		return bx_api_result(bx_error(-ENOMEM, "out of memory"));
 	*out = u;

@@ -146,14 +146,6 @@ void bx_mkfs_feature_names(uint32_t features, char *buf, size_t len)
 	}
 }
 
-int bx_mkfs_parse_profile(const char *name, uint64_t *profile)
-{
-	if (!bx_profile_parse(name, profile))
-		return 0;
-	return bx_error(-EINVAL, "unknown profile '%s' (single, dup, raid0, raid1, raid1c3, "
-			"raid1c4, raid10, raid5, raid6)", name);
-}
-
 static size_t count_allowing(const struct bx_mkfs_device *devs, size_t nr, bool data)
 {
 	size_t n = 0;

@@ -81,9 +81,6 @@ void bx_mkfs_feature_names(uint32_t features, char *buf, size_t len);
  */
 int bx_mkfs_check_sizes(uint32_t sectorsize, uint32_t nodesize);
 
-/* "single", "dup", "raid0", ... (any case) -> profile bits (0 for single). */
-int bx_mkfs_parse_profile(const char *name, uint64_t *profile);
-
 struct bx_mkfs_device {
 	const char *path;
 	uint64_t hint;          /* BX_HINT_* */

@@ -9,10 +9,11 @@
 #include "fsops/misplaced.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/read-policy.h"
+#include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "monitor/sample.h"
 
-static void take_figures(const struct bx_usage_input *in, const struct bx_usage_report *rep,
+static void take_figures(const struct bx_snapshot *in, const struct bx_usage_report *rep,
 			 struct bx_mon_sample *s)
 {
 	struct bx_mon_figures *f = &s->fig;
@@ -35,13 +36,13 @@ static void take_figures(const struct bx_usage_input *in, const struct bx_usage_
 	f->global_reserve_used = in->global_reserve_used;
 }
 
-static int take_spaces(const struct bx_usage_input *in, struct bx_mon_sample *s)
+static int take_spaces(const struct bx_snapshot *in, struct bx_mon_sample *s)
 {
 	s->spaces = calloc(in->nr_spaces + 1, sizeof(*s->spaces));
 	if (!s->spaces)
 		return bx_error(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < in->nr_spaces; i++) {
-		const struct bx_usage_space *sp = &in->spaces[i];
+		const struct bx_snap_space *sp = &in->spaces[i];
 
 		if (sp->flags & BX_SPACE_INFO_GLOBAL_RSV)
 			continue;
@@ -83,14 +84,14 @@ static int take_devices(const struct bx_usage_report *rep, const struct bx_mount
  * sample without the count is worth more than none: only running out of
  * memory fails it.
  */
-static int take_misplaced(const struct bx_usage_input *in, struct bx_mon_sample *s)
+static int take_misplaced(const struct bx_snapshot *in, struct bx_mon_sample *s)
 {
 	struct bx_misplaced_report rep;
 	int ret;
 
 	s->have_hints_effective = true;
 	s->hints_effective = in->hints_effective;
-	ret = bx_misplaced_compute_quiet(in, &rep);
+	ret = bx_misplaced_classify(in, &rep);
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret) {
@@ -123,7 +124,7 @@ int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
 		   struct bx_mon_sample *s)
 {
 	struct bx_usage_report rep;
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	struct bx_mounted_fs fs;
 	int ret;
 
@@ -131,18 +132,18 @@ int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
 	s->fig.time = time;
 	snprintf(s->mountpoint, sizeof(s->mountpoint), "%s", mountpoint);
 	sysfs_root = sysfs_root ? sysfs_root : "/sys";
-	ret = bx_usage_read_mounted(mountpoint, sysfs_root, &in);
+	ret = bx_snapshot_read_mounted(mountpoint, sysfs_root, &in);
 	if (ret)
 		return ret;
-	ret = bx_usage_read_chunk_used(&in);
+	ret = bx_snapshot_read_chunk_used(&in);
 	if (ret) {
-		bx_usage_input_release(&in);
+		bx_snapshot_release(&in);
 		return ret;
 	}
 	/* What usage warns about is for the report to say, not for every sample. */
 	ret = bx_usage_compute(&in, BX_USAGE_QUIET, &rep);
 	if (ret) {
-		bx_usage_input_release(&in);
+		bx_snapshot_release(&in);
 		return ret;
 	}
 	ret = bx_mounted_open(mountpoint, &fs);
@@ -159,7 +160,7 @@ int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
 		bx_mounted_close(&fs);
 	}
 	bx_usage_report_release(&rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	if (ret)
 		bx_mon_sample_release(s);
 	return ret;

@@ -174,8 +174,7 @@ int bx_mon_project_figures(const struct bx_mon_figures *figs, size_t n,
 	p->first = figs[0];
 	p->latest = *last;
 	p->span = last->time - figs[0].time;
-	p->metadata_left = last->metadata_room > last->global_reserve ?
-			   last->metadata_room - last->global_reserve : 0;
+	p->metadata_left = bx_mon_metadata_left(last);
 	p->data_left = last->free_estimated;
 	p->learning = n < BX_TREND_MIN_SAMPLES || p->span < opts->min_history;
 	if (p->learning) {
@@ -197,6 +196,11 @@ int bx_mon_project(struct bx_mon_db *db, int64_t fs_id, const struct bx_mon_proj
 		ret = bx_mon_project_figures(figs, n, opts, p);
 	free(figs);
 	return ret;
+}
+
+uint64_t bx_mon_metadata_left(const struct bx_mon_figures *f)
+{
+	return f->metadata_room > f->global_reserve ? f->metadata_room - f->global_reserve : 0;
 }
 
 bool bx_mon_projection_ok(const struct bx_mon_projection *p)

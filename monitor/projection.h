@@ -101,6 +101,9 @@ int bx_mon_project(struct bx_mon_db *db, int64_t fs_id, const struct bx_mon_proj
  */
 void bx_mon_projection_reason(const struct bx_mon_projection *proj, char *buf, size_t len);
 
+/* What the metadata projection counts down in a sample: metadata_room less the global reserve. */
+uint64_t bx_mon_metadata_left(const struct bx_mon_figures *f);
+
 /* True when the history was long enough and both fits succeeded. */
 bool bx_mon_projection_ok(const struct bx_mon_projection *proj);
 

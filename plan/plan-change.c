@@ -11,8 +11,7 @@
 #include "common/units.h"
 #include "format/ctree.h"
 #include "format/hints.h"
-#include "disk/volumes.h"
-#include "mkfs/mkfs.h"
+#include "format/profiles.h"
 #include "plan/plan.h"
 
 static const char *const op_names[] = {
@@ -115,7 +114,7 @@ static int parse_convert(const char *str, struct bx_plan_change *c)
 	else
 		return bx_error(-EINVAL, "--convert: '%s' is neither data nor metadata (metadata "
 				"converts system chunks too)", kind);
-	ret = bx_mkfs_parse_profile(profile, &c->profile);
+	ret = bx_profile_parse(profile, &c->profile);
 	return ret ? bx_error_wrap(ret, "--convert") : 0;
 }
 

@@ -3,15 +3,18 @@
  * The what-if planner: the space and placement of a filesystem after a list
  * of changes, worked out before any of them is made.
  *
- * Pure: a struct bx_usage_input in (read by bx_misplaced_read(), so every
- * chunk's used bytes are known), changes in, a struct bx_plan_result out.
- * No I/O, no printing, no global state; functions return 0 or a negative
- * errno with a message recorded by bx_error(). The space figures are
- * bx_usage_compute()'s on the filesystem as it would be, the placement is
- * the allocator model's (model/allocator.h), misplaced chunks are
- * the misplaced report's (fsops/misplaced.h).
+ * Pure: a snapshot in (model/snapshot.h; the caller reads it with
+ * bx_snapshot_read_extents(), so every chunk's used bytes and the data
+ * extents are known), changes in, a struct bx_plan_result out. No I/O, no
+ * printing, no global state; functions return 0 or a negative errno with a
+ * message recorded by bx_error(). Each change is applied to the kernel
+ * state (model/kernel/state.h) as the snapshot's kernel makes it (the
+ * register, model/kernel/kernel.h); the space figures are
+ * bx_usage_compute()'s on the filesystem as it would be (fsops/usage.h,
+ * pure too), the placement is the allocator model's (model/allocator.h),
+ * misplaced chunks are the misplaced report's (model/misplaced.h).
  *
- * The changes are applied in order, each as the kernel (6.1 .. 6.18) makes it:
+ * The changes are applied in order, each as the kernel (6.1 .. 7.3) makes it:
  *  - add SIZE[:HINT]: a device with the next devid; nothing moves. A hint is
  *    set right after the add (before anything is allocated).
  *  - remove DEVID: the device leaves the allocator and its chunks are
@@ -45,17 +48,11 @@
  *    on the soft filter when it resumes), from the last down. The kinds it
  *    balances without converting are not in the input: not modelled.
  *
- * Relocating a chunk: its used bytes go first into the free space of the
- * chunks of the new chunk type, by address (the kernel fills existing block
- * groups first, also those it relocates later), then into new chunks the allocator model places one after
- * the other on the writable devices; when the chunk's profile is not the
- * one new chunks get, the kernel first allocates one chunk of the new
- * profile (btrfs_inc_block_group_ro); moving a data chunk while no data is
- * used allocates an empty data chunk first (btrfs_may_alloc_data_chunk).
- * The chunk's device extents are then free for the chunks after it. A chunk
- * that finds no room makes the change impossible (the kernel's ENOSPC): the
- * plan stops there, the result shows the filesystem as that failed change
- * leaves it (what moved stays moved), and the later changes are not reached.
+ * Relocating a chunk is the kernel's relocation (model/kernel/relocation.h).
+ * A chunk that finds no room makes the change impossible (the kernel's
+ * ENOSPC): the plan stops there, the result shows the filesystem as that
+ * failed change leaves it (what moved stays moved), and the later changes
+ * are not reached.
  */
 #ifndef BTRFSX_PLAN_H
 #define BTRFSX_PLAN_H
@@ -65,8 +62,8 @@
 #include <stdint.h>
 
 #include "common/fields.h"
-#include "fsops/misplaced.h"
 #include "fsops/usage.h"
+#include "model/misplaced.h"
 
 /*
  * The smallest device a plan takes (the kernel's smallest resize), and the
@@ -89,22 +86,31 @@ enum bx_plan_op {
 /* The last change kind: the library's table of them is checked against it. */
 #define BX_PLAN_LAST_OP BX_PLAN_RESUME
 
+/*
+ * What struct btrfsx_plan_change and Python's PlanChange hold as it is
+ * (common/fields.h; the library takes it with BX_FIELD_TAKE and gives it
+ * back with BX_FIELD_COPY). The op and the public flags (type | profile)
+ * are mapped by hand. The usage range: a chunk of a kind in @type is
+ * balanced when its used bytes are at least MIN and below MAX percent of
+ * its size (the kernel's usage filter; MAX 0: the empty ones); metadata's
+ * holds for system too.
+ */
+#define BX_PLAN_CHANGE_FIELDS(X)					\
+	X(uint64_t, devid, )	/* remove, resize, hint, replace */	\
+	X(uint64_t, size, )	/* add, resize, replace: bytes */	\
+	X(uint64_t, hint, )	/* hint; add and replace when has_hint */ \
+	X(bool, has_hint, )						\
+	X(uint8_t, data_usage_min, )	/* balance */			\
+	X(uint8_t, data_usage_max, )					\
+	X(uint8_t, metadata_usage_min, )				\
+	X(uint8_t, metadata_usage_max, )
+
 struct bx_plan_change {
 	enum bx_plan_op op;
-	uint64_t devid;		/* remove, resize, hint, replace */
-	uint64_t size;		/* add, resize, replace: bytes */
-	uint64_t hint;		/* hint; add and replace when has_hint */
-	bool has_hint;
+	BX_PLAN_CHANGE_FIELDS(BX_FIELD_MEMBER)
 	/* convert: BTRFS_BLOCK_GROUP_DATA or _METADATA; balance: either or both */
 	uint64_t type;
 	uint64_t profile;	/* convert: the profile bits (0: single) */
-	/*
-	 * balance: a chunk of a kind in @type is balanced when its used bytes
-	 * are at least MIN and below MAX percent of its size (the kernel's
-	 * usage filter; MAX 0: the empty ones). Metadata's hold for system too.
-	 */
-	uint8_t data_usage_min, data_usage_max;
-	uint8_t metadata_usage_min, metadata_usage_max;
 };
 
 /*
@@ -212,7 +218,7 @@ struct bx_plan_result {
 	bool possible;			/* every change is */
 	size_t nr_steps;
 	struct bx_plan_step *steps;
-	struct bx_usage_input after_in;	/* the filesystem after the plan (as far as it got) */
+	struct bx_snapshot after_in;	/* the filesystem after the plan (as far as it got) */
 	struct bx_usage_report before;
 	struct bx_usage_report after;
 	size_t nr_moved;
@@ -240,7 +246,7 @@ struct bx_plan_result {
  * converted twice), or -ENOMEM / -EOPNOTSUPP. Release @res with
  * bx_plan_result_release() (also after an error).
  */
-int bx_plan_compute(const struct bx_usage_input *in, const struct bx_plan_change *changes,
+int bx_plan_compute(const struct bx_snapshot *in, const struct bx_plan_change *changes,
 		    size_t nr, struct bx_plan_result *res);
 void bx_plan_result_release(struct bx_plan_result *res);
 

@@ -27,7 +27,7 @@ static double now_seconds(void)
 /* ---- the region ---- */
 
 /* The index of @devid in @map's devices, added (with its stat file) when new. */
-static int map_dev(struct bx_probe_map *map, const struct bx_usage_dev *d, const char *sysfs_root,
+static int map_dev(struct bx_probe_map *map, const struct bx_snap_dev *d, const char *sysfs_root,
 		   size_t *index)
 {
 	struct bx_probe_dev *grown;
@@ -53,7 +53,7 @@ static int map_dev(struct bx_probe_map *map, const struct bx_usage_dev *d, const
 	return 0;
 }
 
-static const struct bx_usage_dev *find_dev(const struct bx_usage_input *in, uint64_t devid)
+static const struct bx_snap_dev *find_dev(const struct bx_snapshot *in, uint64_t devid)
 {
 	for (size_t i = 0; i < in->nr_devs; i++)
 		if (in->devs[i].devid == devid)
@@ -62,8 +62,8 @@ static const struct bx_usage_dev *find_dev(const struct bx_usage_input *in, uint
 }
 
 /* Adds chunk @c of @in to the region; chunks with a missing copy are left out. */
-static int add_chunk(struct bx_probe_map *map, const struct bx_usage_input *in,
-		     const struct bx_usage_chunk *c, const char *sysfs_root)
+static int add_chunk(struct bx_probe_map *map, const struct bx_snapshot *in,
+		     const struct bx_snap_chunk *c, const char *sysfs_root)
 {
 	uint64_t length = (c->used < c->length ? c->used : c->length) / BX_PROBE_REQUEST *
 			  BX_PROBE_REQUEST;
@@ -71,7 +71,7 @@ static int add_chunk(struct bx_probe_map *map, const struct bx_usage_input *in,
 	int ret;
 
 	for (uint32_t s = 0; s < c->num_stripes; s++) {
-		const struct bx_usage_dev *d = find_dev(in, in->stripes[c->first_stripe + s].devid);
+		const struct bx_snap_dev *d = find_dev(in, in->stripes[c->first_stripe + s].devid);
 
 		if (!d || d->missing)
 			return 0;
@@ -100,7 +100,7 @@ static int add_chunk(struct bx_probe_map *map, const struct bx_usage_input *in,
 	pc->num_stripes = c->num_stripes;
 	pc->sub_stripes = pc->raid10 ? c->sub_stripes : c->num_stripes;
 	for (uint32_t s = 0; s < c->num_stripes; s++) {
-		const struct bx_usage_stripe *st = &in->stripes[c->first_stripe + s];
+		const struct bx_snap_stripe *st = &in->stripes[c->first_stripe + s];
 
 		ret = map_dev(map, find_dev(in, st->devid), sysfs_root, &pc->stripes[s].dev);
 		if (ret)
@@ -114,11 +114,11 @@ static int add_chunk(struct bx_probe_map *map, const struct bx_usage_input *in,
 	return 0;
 }
 
-static int add_chunks(struct bx_probe_map *map, const struct bx_usage_input *in, uint64_t kind,
+static int add_chunks(struct bx_probe_map *map, const struct bx_snapshot *in, uint64_t kind,
 		      const char *sysfs_root)
 {
 	for (size_t i = 0; i < in->nr_chunks; i++) {
-		const struct bx_usage_chunk *c = &in->chunks[i];
+		const struct bx_snap_chunk *c = &in->chunks[i];
 		int ret;
 
 		/* Mixed block groups hold data too: they count as data. */
@@ -152,7 +152,7 @@ static void sort_devs(struct bx_probe_map *map)
 					map->chunks[i].stripes[s].dev = d;
 }
 
-int bx_probe_map_build(const struct bx_usage_input *in, const char *sysfs_root,
+int bx_probe_map_build(const struct bx_snapshot *in, const char *sysfs_root,
 		       struct bx_probe_map *map)
 {
 	int ret;

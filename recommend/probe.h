@@ -89,7 +89,7 @@ struct bx_probe_map {
  * bx_probe_map_free(). Mirrored chunks that hold less than a request (or a
  * missing device's copy) count in nr_mirrored, not in the region.
  */
-int bx_probe_map_build(const struct bx_usage_input *in, const char *sysfs_root,
+int bx_probe_map_build(const struct bx_snapshot *in, const char *sysfs_root,
 		       struct bx_probe_map *map);
 void bx_probe_map_free(struct bx_probe_map *map);
 

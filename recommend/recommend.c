@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/read-policy.h"
+#include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "recommend/recommend.h"
 
@@ -397,14 +398,14 @@ static void default_workloads(struct bx_rec_result *res, const struct bx_rec_opt
 static int read_region(const char *path, const struct bx_rec_options *opts,
 		       struct bx_probe_map *map)
 {
-	struct bx_usage_input in;
-	int ret = bx_usage_read_mounted(path, opts->sysfs_root, &in);
+	struct bx_snapshot in;
+	int ret = bx_snapshot_read_mounted(path, opts->sysfs_root, &in);
 
 	if (!ret)
-		ret = bx_usage_read_chunk_used(&in);
+		ret = bx_snapshot_read_chunk_used(&in);
 	if (!ret)
 		ret = bx_probe_map_build(&in, opts->sysfs_root, map);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return ret;
 }
 

@@ -9,48 +9,10 @@
 #include "common/units.h"
 #include "format/hints.h"
 #include "model/allocator.h"
+#include "model/policy.h"
 #include "relocate/relocate-model.h"
 
-/* ---- which chunks ---- */
-
-bool bx_relocate_selected(const struct bx_relocate_opts *o, const struct bx_misplaced_chunk *c)
-{
-	return c->cls == BX_PLACE_FORBIDDEN || !o->forbidden_only;
-}
-
-size_t bx_relocate_select(const struct bx_misplaced_report *rep, const struct bx_relocate_opts *o,
-			  uint64_t *bytes)
-{
-	uint64_t sum = 0;
-	size_t n = 0;
-
-	while (n < rep->nr_chunks && bx_relocate_selected(o, &rep->chunks[n])) {
-		if (o->limit && n >= o->limit)
-			break;
-		if (o->max_bytes && sum + rep->chunks[n].used > o->max_bytes)
-			break;
-		sum += rep->chunks[n].used;
-		n++;
-	}
-	*bytes = sum;
-	return n;
-}
-
 /* ---- room in the model ---- */
-
-/* @n chunks of a report as placement sees them (stripes point into the report). */
-static struct bx_place_chunk *place_chunks(const struct bx_misplaced_chunk *chunks, size_t n)
-{
-	struct bx_place_chunk *pc = calloc(n + 1, sizeof(*pc));
-
-	for (size_t i = 0; pc && i < n; i++) {
-		const struct bx_misplaced_chunk *c = &chunks[i];
-
-		pc[i] = (struct bx_place_chunk){ c->logical, c->length, c->used, c->type,
-						 c->num_stripes, c->stripes };
-	}
-	return pc;
-}
 
 void bx_relocate_tier_devids(const struct bx_place_model *m, uint64_t type, uint32_t tier,
 			     char *buf, size_t len)
@@ -98,64 +60,33 @@ static void describe_shortfall(const struct bx_place_model *m, const struct bx_p
 			 "must come first");
 }
 
-int bx_relocate_room(const struct bx_usage_input *in, const struct bx_misplaced_report *rep,
+int bx_relocate_room(const struct bx_snapshot *in, const struct bx_misplaced_report *rep,
 		     const struct bx_misplaced_chunk *chunks, size_t n, char *reason, size_t len)
 {
-	struct bx_place_chunk *moves;
-	struct bx_usage_model um;
+	struct bx_snap_model um;
 	struct bx_place_model pm;
 	struct bx_place_room room;
 	int ret;
 
 	if (!rep->hints_effective || !n)
 		return 0;	/* forced: the kernel places by its own rules */
-	moves = place_chunks(chunks, n);
-	if (!moves)
-		return bx_error(-ENOMEM, "out of memory");
-	ret = bx_misplaced_model(in, &um, &pm);
-	if (!ret) {
-		ret = bx_place_room(&pm, moves, n, rep->pool, &room);
-		if (ret)
-			ret = bx_error(ret, "the allocator model failed: %s", strerror(-ret));
-		else if (room.nr_fit < n) {
-			describe_shortfall(&pm, &room, n, reason, len);
-			ret = -ENOSPC;
-		}
-		bx_usage_model_release(&um);
+	ret = bx_snap_place_model(in, &um, &pm);
+	if (ret)
+		return ret;
+	ret = bx_policy_room(&pm, rep, chunks, n, &room);
+	if (ret)
+		ret = bx_error(ret, "the allocator model failed: %s", strerror(-ret));
+	else if (room.nr_fit < n) {
+		describe_shortfall(&pm, &room, n, reason, len);
+		ret = -ENOSPC;
 	}
-	free(moves);
+	bx_snap_model_release(&um);
 	return ret;
-}
-
-/* ---- one chunk's balance ---- */
-
-void bx_relocate_balance_args(uint64_t logical, uint64_t type, struct btrfs_ioctl_balance_args *a)
-{
-	struct btrfs_balance_args one = {
-		.flags = BTRFS_BALANCE_ARGS_VRANGE,
-		.vstart = logical,
-		.vend = logical + 1,
-	};
-
-	memset(a, 0, sizeof(*a));
-	if (type & BTRFS_BLOCK_GROUP_DATA) {
-		a->flags |= BTRFS_BALANCE_DATA;
-		a->data = one;
-	}
-	/* Mixed block groups: the kernel wants data and metadata with the same arguments. */
-	if (type & BTRFS_BLOCK_GROUP_METADATA) {
-		a->flags |= BTRFS_BALANCE_METADATA;
-		a->meta = one;
-	}
-	if (type & BTRFS_BLOCK_GROUP_SYSTEM) {
-		a->flags |= BTRFS_BALANCE_SYSTEM;
-		a->sys = one;
-	}
 }
 
 /* ---- what the kernel did, against the model ---- */
 
-static const struct bx_usage_chunk *find_chunk(const struct bx_usage_input *in, uint64_t logical)
+static const struct bx_snap_chunk *find_chunk(const struct bx_snapshot *in, uint64_t logical)
 {
 	for (size_t i = 0; i < in->nr_chunks; i++)
 		if (in->chunks[i].logical == logical)
@@ -163,10 +94,10 @@ static const struct bx_usage_chunk *find_chunk(const struct bx_usage_input *in, 
 	return NULL;
 }
 
-int bx_relocate_new_chunks(const struct bx_usage_input *before, const struct bx_usage_input *after,
+int bx_relocate_new_chunks(const struct bx_snapshot *before, const struct bx_snapshot *after,
 			   const struct bx_place_chunk *old, struct bx_relocated *rel)
 {
-	struct bx_usage_model um;
+	struct bx_snap_model um;
 	struct bx_place_model pm;
 	struct bx_alloc_sim *sim = NULL;
 	int ret;
@@ -179,12 +110,12 @@ int bx_relocate_new_chunks(const struct bx_usage_input *before, const struct bx_
 	 * The model with the stored hints, as the plan predicted: a kernel that
 	 * ignores them (a forced run) is compared with the same prediction.
 	 */
-	ret = bx_misplaced_model(before, &um, &pm);
+	ret = bx_snap_place_model(before, &um, &pm);
 	if (ret)
 		return ret;
 	ret = bx_alloc_sim_new(um.devs, um.nr, &um.params, &sim);
 	for (size_t i = 0; !ret && i < after->nr_chunks; i++) {
-		const struct bx_usage_chunk *c = &after->chunks[i];
+		const struct bx_snap_chunk *c = &after->chunks[i];
 		struct bx_relocate_new_chunk *n;
 		struct bx_alloc_chunk model;
 		int step;
@@ -216,6 +147,6 @@ int bx_relocate_new_chunks(const struct bx_usage_input *before, const struct bx_
 			      bx_place_improves(&pm, old, n->devids, n->num_stripes);
 	}
 	bx_alloc_sim_free(sim);
-	bx_usage_model_release(&um);
+	bx_snap_model_release(&um);
 	return ret;
 }

@@ -13,15 +13,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/btrfs.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
@@ -29,9 +26,12 @@
 #include "common/error.h"
 #include "common/atomic-file.h"
 #include "common/units.h"
+#include "fsops/balance-chunk.h"
+#include "fsops/condition.h"
 #include "fsops/copy-rate.h"
 #include "fsops/mounted-fs.h"
-#include "fsops/usage.h"
+#include "fsops/snapshot-read.h"
+#include "model/policy.h"
 #include "format/ctree.h"
 #include "format/hints.h"
 #include "disk/volumes.h"
@@ -51,7 +51,7 @@ struct relocation {
 	double start;
 	double last_progress;
 	bool cancelled;			/* the progress callback asked to stop */
-	bool read_only;			/* mounted read-only (a dry run goes on) */
+	struct bx_fs_condition cond;	/* read when it opened the filesystem */
 	bool kernel_called;		/* a balance call was made: what is left must be read again */
 	struct bx_relocate_progress prog;
 	uint64_t *created;		/* logical addresses of chunks this run created */
@@ -116,22 +116,36 @@ static int refuse(struct relocation *r, int err)
  */
 static int refuse_unmounted(const char *path, const char *sysfs_root)
 {
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	char mnt[PATH_MAX] = "";
 	char *paths[1] = { (char *)path };
-	int ret = bx_usage_read_offline(paths, 1, sysfs_root, &in, mnt, sizeof(mnt));
+	int ret = bx_snapshot_read_offline(paths, 1, sysfs_root, &in, mnt, sizeof(mnt));
 
 	if (ret)
 		return ret;
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return bx_error_as(-ENOTDIR, BX_ERROR_KIND_NOT_MOUNTED, "%s: the filesystem is not "
 			   "mounted; relocating chunks needs it mounted", path);
+}
+
+/*
+ * A refusal of the policy (model/policy.h) by @checks, for a real run or
+ * into a dry run's result.
+ */
+static int check_policy(struct relocation *r, unsigned int checks)
+{
+	char why[1024];
+	enum bx_refusal refusal = bx_policy_refusal(&r->cond, BX_OP_BALANCE, checks, why,
+						    sizeof(why));
+
+	if (refusal == BX_REFUSE_NONE)
+		return 0;
+	return refuse(r, bx_error(bx_refusal_errno(refusal), "%s: %s", r->path, why));
 }
 
 /* The mounted filesystem at @r->path (a member device stands for its mount point). */
 static int open_filesystem(struct relocation *r)
 {
-	struct statvfs sv;
 	struct stat st;
 	int ret;
 
@@ -145,12 +159,8 @@ static int open_filesystem(struct relocation *r)
 	if (ret)
 		return ret;
 	r->path = r->mfs.path;
-	if (fstatvfs(r->mfs.fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
-		r->read_only = true;
-		return refuse(r, bx_error(-EROFS, "%s: mounted read-only; chunks cannot move",
-					  r->path));
-	}
-	return 0;
+	ret = bx_fs_condition_read(&r->mfs, r->o->sysfs_root, &r->cond);
+	return ret ? ret : check_policy(r, BX_CHECK_READ_ONLY);
 }
 
 /* One relocation per filesystem at a time: a lock file beside the rate record. */
@@ -188,35 +198,13 @@ static int take_lock(struct relocation *r)
 	return 0;
 }
 
-/* Anyone's balance, running or paused, keeps us out. */
-static int check_no_balance(struct relocation *r)
-{
-	struct btrfs_ioctl_balance_args args;
-
-	memset(&args, 0, sizeof(args));
-	if (ioctl(r->mfs.fd, BTRFS_IOC_BALANCE_PROGRESS, &args) == 0) {
-		if (args.state & BTRFS_BALANCE_STATE_RUNNING)
-			return refuse(r, bx_error(-EBUSY, "%s: a balance is running ('btrfs balance "
-						  "status %s'); wait for it to end or cancel it",
-						  r->path, r->path));
-		return refuse(r, bx_error(-EBUSY, "%s: a paused balance is waiting; resume it "
-					  "('btrfs balance resume %s') or cancel it ('btrfs balance "
-					  "cancel %s')", r->path, r->path, r->path));
-	}
-	if (errno == ENOTCONN)
-		return 0;
-	if (errno == EPERM)
-		return bx_error(-EPERM, "%s: relocating chunks needs root (CAP_SYS_ADMIN)", r->path);
-	return bx_error(-errno, "%s: cannot ask for the balance status: %m", r->path);
-}
-
 /* ---- reading the filesystem ---- */
 
 /* Commits the running transaction: afterwards the trees read are what the kernel allocates from. */
 static int commit(struct relocation *r)
 {
 	/* Read-only (a dry run): nothing changes, and there is nothing to commit. */
-	if (r->read_only)
+	if (r->cond.read_only)
 		return 0;
 	if (ioctl(r->mfs.fd, BTRFS_IOC_SYNC) < 0)
 		return bx_error(-errno, "%s: cannot commit: %m", r->path);
@@ -227,18 +215,18 @@ static int commit(struct relocation *r)
  * Reads the filesystem and its report (the report's warnings, said at every
  * read, are recorded once).
  */
-static int read_state(struct relocation *r, struct bx_usage_input *in,
+static int read_state(struct relocation *r, struct bx_snapshot *in,
 		      struct bx_misplaced_report *rep)
 {
 	char *paths[1] = { (char *)r->path };
 	int ret = commit(r);
 
 	if (!ret)
-		ret = bx_misplaced_read(paths, 1, r->o->sysfs_root, in);
+		ret = bx_snapshot_read_used(paths, 1, r->o->sysfs_root, in);
 	if (!ret) {
 		ret = bx_misplaced_compute(in, r->state_dir, rep);
 		if (ret)
-			bx_usage_input_release(in);
+			bx_snapshot_release(in);
 	}
 	return ret;
 }
@@ -249,7 +237,7 @@ static int read_state(struct relocation *r, struct bx_usage_input *in,
  * The room check of moving @n chunks of @rep, starting at @chunks: 0 when
  * all fit, else -ENOSPC with the reason recorded and copied into the result.
  */
-static int check_room(struct relocation *r, const struct bx_usage_input *in,
+static int check_room(struct relocation *r, const struct bx_snapshot *in,
 		      const struct bx_misplaced_report *rep,
 		      const struct bx_misplaced_chunk *chunks, size_t n)
 {
@@ -266,104 +254,6 @@ static bool created_here(const struct relocation *r, uint64_t logical)
 		if (r->created[i] == logical)
 			return true;
 	return false;
-}
-
-/* ---- one kernel balance call ---- */
-
-struct balance_call {
-	int fd;
-	struct btrfs_ioctl_balance_args args;
-	int err;			/* 0 or the errno of the ioctl */
-	bool done;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-};
-
-static void *balance_thread(void *arg)
-{
-	struct balance_call *b = arg;
-	int ret = ioctl(b->fd, BTRFS_IOC_BALANCE_V2, &b->args);
-	int err = ret < 0 ? errno : ret > 0 ? EBUSY : 0;	/* > 0: another exclusive operation */
-
-	pthread_mutex_lock(&b->lock);
-	b->err = err;
-	b->done = true;
-	pthread_cond_signal(&b->cond);
-	pthread_mutex_unlock(&b->lock);
-	return NULL;
-}
-
-static void wait_a_little(struct balance_call *b, double seconds)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += (long)(seconds * 1e9);
-	until.tv_sec += until.tv_nsec / 1000000000L;
-	until.tv_nsec %= 1000000000L;
-	pthread_mutex_lock(&b->lock);
-	if (!b->done)
-		pthread_cond_timedwait(&b->cond, &b->lock, &until);
-	pthread_mutex_unlock(&b->lock);
-}
-
-/*
- * Balances the chunk; returns 0, -EINTR when cancelled (through the
- * kernel's balance control), or the ioctl's negative errno.
- */
-static int balance_one(struct relocation *r, const struct bx_misplaced_chunk *c, double *seconds)
-{
-	struct balance_call b = { .fd = r->mfs.fd };
-	sigset_t block, old;
-	bool cancel_sent = false;
-	pthread_t thread;
-	double t0 = now();
-	int ret;
-
-	bx_relocate_balance_args(c->logical, c->type, &b.args);
-	pthread_mutex_init(&b.lock, NULL);
-	pthread_cond_init(&b.cond, NULL);
-	/* Signals go to the calling thread, which turns them into a cancel. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	ret = pthread_create(&thread, NULL, balance_thread, &b);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret) {
-		pthread_mutex_destroy(&b.lock);
-		pthread_cond_destroy(&b.cond);
-		return bx_error(-ret, "cannot start a thread: %s", strerror(ret));
-	}
-	for (;;) {
-		bool done;
-
-		wait_a_little(&b, POLL_SECONDS);
-		pthread_mutex_lock(&b.lock);
-		done = b.done;
-		pthread_mutex_unlock(&b.lock);
-		if (done)
-			break;
-		r->prog.kernel_seconds = r->res->kernel_seconds + (now() - t0);
-		/*
-		 * The cancel returns once the kernel has stopped; the balance call
-		 * then ends too. ENOTCONN: the call has not reached the kernel's
-		 * balance yet (or has left it): try again at the next poll.
-		 */
-		if (!cancel_sent && (report_progress(r, false) || cancel_requested(r)) &&
-		    ioctl(r->mfs.fd, BTRFS_IOC_BALANCE_CTL, BTRFS_BALANCE_CTL_CANCEL) == 0)
-			cancel_sent = true;
-	}
-	pthread_join(thread, NULL);
-	pthread_mutex_destroy(&b.lock);
-	pthread_cond_destroy(&b.cond);
-	*seconds = now() - t0;
-	/* A cancel that came after the chunk was done leaves it moved. */
-	if (b.err == ECANCELED)
-		return cancel_sent ? -EINTR : bx_error(-ECANCELED, "%s: someone cancelled the "
-						       "balance of chunk %llu", r->path,
-						       (unsigned long long)c->logical);
-	return -b.err;
 }
 
 /* ---- what the kernel did ---- */
@@ -454,22 +344,22 @@ static int explain_ignored(struct relocation *r, const struct bx_place_model *pm
 }
 
 /* A new chunk of the moved kind that is no better placed: why, into the result. */
-static int explain_misplaced_again(struct relocation *r, const struct bx_usage_input *before,
+static int explain_misplaced_again(struct relocation *r, const struct bx_snapshot *before,
 				   const struct bx_relocated *rel,
 				   const struct bx_relocate_new_chunk *n)
 {
-	struct bx_usage_model um;
+	struct bx_snap_model um;
 	struct bx_place_model pm;
 	char devs[128], old_devs[128], pref[512], unalloc[32];
 	uint64_t free_bytes = 0;
 	uint32_t tier;
-	int ret = bx_misplaced_model(before, &um, &pm);
+	int ret = bx_snap_place_model(before, &um, &pm);
 
 	if (ret)
 		return ret;
 	if (!before->hints_effective) {
 		ret = explain_ignored(r, &pm, rel, n);
-		bx_usage_model_release(&um);
+		bx_snap_model_release(&um);
 		return ret;
 	}
 	tier = bx_place_best_tier(&pm, n->type);
@@ -478,7 +368,7 @@ static int explain_misplaced_again(struct relocation *r, const struct bx_usage_i
 		    (uint32_t)bx_alloc_hint_tier(pm.devs[i].hint, n->type, pm.params.flags, NULL) == tier)
 			free_bytes += bx_alloc_device_unallocated(&pm.devs[i]);
 	bx_relocate_tier_devids(&pm, n->type, tier, pref, sizeof(pref));
-	bx_usage_model_release(&um);
+	bx_snap_model_release(&um);
 	describe_devids(n->devids, n->num_stripes, devs, sizeof(devs));
 	describe_devids(rel->devids, rel->num_stripes, old_devs, sizeof(old_devs));
 	bx_pretty_size(free_bytes, 0, unalloc, sizeof(unalloc));
@@ -551,7 +441,7 @@ static const struct bx_misplaced_chunk *next_chunk(struct relocation *r,
 	for (size_t i = 0; i < rep->nr_chunks; i++) {
 		const struct bx_misplaced_chunk *c = &rep->chunks[i];
 
-		if (!bx_relocate_selected(r->o, c) || created_here(r, c->logical))
+		if (!bx_policy_takes(c, r->o->forbidden_only) || created_here(r, c->logical))
 			continue;
 		if (r->o->max_bytes && r->prog.bytes_done + c->used > r->o->max_bytes) {
 			r->res->stop = BX_RELOCATE_LIMIT;
@@ -607,11 +497,20 @@ static int stop_for_kernel_error(struct relocation *r, const struct bx_misplaced
 	return err;
 }
 
+/* While a chunk moves: the progress, and whether to cancel (bx_balance_chunk_poll). */
+static bool poll_kernel(void *arg, double seconds)
+{
+	struct relocation *r = arg;
+
+	r->prog.kernel_seconds = r->res->kernel_seconds + seconds;
+	return report_progress(r, false) || cancel_requested(r);
+}
+
 /* Moves @c; fills its record. Returns 0 to go on, or why to stop. */
-static int move_one(struct relocation *r, const struct bx_usage_input *before,
+static int move_one(struct relocation *r, const struct bx_snapshot *before,
 		    const struct bx_misplaced_report *rep, const struct bx_misplaced_chunk *c)
 {
-	struct bx_usage_input after;
+	struct bx_snapshot after;
 	struct bx_misplaced_report after_rep;
 	struct bx_place_chunk old = { c->logical, c->length, c->used, c->type, c->num_stripes,
 				      c->stripes };
@@ -628,7 +527,7 @@ static int move_one(struct relocation *r, const struct bx_usage_input *before,
 		return bx_error(-EINTR, "%s: %s", r->path, r->res->reason);
 	}
 	r->kernel_called = true;
-	ret = balance_one(r, c, &seconds);
+	ret = bx_balance_chunk(r->mfs.fd, r->path, c->logical, c->type, poll_kernel, r, &seconds);
 	r->res->kernel_seconds += seconds;
 	r->prog.kernel_seconds = r->res->kernel_seconds;
 	r->prog.current = 0;
@@ -665,14 +564,14 @@ static int move_one(struct relocation *r, const struct bx_usage_input *before,
 			"said%s", (unsigned long long)c->logical,
 			rep->hints_effective ? "" : " (it ignores allocation hints)");
 	bx_misplaced_report_release(&after_rep);
-	bx_usage_input_release(&after);
+	bx_snapshot_release(&after);
 	report_progress(r, true);
 	return ret;
 }
 
 static int one_step(struct relocation *r, bool *go_on)
 {
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	struct bx_misplaced_report rep;
 	const struct bx_misplaced_chunk *c;
 	int ret;
@@ -692,7 +591,7 @@ static int one_step(struct relocation *r, bool *go_on)
 		*go_on = ret == 0;
 	}
 	bx_misplaced_report_release(&rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return ret;
 }
 
@@ -705,7 +604,7 @@ static void set_remaining(struct relocation *r, const struct bx_misplaced_report
 
 static int remaining(struct relocation *r)
 {
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	struct bx_misplaced_report rep;
 	int ret = read_state(r, &in, &rep);
 
@@ -713,12 +612,12 @@ static int remaining(struct relocation *r)
 		return ret;
 	set_remaining(r, &rep);
 	bx_misplaced_report_release(&rep);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return 0;
 }
 
 /* The start: report, refusals that need it, the plan and its room. */
-static int start(struct relocation *r, struct bx_usage_input *in)
+static int start(struct relocation *r, struct bx_snapshot *in)
 {
 	struct bx_relocate_result *res = r->res;
 	int ret = read_state(r, in, &res->start);
@@ -729,20 +628,19 @@ static int start(struct relocation *r, struct bx_usage_input *in)
 	set_remaining(r, &res->start);
 	res->hints_effective = res->start.hints_effective;
 	if (res->start.nr_chunks && !res->hints_effective) {
+		r->cond.kernel_hints = 0;
 		if (!r->o->force)
-			ret = refuse(r, bx_error(-EOPNOTSUPP, "%s: the running kernel ignores "
-						 "allocation hints: moved chunks would be placed "
-						 "without them (--force moves them anyway, which is "
-						 "pointless for placement)", r->path));
+			ret = check_policy(r, BX_CHECK_HINTS);
 		if (ret)
 			return ret;
 		res->forced = r->o->force;
 	}
-	res->nr_planned = bx_relocate_select(&res->start, r->o, &res->planned_bytes);
+	res->nr_planned = bx_policy_select(&res->start, r->o->forbidden_only, r->o->limit,
+					   r->o->max_bytes, &res->planned_bytes);
 	r->prog.chunks_total = res->nr_planned;
 	r->prog.bytes_total = res->planned_bytes;
 	if (res->start.nr_chunks && !res->nr_planned &&
-	    bx_relocate_selected(r->o, &res->start.chunks[0])) {
+	    bx_policy_takes(&res->start.chunks[0], r->o->forbidden_only)) {
 		char used[32];
 
 		bx_pretty_size(res->start.chunks[0].used, 0, used, sizeof(used));
@@ -756,13 +654,13 @@ static int start(struct relocation *r, struct bx_usage_input *in)
 
 static int run_all(struct relocation *r)
 {
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	bool go_on = true;
 	int ret;
 
 	memset(&in, 0, sizeof(in));
 	ret = start(r, &in);
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	if (ret)
 		return ret;
 	if (r->o->dry_run) {
@@ -805,7 +703,7 @@ int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 	r.res->stop = BX_RELOCATE_FAILED;
 	ret = open_filesystem(&r);
 	if (!ret)
-		ret = check_no_balance(&r);
+		ret = check_policy(&r, BX_CHECK_EXCLUSIVE);
 	if (!ret)
 		ret = take_lock(&r);
 	if (!ret)

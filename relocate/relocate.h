@@ -59,18 +59,27 @@ struct bx_relocate_progress {
 /* Called from the calling thread; non-zero cancels the run. */
 typedef int (*bx_relocate_progress_fn)(void *arg, const struct bx_relocate_progress *p);
 
+/*
+ * The options struct btrfsx_relocate_options and Python's
+ * relocate_misplaced() take as they are (common/fields.h, BX_FIELD_TAKE);
+ * the progress callback and the cancel flag stay outside, the library
+ * relays them.
+ */
+#define BX_RELOCATE_OPTS_FIELDS(X)						\
+	X(bool, forbidden_only, )	/* leave off-preference chunks alone */	\
+	X(bool, dry_run, )		/* plan (and check the room), move nothing */ \
+	X(bool, force, )		/* move even when the kernel ignores hints */ \
+	X(uint64_t, limit, )		/* at most this many chunks; 0: no limit */ \
+	X(uint64_t, max_bytes, )	/* at most this many used bytes; 0: no limit */ \
+	X(double, pause, )		/* seconds between chunks */		\
+	X(const char *, sysfs_root, )	/* NULL: "/sys" */			\
+	X(const char *, state_dir, )	/* copy rate and lock; NULL: /var/lib/btrfsx */ \
+	X(double, progress_interval, )	/* seconds; 0: 0.5 */
+
 struct bx_relocate_opts {
-	bool forbidden_only;		/* leave off-preference chunks alone */
-	bool dry_run;			/* plan (and check the room), move nothing */
-	bool force;			/* move even when the kernel ignores hints */
-	uint64_t limit;			/* at most this many chunks; 0: no limit */
-	uint64_t max_bytes;		/* at most this many used bytes; 0: no limit */
-	double pause;			/* seconds between chunks */
-	const char *sysfs_root;		/* NULL: "/sys" */
-	const char *state_dir;		/* copy rate and lock; NULL: /var/lib/btrfsx */
+	BX_RELOCATE_OPTS_FIELDS(BX_FIELD_MEMBER)
 	bx_relocate_progress_fn progress;	/* may be NULL */
 	void *progress_arg;
-	double progress_interval;	/* seconds; 0: 0.5 */
 	const volatile int *cancel;	/* may be NULL; non-zero cancels */
 };
 

@@ -17,6 +17,9 @@ PACKAGES=(
 	debhelper dh-python lintian
 	# building btrfs-progs 6.19, the second oracle (tests/helpers/progs_619.py)
 	libzstd-dev liblzo2-dev libudev-dev
+	# the web console application and its real-browser test (tests/test_cockpit.py)
+	cockpit-ws cockpit-bridge cockpit-system libjs-d3
+	chromium chromium-driver python3-selenium
 )
 # Services whose packages start them on installation (Debian's postinst does
 # where an init system runs): the tests start their own, on their own ports.

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from helpers import aging, fsutil
+from helpers import aging, fsutil, json_schemas
 from helpers import oracle
 from helpers.fsutil import MiB
 from helpers.misplaced_oracle import chunk_tree, expected
@@ -167,6 +167,16 @@ def test_text_output_progress_and_exit_codes(misplaced_fs, run_btrfsx, state):
     assert "moved 1/1 chunks" in err and "ETA" in err
     assert re.search(r"^\s*status\s+limit reached$", out, re.M), out
     assert "moved (to: new chunk:devids):" in out
+    # for programs: each report a JSON line of its own, as the schema's $defs/progress says
+    rc, out, err = run_btrfsx("balance", "misplaced", "--force", "--progress", "--limit", "1",
+                              mnt, fmt="json", env=state)
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith('{"progress"')]
+    assert lines and "\r" not in err, err
+    for line in lines:
+        json_schemas.validate_def("balance misplaced", "progress", line)
+    last = lines[-1]["progress"]
+    doc = json.loads(out)["balance"]
+    assert (last["chunks_done"], last["bytes_done"]) == (doc["chunks_moved"], doc["bytes_moved"])
     # unmounted: the report reads the devices (the stored hints)
     fsutil.umount(mnt)
     rc, out, err = run_btrfsx("filesystem", "misplaced", *devs, check=4, env=state)
@@ -184,9 +194,9 @@ def test_second_run_refused_and_sigint_between_chunks(misplaced_fs, btrfsx, run_
                                  stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     try:
         deadline = time.monotonic() + 60
-        while "moved 1/" not in errfile.read_text() and time.monotonic() < deadline:
+        while '"chunks_done": 1' not in errfile.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert "pausing" in errfile.read_text() or "moved 1/" in errfile.read_text()
+        assert '"chunks_done": 1' in errfile.read_text()
         rc, out, err = run_btrfsx("balance", "misplaced", "--force", mnt, check=1, env=state)
         assert "another 'balance misplaced' runs on this filesystem" in err
         first.send_signal(signal.SIGINT)

@@ -98,7 +98,7 @@ def test_option_arguments_match_binary(btrfsx, tree, tmp_path):
 
 def test_arguments_cover_every_command(tree):
     for path, commands in tree.items():
-        if not commands and path not in ("read-policy list",):
+        if not commands and path not in ("read-policy list", "inspect kernel-traits"):
             assert call("_btrfsx_arguments", path), f"no arguments for {path}"
 
 
@@ -142,9 +142,10 @@ def test_hint_and_policy_names_match_property_descriptions(btrfsx_json):
 
 def test_groups_commands_and_prefixes():
     assert complete("btrfsx ") == \
-        "filesystem inspect read-policy property device scrub monitor balance mkfs".split()
+        "filesystem inspect read-policy property device scrub monitor balance maintain mkfs".split()
     assert complete("btrfsx fi") == ["filesystem"]
     assert complete("btrfsx bal ") == ["misplaced"]
+    assert complete("btrfsx mai ") == ["plan", "run"]
     assert complete("btrfsx fi mis") == ["misplaced"]
     assert complete("btrfsx inspect dump-") == ["dump-super", "dump-tree"]
     assert complete("btrfsx insp dump-s -") == ["-a", "--all", "-f", "--full", "-h", "--help"]

@@ -19,6 +19,7 @@ run over a btrfsx installed by other means.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -30,7 +31,8 @@ import pytest
 from test_install import build_dir, make_vars
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("btrfsx", "libbtrfsx0", "libbtrfsx-dev", "python3-btrfsx")
+PACKAGES = ("btrfsx", "libbtrfsx0", "libbtrfsx-dev", "python3-btrfsx", "cockpit-btrfsx")
+ARCH_ALL = ("cockpit-btrfsx",)
 LOCK = "/run/lock/btrfsx-debian-test.lock"
 BUILD_TIMEOUT = 900
 
@@ -66,7 +68,8 @@ def debs(tmp_path_factory) -> dict[str, Path]:
     finally:
         shutil.rmtree(tree)
     arch = run(["dpkg", "--print-architecture"]).stdout.strip()
-    found = {name: top / f"{name}_{version}_{arch}.deb" for name in PACKAGES}
+    found = {name: top / f"{name}_{version}_{'all' if name in ARCH_ALL else arch}.deb"
+             for name in PACKAGES}
     found["changes"] = top / f"btrfsx_{version}_{arch}.changes"
     assert all(f.exists() for f in found.values()), sorted(os.listdir(top))
     return found
@@ -91,7 +94,7 @@ def contents(deb: Path) -> set[str]:
 
 
 def test_what_each_package_holds(debs):
-    tool, lib, dev, py = (contents(debs[name]) for name in PACKAGES)
+    tool, lib, dev, py, web = (contents(debs[name]) for name in PACKAGES)
     assert {"/usr/bin/btrfsx", "/lib/systemd/system/btrfsx-monitor.service",
             "/lib/systemd/system/btrfsx-monitor.timer",
             "/lib/systemd/system/btrfsx-read-policy.service",
@@ -105,7 +108,9 @@ def test_what_each_package_holds(debs):
     assert any(f.endswith("/pkgconfig/btrfsx.pc") for f in dev)
     assert "/usr/lib/python3/dist-packages/btrfsx/__init__.py" in py
     assert any(re.fullmatch(r"/usr/lib/python3/dist-packages/btrfsx/_btrfsx\..*so", f) for f in py)
-    everything = tool | lib | dev | py
+    assert {"/usr/share/cockpit/btrfsx/manifest.json", "/usr/share/cockpit/btrfsx/index.html",
+            "/usr/share/cockpit/btrfsx/bx-core.js", "/usr/share/cockpit/btrfsx/d3.min.js"} <= web
+    everything = tool | lib | dev | py | web
     assert not [f for f in everything if f.endswith((".la", ".a"))]
 
 
@@ -154,6 +159,10 @@ def exercise(tmp_path: Path):
     p = run(["cc", "-o", tmp_path / "probe", tmp_path / "probe.c", *flags], env=clean)
     assert p.returncode == 0, p.stderr
     assert run([tmp_path / "probe"], env=clean).stdout == "metadata_only\n"
+    # the web console's application, its chart library Debian's d3
+    app = Path("/usr/share/cockpit/btrfsx")
+    assert json.loads((app / "manifest.json").read_text())["menu"]["index"]["label"]
+    assert (app / "d3.min.js").resolve() == Path("/usr/share/javascript/d3/d3.min.js")
     if shutil.which("promtool"):
         p = run(["promtool", "check", "rules", "/usr/share/btrfsx/prometheus/btrfsx.rules.yml"])
         assert p.returncode == 0, p.stdout + p.stderr
@@ -174,6 +183,7 @@ def test_installed_exercised_and_purged(debs, tmp_path):
         # (/var/lib/btrfsx may be there already: the tests' own runs use it)
         watched = [f for f in ("/usr/bin/btrfsx", "/var/lib/btrfsx", "/usr/share/btrfsx",
                                "/lib/systemd/system/btrfsx-monitor.timer",
+                               "/usr/share/cockpit/btrfsx",
                                "/usr/lib/python3/dist-packages/btrfsx") if not Path(f).exists()]
         try:
             p = run(["dpkg", "-i"] + [debs[n] for n in PACKAGES],

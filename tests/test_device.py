@@ -240,3 +240,19 @@ def test_usage_errors(run_btrfsx, args, message):
 def test_not_btrfs(run_btrfsx, tmp_path):
     rc, out, err = run_btrfsx("device", "io-stats", "-i", "0.1", tmp_path, check=1)
     assert "not on a mounted btrfs filesystem" in err
+
+
+def test_error_counters_are_btrfs_device_stats(raid1, btrfsx_json):
+    """After the samples, each device's error counters: what btrfs-progs'
+    `device stats` prints for the same devices."""
+    mnt, devs, big = raid1
+    doc = btrfsx_json("device", "io-stats", "-i", "0.05", mnt)
+    progs = fsutil.run(["btrfs", "device", "stats", str(mnt)]).stdout
+    want = {}
+    for line in progs.splitlines():
+        name, value = line.split()
+        dev, counter = name[1:].split("].")
+        want.setdefault(dev, {})[counter] = int(value)
+    assert [e["device"] for e in doc["errors"]] == devs
+    for e in doc["errors"]:
+        assert {k: v for k, v in e.items() if k not in ("devid", "device")} == want[e["device"]]

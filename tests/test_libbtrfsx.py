@@ -107,7 +107,7 @@ def test_exported_symbols_are_the_header_functions():
     symbols = [line.split()[2] for line in out.splitlines()
                if line.split()[1] != "A"]      # the version node itself
     assert {s.split("@")[0] for s in symbols} == header_functions()
-    assert len(header_functions()) == 28
+    assert len(header_functions()) == 33
     # a function is in the node of the release that added it (its Since:)
     since = dict(re.findall(r"\* (btrfsx_\w+)\(\).*?Since: (\d+\.\d+)", HEADER.read_text(),
                             flags=re.S))
@@ -341,6 +341,8 @@ CLI_ONLY_MODEL_KEYS = ("balance", "kernel_honours_hints")
 
 def compare_usage(report: dict, cli: dict):
     res = ok(report)
+    kernel = cli.pop("kernel")
+    assert res["kernel"] == (kernel["version"] or "") and res["kernel_running"] == kernel["running"]
     cli = dict(cli, devices=[{k: v for k, v in d.items() if k not in CLI_ONLY_DEVICE_KEYS}
                              for d in cli["devices"]],
                model={k: v for k, v in cli["model"].items() if k not in CLI_ONLY_MODEL_KEYS})
@@ -922,3 +924,57 @@ def test_plan_errors(hinted, probe):
     assert bad["error"] == INVALID_ARGUMENT and "not a size" in bad["message"]
     bad = probe("plan", "-", *devs, "--", "convert", "data=raid1c4")
     assert bad["error"] == INVALID_ARGUMENT and "raid1c4 needs at least 4" in bad["message"]
+
+
+def test_kernel_traits_equal_cli(probe, btrfsx_json):
+    """btrfsx_kernel_traits_get(): the register as `btrfsx inspect kernel-traits` lists it."""
+    for kernel in ("6.1", "6.12", "7.3"):
+        res = ok(probe("kernel-traits", kernel))
+        cli = btrfsx_json("inspect", "kernel-traits", "--kernel", kernel)
+        assert res["kernel"] == cli["kernel"]["version"] == kernel
+        assert res["kernel_running"] is cli["kernel"]["running"] is False
+        assert [(t["name"], t["first"] or None, t["last"] or None, t["active"], t["test"])
+                for t in res["traits"]] == \
+            [(t["name"], t["first"], t["last"], t["active"], t["test"]) for t in cli["traits"]]
+    running = ok(probe("kernel-traits", "-"))
+    assert running["kernel_running"] is True and running["release"] == os.uname().release
+    for bad in ("5.10", "6.20", "seven"):
+        failed(probe("kernel-traits", bad), INVALID_ARGUMENT, "kernel: ")
+
+
+def test_usage_misplaced_and_plan_for_a_kernel(hinted, probe, btrfsx_json):
+    """The *_for_kernel functions follow the kernel asked for, as --kernel does."""
+    devs = hinted.devs
+    for kernel in ("6.1", "7.3"):
+        res = compare_usage(probe("usage-kernel", kernel, "-", 0, *devs),
+                            btrfsx_json("filesystem", "usage", "--kernel", kernel, *devs))
+        assert res["kernel"] == kernel and res["kernel_running"] is False
+        mis = ok(probe("misplaced-kernel", kernel, "-", *devs))
+        cli = btrfsx_json("filesystem", "misplaced", "--kernel", kernel, *devs, check=False)
+        assert mis["kernel"] == cli["misplaced"]["kernel"]["version"] == kernel
+        plan = ok(probe("plan-kernel", kernel, "-", *devs, "--", "remove", "1"))
+        cli = btrfsx_json("filesystem", "plan", "--kernel", kernel, *devs, "--remove", "1",
+                          check=False)
+        assert plan["kernel"] == cli["kernel"]["version"] == kernel
+        assert plan["possible"] is cli["possible"]
+        assert plan["after_free_estimated"] == cli["after"]["free_estimated"]
+    assert ok(probe("usage-kernel", "-", "-", 0, *devs))["kernel_running"] is True
+    failed(probe("usage-kernel", "4.19", "-", 0, *devs), INVALID_ARGUMENT, "kernel: 4.19")
+    failed(probe("misplaced-kernel", "x", "-", *devs), INVALID_ARGUMENT, "not a kernel version")
+    failed(probe("plan-kernel", "8.0", "-", *devs, "--", "remove", "1"), INVALID_ARGUMENT,
+           "not a kernel the model knows")
+
+
+def test_version_is_the_newest_symbol_node():
+    """The header's version is the newest node of the symbol map: a release
+    that adds a node says so in BTRFSX_VERSION_MAJOR/MINOR, and Python's
+    __version__ follows the header."""
+    header = HEADER.read_text()
+    major, minor = (int(re.search(rf"#define BTRFSX_VERSION_{p} (\d+)", header).group(1))
+                    for p in ("MAJOR", "MINOR"))
+    nodes = re.findall(r"^LIBBTRFSX_(\d+)\.(\d+) \{", (TOP / "libbtrfsx" / "libbtrfsx.sym")
+                       .read_text(), flags=re.M)
+    assert max((int(a), int(b)) for a, b in nodes) == (major, minor)
+    # every "Since: X.Y" names a node that exists
+    since = {tuple(map(int, m)) for m in re.findall(r"Since:? (\d+)\.(\d+)", header)}
+    assert since <= {(int(a), int(b)) for a, b in nodes}

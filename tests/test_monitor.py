@@ -222,6 +222,32 @@ def test_too_little_history_says_so(fs, state, run_btrfsx, btrfsx_json):
     assert re.search(r"^btrfsx_trend_learning\{.*\} 1$", out, re.M)
 
 
+def test_samples_are_the_windows_with_what_the_days_count_down(fs, state, run_btrfsx,
+                                                                btrfsx_json):
+    """--samples lists the samples of the window, oldest first, each with the
+    metadata room above the global reserve and free_estimated, as the
+    history holds them; the newest's are the filesystem's metadata_left and
+    data_left. Samples outside the window are not listed; text shows them too."""
+    for day, files in ((0, 0), (1, 200), (2, 400), (40, 600)):
+        write_day(fs, files, 200)
+        record(run_btrfsx, state, fs, day)
+    doc = report(btrfsx_json, state, 40, "--samples", "--window", "45d")
+    proj = doc["filesystems"][0]
+    rows = db_rows(state, "SELECT time, metadata_room, global_reserve, free_estimated "
+                          "FROM samples ORDER BY time")
+    assert proj["series"] == [{"time": t, "metadata_left": max(room - reserve, 0),
+                               "data_left": free} for t, room, reserve, free in rows]
+    assert proj["metadata_left"] == proj["series"][-1]["metadata_left"]
+    assert proj["data_left"] == proj["series"][-1]["data_left"]
+    assert "series" not in report(btrfsx_json, state, 40)["filesystems"][0]
+    assert len(report(btrfsx_json, state, 40, "--samples")["filesystems"][0]["series"]) == 1
+    rc, out, err = run_btrfsx("monitor", "report", "--samples", env=env_at(state, 40))
+    assert re.search(r"^\s*\d{4}-\d\d-\d\d \S+ UTC metadata_left \S+ data_left ", out, re.M), out
+    rc, out, err = run_btrfsx("monitor", "report", "--samples", "extra", env=env_at(state, 40),
+                              check=1)
+    assert "extra" in err
+
+
 def test_check_states_and_exit_codes(fs, state, run_btrfsx, btrfsx_json):
     """Data grows 20 MiB a day on a filesystem with ~440 MiB strict free
     space: about 22 days left. The thresholds decide OK, WARNING, CRITICAL."""

@@ -19,6 +19,7 @@ kernel on loop devices, and its command line.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -240,6 +241,46 @@ def test_json_lists_what_moves(small_fs, btrfsx_json):
     assert all(1 in c["devids"] for c in moved)
     assert all(1 not in c["devids"] for c in doc["created"])
     assert doc["after"]["data_used"] == doc["before"]["data_used"]
+
+
+def test_commands_and_estimates(small_fs, btrfsx_json, run_btrfsx, tmp_path):
+    """Each change names the command that makes it; with a copy rate measured
+    (the state directory's record, as balance misplaced writes it) the
+    estimate is what the change copies at that rate, else null."""
+    args = ["--add", "1G:metadata_only", "--remove", "1", "--resize", "2=1500M",
+            "--hint", "3=data_only", "--convert", "data=raid1c3", "--convert", "metadata=dup",
+            "--replace", "2=4G", "--balance", "dusage=10..50,musage=5", "--relocate"]
+    state = tmp_path / "state"
+    doc = btrfsx_json("filesystem", "plan", *small_fs.devs, *args,
+                      env={"BTRFSX_STATE_DIR": str(state)}, check=False)
+    assert doc["copy_rate"] is None
+    assert [c["command"] for c in doc["changes"]] == [
+        "btrfs device add <new-device> <mountpoint> && btrfsx device property set "
+        "<new-device> allocation_hint metadata_only",
+        "btrfs device remove 1 <mountpoint>",
+        f"btrfs filesystem resize 2:{1500 * 1024 * 1024} <mountpoint>",
+        f"btrfsx device property set {small_fs.devs[2]} allocation_hint data_only",
+        "btrfs balance start -dconvert=raid1c3 <mountpoint>",
+        "btrfs balance start -mconvert=dup <mountpoint>",
+        "btrfs replace start 2 <new-device> <mountpoint>",
+        "btrfs balance start -dusage=10..50 -musage=5 <mountpoint>",
+        "btrfsx balance misplaced <mountpoint>"]
+    assert all(c["estimate_seconds"] is None for c in doc["changes"])
+    fsid = fsutil.read_fsid(small_fs.devs[0])
+    (state / "relocate").mkdir(parents=True)
+    (state / "relocate" / f"{fsid}.json").write_text(
+        json.dumps({"bytes": 100 * 1024 * 1024, "seconds": 4.0}))
+    with fsutil.mounted(small_fs.devs) as mnt:
+        doc = btrfsx_json("filesystem", "plan", str(mnt), "--remove", "1",
+                          env={"BTRFSX_STATE_DIR": str(state)})
+        _, text, _ = run_btrfsx("filesystem", "plan", str(mnt), "--remove", "1")
+    rate = doc["copy_rate"]
+    assert rate == 25 * 1024 * 1024
+    step = doc["changes"][0]
+    assert step["command"] == f"btrfs device remove 1 {mnt}"
+    assert step["estimate_seconds"] == pytest.approx(
+        (step["moved_bytes"] + step["copied_bytes"]) / rate, abs=0.05)
+    assert f"command: btrfs device remove 1 {mnt}" in text
 
 
 def test_text_side_by_side(small_fs, run_btrfsx):

@@ -43,25 +43,9 @@ CASES = int(os.environ.get("BTRFSX_BALANCE_CASES", "3"))
 AGED = int(os.environ.get("BTRFSX_BALANCE_AGED", "3"))
 
 
-#: the moved-chunk checks of plan_check.compare(): where the kernel puts a
-#: relocated chunk's extents is not the same twice on the same aged layout
-#: (into the free space of lower block groups in one run, new chunks in the
-#: next), and a lower block group filled past the filter is then skipped
-MOVED = ("moved chunks differ", "moved bytes")
-
-
-def _settle_moves(o: plan_check.Outcome) -> None:
-    """A balance whose after-state is the kernel's (every figure within 1 %)
-    but whose moved chunks differ: a note, not a mismatch (see MOVED)."""
-    if o.problems and all(p.startswith(MOVED) for p in o.problems) and o.errors:
-        o.notes.extend(f"(the kernel placed extents elsewhere, the same after-state) {p}"
-                       for p in o.problems)
-        o.problems = []
-
-
 def _check(outcomes: list[plan_check.Outcome]) -> None:
     for o in outcomes:
-        _settle_moves(o)
+        plan_check.settle_moves(o)
     print("\n" + plan_check.report(outcomes) + "\n\n" + plan_check.table(outcomes))
     bad = [o for o in outcomes if o.problems]
     assert not bad, (f"{len(bad)} of {len(outcomes)} balance plans differ from the kernel:\n" +

@@ -172,7 +172,9 @@ def test_enums_names_and_errors(py):
               "profiles": [btrfsx.profile_name(f) for f in (0, 1 << 4, 1 << 5, 1 << 9, 1 << 8)],
               "types": [btrfsx.type_name(f) for f in (1, 2, 4, 5)]})
     ''')
-    assert doc["version"] == "0.1.0"
+    header = (fsutil.REPO / "libbtrfsx" / "btrfsx.h").read_text()
+    assert doc["version"] == ".".join(re.search(rf"#define BTRFSX_VERSION_{part} (\d+)", header)[1]
+                                      for part in ("MAJOR", "MINOR", "PATCH"))
     assert [v for v, _ in doc["codes"].values()] == list(range(16))
     assert doc["codes"]["NOT_BTRFS"][1] == "not a btrfs filesystem"
     assert all(text for _, text in doc["codes"].values())
@@ -209,6 +211,25 @@ def test_a_field_only_the_c_table_has_stops_the_import(py):
     """)
     assert "ScrubCounters" in got and "added_in_the_engine" in got
     assert set(py("emit(list(btrfsx._btrfsx.FIELDS))")) >= {"ScrubCounters", "MonitorSample"}
+
+
+def test_an_option_only_the_c_table_has_stops_the_import(py):
+    """relocate_misplaced() takes the options of the C module's table (made
+    from relocate/relocate.h's list of struct btrfsx_relocate_options): one
+    the table has and the function lacks stops the import, naming it; the
+    function passes its parameters on by the table's names."""
+    got = py("""
+        names = btrfsx._btrfsx.OPTIONS["relocate_misplaced"]
+        btrfsx._btrfsx.OPTIONS["relocate_misplaced"] += ("added_in_the_engine",)
+        try:
+            btrfsx._common._c_options(python_only=("progress", "cancel"))(
+                btrfsx.relocate_misplaced)
+        except ImportError as e:
+            emit([str(e), list(names)])
+    """)
+    assert "relocate_misplaced" in got[0] and "added_in_the_engine" in got[0]
+    assert got[1] == ["forbidden_only", "dry_run", "force", "limit", "max_bytes", "pause",
+                      "sysfs_root", "state_dir", "progress_interval"]
 
 
 def test_hint_parse(py):
@@ -495,6 +516,37 @@ def test_plan_equals_cli(loopdevs, py, btrfsx_json):
 
 
 @pytest.mark.root
+def test_kernel_traits_and_plans_for_a_kernel(images, py, btrfsx_json):
+    """btrfsx.kernel_traits() and the kernel= of usage(), misplaced(), plan()
+    (issue 40): the register as `btrfsx inspect kernel-traits` lists it, the
+    results say which kernel they followed."""
+    imgs = images(["512M", "512M"])
+    fsutil.mkfs(imgs, data="raid1", metadata="raid1")
+    got = py('''
+        t = btrfsx.kernel_traits("6.1")
+        u = btrfsx.usage(sys.argv[1:], kernel="6.1")
+        m = btrfsx.misplaced(sys.argv[1:], kernel="7.3")
+        p = btrfsx.plan(sys.argv[1:], [("add", "1G")], kernel="6.12")
+        running = btrfsx.usage(sys.argv[1:])
+        emit({"traits": [(x.name, x.first, x.last, x.active) for x in t.traits],
+              "kernel": (t.kernel, t.release, t.kernel_running),
+              "usage": (u.kernel, u.kernel_running), "misplaced": m.kernel,
+              "plan": (p.kernel, p.before.kernel, p.after.kernel),
+              "running": running.kernel_running,
+              "bad": error(btrfsx.kernel_traits, "6.99"),
+              "bad_plan": error(btrfsx.plan, sys.argv[1:], [("add", "1G")], kernel="5.4")})
+    ''', *imgs)
+    cli = btrfsx_json("inspect", "kernel-traits", "--kernel", "6.1")
+    assert got["traits"] == [[t["name"], t["first"] or "", t["last"] or "", t["active"]]
+                             for t in cli["traits"]]
+    assert got["kernel"] == ["6.1", "6.1", False]
+    assert got["usage"] == ["6.1", False] and got["misplaced"] == "7.3"
+    assert got["plan"] == ["6.12", "6.12", "6.12"] and got["running"] is True
+    for bad in (got["bad"], got["bad_plan"]):
+        assert bad["class"] == "InvalidArgumentError"
+        assert "not a kernel the model knows" in bad["message"]
+
+
 def test_plan_bad_input(loopdevs, py):
     loops = loopdevs(2)
     fsutil.mkfs(loops.devs, data="single", metadata="raid1")

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The results libbtrfsx publishes are described once, by the field lists of
-the engines' headers (common/fields.h): a field added to a list only must
-stop the build of the library and of the Python module, until the public
-header (and from there Python) has it.
+"""The results libbtrfsx publishes and the options it takes are described
+once, by the field lists of the engines' headers (common/fields.h): a field
+added to a list only must stop the build of the library and of the Python
+module, until the public header (and from there Python) has it.
 
 Each test copies the engine headers with one more field in every list,
 puts the copies first on the include path and compiles one of the library's
@@ -63,7 +63,8 @@ def compile_c(source: Path, *include_dirs) -> subprocess.CompletedProcess:
 
 
 CONVERTERS = sorted((TOP / "libbtrfsx").glob("*.c"))
-MODULE = TOP / "libbtrfsx" / "python" / "btrfsx_module.c"
+# the Python module: its shared part and one file per area
+MODULE = sorted((TOP / "libbtrfsx" / "python").glob("*.c"))
 
 
 def test_every_list_has_a_converter_and_a_python_table():
@@ -71,14 +72,14 @@ def test_every_list_has_a_converter_and_a_python_table():
     assert "BX_SCRUB_COUNTERS_FIELDS" in lists
     for name in lists:
         assert users([name], CONVERTERS), f"no libbtrfsx/*.c copies {name} (BX_FIELD_COPY)"
-        assert name in MODULE.read_text(), f"the Python module has no table from {name}"
+        assert users([name], MODULE), f"the Python module has no table from {name}"
 
 
-@pytest.mark.parametrize("source", users(field_lists(), CONVERTERS) + [MODULE],
+@pytest.mark.parametrize("source", users(field_lists(), CONVERTERS + MODULE),
                          ids=lambda p: str(p.relative_to(TOP)))
 def test_a_field_added_to_an_engine_list_only_stops_the_build(source, tmp_path):
     lists = field_lists()
-    extra = [TOP / "libbtrfsx", sysconfig.get_path("include")] if source == MODULE else []
+    extra = [TOP / "libbtrfsx", sysconfig.get_path("include")] if source in MODULE else []
     added = with_added_fields(lists, tmp_path)
     p = compile_c(source, tmp_path, TOP, *extra)
     assert p.returncode != 0

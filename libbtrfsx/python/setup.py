@@ -56,11 +56,15 @@ def header_version(include_dirs):
     raise SystemExit(f"btrfsx.h not found in {include_dirs}")
 
 
+# the C module: the shared part and one file per area
+SOURCES = ["btrfsx_module.c", "hints.c", "usage.c", "read-policy.c", "scrub.c", "monitor.c",
+           "misplaced.c", "plan.c", "kernel.c"]
+
 build_dir = os.environ.get("BTRFSX_BUILD_DIR")
 flags = from_build_tree(build_dir) if build_dir else from_pkg_config()
 
 setup(
     version=header_version(flags["include_dirs"]),
     packages=["btrfsx"],
-    ext_modules=[Extension("btrfsx._btrfsx", ["btrfsx_module.c"], **flags)],
+    ext_modules=[Extension("btrfsx._btrfsx", SOURCES, **flags)],
 )

@@ -27,20 +27,20 @@
 #define GiB (1024 * MiB)
 #define MAX_CHANGES 8
 
-static struct bx_usage_input fs;
+static struct bx_snapshot fs;
 
 static void add_chunk(uint64_t logical, uint64_t type, uint64_t length, uint64_t stripe,
 		      uint64_t used, uint32_t n, const uint64_t *devids, const uint64_t *phys)
 {
-	struct bx_usage_chunk *c = &fs.chunks[fs.nr_chunks++];
+	struct bx_snap_chunk *c = &fs.chunks[fs.nr_chunks++];
 
-	*c = (struct bx_usage_chunk){ .logical = logical, .length = length, .type = type,
+	*c = (struct bx_snap_chunk){ .logical = logical, .length = length, .type = type,
 				      .num_stripes = n, .first_stripe = fs.nr_stripes, .used = used };
 	for (uint32_t k = 0; k < n; k++) {
-		struct bx_usage_dev *d = &fs.devs[devids[k] - 1];
+		struct bx_snap_dev *d = &fs.devs[devids[k] - 1];
 
-		fs.stripes[fs.nr_stripes++] = (struct bx_usage_stripe){ devids[k], phys[k] };
-		d->extents[d->nr_extents++] = (struct bx_usage_extent){ phys[k], stripe, logical };
+		fs.stripes[fs.nr_stripes++] = (struct bx_snap_stripe){ devids[k], phys[k] };
+		d->extents[d->nr_extents++] = (struct bx_snap_extent){ phys[k], stripe, logical };
 		d->bytes_used += stripe;
 	}
 	for (size_t i = 0; i < fs.nr_spaces; i++)
@@ -49,7 +49,7 @@ static void add_chunk(uint64_t logical, uint64_t type, uint64_t length, uint64_t
 			fs.spaces[i].used_bytes += used;
 			return;
 		}
-	fs.spaces[fs.nr_spaces++] = (struct bx_usage_space){ type, length, used };
+	fs.spaces[fs.nr_spaces++] = (struct bx_snap_space){ type, length, used };
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -61,6 +61,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const uint64_t r1b[] = { 3, 4 }, r1b_at[] = { 1 * MiB, 513 * MiB };
 	const uint64_t sys[] = { 1, 1 }, sys_at[] = { 65 * MiB, 73 * MiB };
 
+	bx_kernel_common(&fs.kernel);
 	fs.nodesize = 16384;
 	fs.sectorsize = 4096;
 	fs.hints_effective = true;
@@ -71,7 +72,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fs.stripes = calloc(16, sizeof(*fs.stripes));
 	fs.spaces = calloc(8, sizeof(*fs.spaces));
 	for (size_t i = 0; i < 4; i++) {
-		fs.devs[i] = (struct bx_usage_dev){ .devid = i + 1, .total_bytes = sizes[i],
+		fs.devs[i] = (struct bx_snap_dev){ .devid = i + 1, .total_bytes = sizes[i],
 						    .device_size = sizes[i], .hint = hints[i],
 						    .writable = true };
 		fs.devs[i].extents = calloc(8, sizeof(*fs.devs[i].extents));
@@ -90,7 +91,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* The after side: every stripe on a device there, every extent inside its device. */
 static void check_after(const struct bx_plan_result *res)
 {
-	const struct bx_usage_input *in = &res->after_in;
+	const struct bx_snapshot *in = &res->after_in;
 
 	for (size_t c = 0; c < in->nr_chunks; c++)
 		for (uint32_t k = 0; k < in->chunks[c].num_stripes; k++) {
@@ -104,7 +105,7 @@ static void check_after(const struct bx_plan_result *res)
 		}
 	for (size_t d = 0; d < in->nr_devs; d++)
 		for (size_t e = 0; e < in->devs[d].nr_extents; e++) {
-			const struct bx_usage_extent *x = &in->devs[d].extents[e];
+			const struct bx_snap_extent *x = &in->devs[d].extents[e];
 
 			if (x->start + x->length < x->start)
 				abort();

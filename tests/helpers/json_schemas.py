@@ -69,7 +69,7 @@ def command_of(args) -> str | None:
 
 
 # command words that hold a dash themselves
-GROUP_WORDS = ["read-policy", "dump-super", "dump-tree", "io-stats"]
+GROUP_WORDS = ["read-policy", "dump-super", "dump-tree", "io-stats", "kernel-traits"]
 
 
 def split_name(name: str) -> list[str]:
@@ -120,6 +120,18 @@ def validate(args, doc) -> None:
     assert not errors, (f"btrfsx {' '.join(map(str, args))}: not as {name}.schema.json says:\n" +
                         "\n".join(f"  /{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}"
                                   for e in errors[:10]))
+
+
+def validate_def(command: str, definition: str, doc) -> None:
+    """Raises AssertionError when @doc is not the schema's $defs/@definition
+    of @command ("balance misplaced"): what a command writes beside its
+    document, such as the progress lines on stderr."""
+    name = command_of(command.split())
+    schema = validator(name).schema
+    sub = validator(name).evolve(schema={**schema["$defs"][definition],
+                                         "$defs": schema["$defs"]})
+    errors = list(sub.iter_errors(doc))
+    assert not errors, f"{name} $defs/{definition}: {[e.message[:300] for e in errors[:5]]}"
 
 
 def contract(name: str) -> dict[str, str]:

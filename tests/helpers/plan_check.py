@@ -660,6 +660,22 @@ def _after_state(out: Outcome, planned: dict, real: dict | None) -> None:
             out.problems.append(f"{key} {e:+.2%} against usage after the change")
 
 
+#: the moved-chunk checks of compare(): where the kernel puts a usage-filtered
+#: balance's relocated extents is not the same twice on the same aged layout
+#: (into the free space of lower block groups in one run, new chunks in the
+#: next), and a lower block group filled past the filter is then skipped
+MOVED = ("moved chunks differ", "moved bytes")
+
+
+def settle_moves(o: Outcome) -> None:
+    """A balance whose after-state is the kernel's (every figure within 1 %)
+    but whose moved chunks differ: a note, not a mismatch (see MOVED)."""
+    if o.problems and all(p.startswith(MOVED) for p in o.problems) and o.errors:
+        o.notes.extend(f"(the kernel placed extents elsewhere, the same after-state) {p}"
+                       for p in o.problems)
+        o.problems = []
+
+
 def report(outcomes: list[Outcome]) -> str:
     return "\n".join(o.line() for o in outcomes)
 

@@ -4,7 +4,7 @@
  * compares the allocator model with the chunks a real kernel created.
  *
  *   usage_replay dump <device>...
- *       Reads an unmounted filesystem with bx_usage_read_offline() and prints
+ *       Reads an unmounted filesystem with bx_snapshot_read_offline() and prints
  *       its state: "dev <devid> <total_bytes> <hint>", "ext <devid> <start> <length>
  *       <chunk_offset>", "chunk <logical> <type> <length> <num_stripes>
  *       <devid> <physical> ...".
@@ -32,14 +32,15 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "model/allocator.h"
 
 static int dump(char **paths, int nr)
 {
-	struct bx_usage_input in;
+	struct bx_snapshot in;
 	char mnt[256];
-	int ret = bx_usage_read_offline(paths, nr, NULL, &in, mnt, sizeof(mnt));
+	int ret = bx_snapshot_read_offline(paths, nr, NULL, &in, mnt, sizeof(mnt));
 
 	if (ret) {
 		fprintf(stderr, "usage_replay: %s\n", bx_error_message(ret));
@@ -54,7 +55,7 @@ static int dump(char **paths, int nr)
 			       in.devs[i].devid, in.devs[i].extents[e].start,
 			       in.devs[i].extents[e].length, in.devs[i].extents[e].chunk_offset);
 	for (size_t c = 0; c < in.nr_chunks; c++) {
-		const struct bx_usage_chunk *ch = &in.chunks[c];
+		const struct bx_snap_chunk *ch = &in.chunks[c];
 
 		printf("chunk %" PRIu64 " %" PRIu64 " %" PRIu64 " %u", ch->logical, ch->type,
 		       ch->length, ch->num_stripes);
@@ -63,7 +64,7 @@ static int dump(char **paths, int nr)
 			       in.stripes[ch->first_stripe + s].physical);
 		printf("\n");
 	}
-	bx_usage_input_release(&in);
+	bx_snapshot_release(&in);
 	return 0;
 }
 
@@ -312,16 +313,17 @@ static int replay(const char *before_file, const char *after_file, bool ignore_h
 {
 	struct bx_alloc_device devs[MAX_DEVS];
 	struct state before, after;
+	struct bx_kernel running;
 	struct replay rp = {
 		.before = &before, .after = &after, .ignore_hints = ignore_hints,
-		.params.flags = bx_kernel_alloc_flags() |
-				(hint_kernel ? BX_ALLOC_HINT_KERNEL : 0),
 	};
 	struct bx_alloc_sim *sim = NULL;
 	struct chunk_rec *fresh;
 	size_t nr_new = 0, removed = 0, bad = 0;
 	long end;
 
+	bx_kernel_running(&running);
+	rp.params.flags = bx_kernel_alloc_flags(&running) | (hint_kernel ? BX_ALLOC_HINT_KERNEL : 0);
 	if (load(before_file, &before) || load(after_file, &after))
 		return 2;
 	for (size_t c = 0; c < before.nr_chunks; c++)

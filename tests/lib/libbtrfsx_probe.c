@@ -227,6 +227,8 @@ static void print_usage_overall(const struct btrfsx_usage *u)
 
 static void print_usage_model(const struct btrfsx_usage *u)
 {
+	j_str("kernel", u->kernel);
+	j_bool("kernel_running", u->kernel_running);
 	j_bool("hints_honoured", u->hints_honoured);
 	j_bool("strict", u->strict);
 	j_bool("mixed", u->mixed);
@@ -295,16 +297,23 @@ static void print_usage_lists(const struct btrfsx_usage *u)
 	close_block(']');
 }
 
-/* usage <sysfs_root> <flags> <path>... */
-static int probe_usage(int argc, char **argv)
+/*
+ * usage <sysfs_root> <flags> <path>...
+ * usage-kernel <kernel> <sysfs_root> <flags> <path>...: btrfsx_usage_get_for_kernel()
+ */
+static int report_usage(const char *kernel, int argc, char **argv)
 {
 	struct btrfsx_usage *u = NULL;
+	const char *const *paths = (const char *const *)argv + 2;
+	const char *sysfs_root = arg_or_null(argv[0]);
+	unsigned int flags = (unsigned int)strtoul(argv[1], NULL, 0);
 	enum btrfsx_error err;
 
-	if (argc < 2)
-		return usage();
-	err = btrfsx_usage_get((const char *const *)argv + 2, (size_t)argc - 2,
-			       arg_or_null(argv[0]), (unsigned int)strtoul(argv[1], NULL, 0), &u);
+	if (kernel)
+		err = btrfsx_usage_get_for_kernel(paths, (size_t)argc - 2, sysfs_root, flags,
+						  arg_or_null(kernel), &u);
+	else
+		err = btrfsx_usage_get(paths, (size_t)argc - 2, sysfs_root, flags, &u);
 	begin_report(err);
 	if (!err) {
 		open_block("result", '{');
@@ -315,6 +324,16 @@ static int probe_usage(int argc, char **argv)
 	}
 	btrfsx_usage_free(u);
 	return end_report(err);
+}
+
+static int probe_usage(int argc, char **argv)
+{
+	return argc < 2 ? usage() : report_usage(NULL, argc, argv);
+}
+
+static int probe_usage_kernel(int argc, char **argv)
+{
+	return argc < 3 ? usage() : report_usage(argv[0], argc - 1, argv + 1);
 }
 
 /* ---- read policies ---- */
@@ -726,19 +745,24 @@ static void print_totals(const char *key, const struct btrfsx_misplaced_totals *
 	close_block('}');
 }
 
-/* misplaced <state-dir|-> <path>... */
-static int probe_misplaced(int argc, char **argv)
+/* misplaced <state-dir|-> <path>...; misplaced-kernel <kernel> <state-dir|-> <path>... */
+static int report_misplaced(const char *kernel, int argc, char **argv)
 {
 	struct btrfsx_misplaced *m = NULL;
 	enum btrfsx_error err;
 
-	if (argc < 1)
-		return usage();
-	err = btrfsx_misplaced_get((const char *const *)argv + 1, (size_t)(argc - 1), NULL,
-				   arg_or_null(argv[0]), &m);
+	if (kernel)
+		err = btrfsx_misplaced_get_for_kernel((const char *const *)argv + 1,
+						      (size_t)(argc - 1), NULL, arg_or_null(argv[0]),
+						      arg_or_null(kernel), &m);
+	else
+		err = btrfsx_misplaced_get((const char *const *)argv + 1, (size_t)(argc - 1), NULL,
+					   arg_or_null(argv[0]), &m);
 	begin_report(err);
 	if (!err) {
 		open_block("result", '{');
+		j_str("kernel", m->kernel);
+		j_bool("kernel_running", m->kernel_running);
 		j_uuid("fsid", m->fsid);
 		j_bool("mounted", m->mounted);
 		j_bool("hints_effective", m->hints_effective);
@@ -754,6 +778,16 @@ static int probe_misplaced(int argc, char **argv)
 	}
 	btrfsx_misplaced_free(m);
 	return end_report(err);
+}
+
+static int probe_misplaced(int argc, char **argv)
+{
+	return argc < 1 ? usage() : report_misplaced(NULL, argc, argv);
+}
+
+static int probe_misplaced_kernel(int argc, char **argv)
+{
+	return argc < 2 ? usage() : report_misplaced(argv[0], argc - 1, argv + 1);
 }
 
 struct relocate_log {
@@ -964,8 +998,11 @@ static int probe_threads(int argc, char **argv)
 
 static const char *const plan_statuses[] = { "possible", "impossible", "not-reached" };
 
-/* plan <sysfs_root|-> <path>... -- <op> <value|-> ... */
-static int probe_plan(int argc, char **argv)
+/*
+ * plan <sysfs_root|-> <path>... -- <op> <value|-> ...
+ * plan-kernel <kernel>, then as plan: btrfsx_plan_for_kernel()
+ */
+static int report_plan(const char *kernel, int argc, char **argv)
 {
 	struct btrfsx_plan_change changes[16];
 	struct btrfsx_plan *plan = NULL;
@@ -979,12 +1016,18 @@ static int probe_plan(int argc, char **argv)
 		return usage();
 	for (int i = sep + 1; i + 1 < argc && nr < 16 && !err; i += 2)
 		err = btrfsx_plan_change_parse(argv[i], arg_or_null(argv[i + 1]), &changes[nr++]);
-	if (!err)
+	if (!err && kernel)
+		err = btrfsx_plan_for_kernel((const char *const *)argv + 1, (size_t)sep - 1,
+					     arg_or_null(argv[0]), arg_or_null(kernel), changes, nr,
+					     &plan);
+	else if (!err)
 		err = btrfsx_plan((const char *const *)argv + 1, (size_t)sep - 1,
 				  arg_or_null(argv[0]), changes, nr, &plan);
 	begin_report(err);
 	if (!err) {
 		open_block("result", '{');
+		j_str("kernel", plan->kernel);
+		j_bool("kernel_running", plan->kernel_running);
 		j_bool("possible", plan->possible);
 		j_u64("before_free_estimated", plan->before->free_estimated);
 		j_u64("after_free_estimated", plan->after->free_estimated);
@@ -1013,6 +1056,52 @@ static int probe_plan(int argc, char **argv)
 	return end_report(err);
 }
 
+static int probe_plan(int argc, char **argv)
+{
+	return report_plan(NULL, argc, argv);
+}
+
+static int probe_plan_kernel(int argc, char **argv)
+{
+	return argc < 1 ? usage() : report_plan(argv[0], argc - 1, argv + 1);
+}
+
+/* kernel-traits <kernel|-> */
+static int probe_kernel_traits(int argc, char **argv)
+{
+	struct btrfsx_kernel_traits *t = NULL;
+	enum btrfsx_error err;
+
+	if (argc != 1)
+		return usage();
+	err = btrfsx_kernel_traits_get(arg_or_null(argv[0]), &t);
+	begin_report(err);
+	if (!err) {
+		open_block("result", '{');
+		j_str("kernel", t->kernel);
+		j_str("release", t->release);
+		j_bool("kernel_running", t->kernel_running);
+		open_block("traits", '[');
+		for (size_t i = 0; i < t->nr_traits; i++) {
+			const struct btrfsx_kernel_trait *k = &t->traits[i];
+
+			open_block(NULL, '{');
+			j_str("name", k->name);
+			j_str("first", k->first);
+			j_str("last", k->last);
+			j_bool("active", k->active);
+			j_str("function", k->function);
+			j_str("test", k->test);
+			j_str("unversioned", k->unversioned ? k->unversioned : "");
+			close_block('}');
+		}
+		close_block(']');
+		close_block('}');
+	}
+	btrfsx_kernel_traits_free(t);
+	return end_report(err);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -1034,6 +1123,10 @@ static const struct {
 	{ "strerror", probe_strerror },
 	{ "threads", probe_threads },
 	{ "plan", probe_plan },
+	{ "usage-kernel", probe_usage_kernel },
+	{ "misplaced-kernel", probe_misplaced_kernel },
+	{ "plan-kernel", probe_plan_kernel },
+	{ "kernel-traits", probe_kernel_traits },
 };
 
 int main(int argc, char **argv)

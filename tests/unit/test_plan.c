@@ -19,7 +19,7 @@
 #include "format/hints.h"
 #include "plan/plan.h"
 #include "tests/unit/unit.h"
-#include "tests/unit/usage-input.h"
+#include "tests/unit/snapshot-fixture.h"
 
 #define DATA BTRFS_BLOCK_GROUP_DATA
 #define META BTRFS_BLOCK_GROUP_METADATA
@@ -27,19 +27,7 @@
 #define RAID6 BTRFS_BLOCK_GROUP_RAID6
 #define DUP BTRFS_BLOCK_GROUP_DUP
 
-/* Three devices of @size, raid1: metadata 256 MiB and two 1 GiB data chunks. */
-static void three_raid1(struct fs *f, uint64_t size, const uint64_t *hints, uint64_t data_used)
-{
-	uint64_t sizes[3] = { size, size, size };
-
-	fs_init(f, 3, sizes, hints);
-	raid1(f, SYS, 8 * MiB, 16384, 1, 2, 1 * MiB);
-	raid1(f, META, 256 * MiB, 64 * MiB, 1, 2, 9 * MiB);
-	raid1(f, DATA, 1 * GiB, data_used, 2, 3, 265 * MiB);
-	raid1(f, DATA, 1 * GiB, data_used, 3, 1, 1289 * MiB);
-}
-
-static int plan(const struct bx_usage_input *in, const char *const *changes, size_t nr,
+static int plan(const struct bx_snapshot *in, const char *const *changes, size_t nr,
 		struct bx_plan_result *res)
 {
 	struct bx_plan_change c[8];
@@ -50,7 +38,7 @@ static int plan(const struct bx_usage_input *in, const char *const *changes, siz
 	return bx_plan_compute(in, c, nr, res);
 }
 
-static const struct bx_usage_dev *dev_of(const struct bx_usage_input *in, uint64_t devid)
+static const struct bx_snap_dev *dev_of(const struct bx_snapshot *in, uint64_t devid)
 {
 	for (size_t i = 0; i < in->nr_devs; i++)
 		if (in->devs[i].devid == devid)
@@ -58,7 +46,7 @@ static const struct bx_usage_dev *dev_of(const struct bx_usage_input *in, uint64
 	return NULL;
 }
 
-static uint64_t chunks_with(const struct bx_usage_input *in, uint64_t type_bits, uint64_t profile)
+static uint64_t chunks_with(const struct bx_snapshot *in, uint64_t type_bits, uint64_t profile)
 {
 	uint64_t n = 0;
 
@@ -91,7 +79,7 @@ static void test_add(void)
 	CHECK(res.have_misplaced);
 	CHECK(res.newly_misplaced_chunks >= 1);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -121,7 +109,7 @@ static void test_remove_fills_free_space_first(void)
 	for (size_t i = 0; i < res.after_in.nr_stripes; i++)
 		CHECK(res.after_in.stripes[i].devid != 1);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /* A remove the others cannot hold: impossible, the device stays, later changes not reached. */
@@ -148,10 +136,10 @@ static void test_remove_impossible(void)
 	CHECK(dev_of(&res.after_in, 1) != NULL);
 	CHECK(dev_of(&res.after_in, 4) == NULL);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
-static void expect_einval(const struct bx_usage_input *in, const char *const *ch, size_t nr,
+static void expect_einval(const struct bx_snapshot *in, const char *const *ch, size_t nr,
 			  const char *words)
 {
 	struct bx_plan_result res;
@@ -189,7 +177,7 @@ static void test_bad_plans(void)
 	expect_einval(&f.in, small, 1, "at least 256.00MiB");
 	expect_einval(&f.in, replace, 1, "smaller than devid 2");
 	expect_einval(&f.in, huge, 1, "at most 1.00PiB");
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /* Shrinking devid 1 to 1 GiB: the data chunk at 1289 MiB lies beyond and moves; growing moves nothing. */
@@ -207,7 +195,7 @@ static void test_resize(void)
 	CHECK_EQ_U64(res.moved[0].logical, 1 * GiB + 8 * MiB + 256 * MiB + 1 * GiB);
 	CHECK_EQ_U64(dev_of(&res.after_in, 1)->total_bytes, 1 * GiB);
 	for (size_t i = 0; i < dev_of(&res.after_in, 1)->nr_extents; i++) {
-		const struct bx_usage_extent *e = &dev_of(&res.after_in, 1)->extents[i];
+		const struct bx_snap_extent *e = &dev_of(&res.after_in, 1)->extents[i];
 
 		CHECK(e->start + e->length <= 1 * GiB);
 	}
@@ -217,7 +205,7 @@ static void test_resize(void)
 	CHECK_EQ_U64(res.after.overall.device_size, 16 * GiB);
 	CHECK(res.nr_warnings == 1 && strstr(res.warnings[0], "grow the device"));
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /* Converting data to single rewrites both data chunks; nothing raid1 is left of data. */
@@ -248,7 +236,7 @@ static void test_convert(void)
 	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, RAID1), 0);
 	CHECK(res.nr_warnings >= 1 && strstr(res.warnings[0], "reduces its redundancy"));
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /* raid1 metadata on two devices: making one data_only leaves one device for metadata. */
@@ -267,7 +255,7 @@ static void test_hint_guard(void)
 	CHECK(strstr(res.steps[0].reason, "1 device would allow metadata, but raid1") != NULL);
 	CHECK_EQ_U64(dev_of(&res.after_in, 1)->hint, BX_HINT_DATA_PREFERRED);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -294,13 +282,13 @@ static void test_hint_then_relocate(void)
 	CHECK(res.steps[1].moved_chunks >= 2);
 	CHECK_EQ_U64(res.misplaced_after.forbidden.chunks, 0);
 	for (size_t i = 0; i < res.after_in.nr_chunks; i++) {
-		const struct bx_usage_chunk *c = &res.after_in.chunks[i];
+		const struct bx_snap_chunk *c = &res.after_in.chunks[i];
 
 		for (uint32_t k = 0; (c->type & DATA) && k < c->num_stripes; k++)
 			CHECK(res.after_in.stripes[c->first_stripe + k].devid != 3);
 	}
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /* A replace keeps the size and extents; the hint is not copied unless given. */
@@ -332,7 +320,12 @@ static void test_replace(void)
 	CHECK(plan(&f.in, hinted, 1, &res) == 0);
 	CHECK_EQ_U64(dev_of(&res.after_in, 2)->hint, BX_HINT_METADATA_ONLY);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	/* replace_copies_read_only off: nothing needs another system chunk, nothing is tight. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_REPLACE_COPIES_READ_ONLY, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(!res.steps[0].tight && res.steps[0].new_chunks == 0);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 }
 
 /* Nothing used in data: moving the data chunk first allocates an empty one (profile kept). */
@@ -350,7 +343,13 @@ static void test_empty_data_chunk_kept(void)
 	CHECK_EQ_U64(res.steps[0].new_chunks, 1);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	/* may_alloc_data_chunk off: nothing keeps the profile. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_MAY_ALLOC_DATA_CHUNK, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].new_chunks, 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 0);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -404,7 +403,12 @@ static void test_balance_usage(void)
 	CHECK_EQ_U64(res.moved[0].logical, f.in.chunks[2].logical);
 	CHECK_EQ_U64(res.steps[0].new_chunks, 0);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	/* balance_usage_on_arrival off: chunk 2 is judged as it began (43.9 %) and moves too. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_BALANCE_USAGE_ON_ARRIVAL, false);
+	CHECK(plan(&f.in, half, 1, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -427,11 +431,11 @@ static void test_balance_metadata(void)
 		CHECK(!(res.moved[i].type & DATA));
 	CHECK_EQ_U64(res.steps[0].new_chunks, 2);
 	bx_plan_result_release(&res);
-	f.in.balance = BX_USAGE_BALANCE_PAUSED;
+	f.in.balance = BX_SNAP_BALANCE_PAUSED;
 	CHECK(plan(&f.in, meta, 1, &res) == 0);
 	CHECK(!res.possible && strstr(res.steps[0].reason, "refuses a new balance"));
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -448,8 +452,8 @@ static void test_resume(void)
 
 	two_data_chunks(&f, 300 * MiB, 200 * MiB);
 	add_chunk(&f, DATA, 512 * MiB, 512 * MiB, 100 * MiB, 1, &one, &at);
-	f.in.balance = BX_USAGE_BALANCE_PAUSED;
-	f.in.balance_target[BX_USAGE_KIND_DATA] = DATA;
+	f.in.balance = BX_SNAP_BALANCE_PAUSED;
+	f.in.balance_target[BX_SNAP_KIND_DATA] = DATA;
 	CHECK(plan(&f.in, resume, 2, &res) == 0);
 	CHECK(res.possible);
 	CHECK_EQ_U64(res.steps[0].moved_chunks, 2);
@@ -458,11 +462,16 @@ static void test_resume(void)
 		CHECK(res.moved[i].type & RAID1);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 0);
 	CHECK(res.steps[1].status == BX_PLAN_STEP_DONE);
-	CHECK(res.after_in.balance == BX_USAGE_BALANCE_NONE);
+	CHECK(res.after_in.balance == BX_SNAP_BALANCE_NONE);
 	CHECK_EQ_U64(res.after.data_type, DATA);
 	CHECK_EQ_U64(res.after.data_used, 600 * MiB);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	/* resume_soft_filter off: the single chunk is rewritten too. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_RESUME_SOFT_FILTER, false);
+	CHECK(plan(&f.in, resume, 2, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].moved_chunks, 3);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 }
 
 static void test_bad_balances(void)
@@ -473,14 +482,14 @@ static void test_bad_balances(void)
 
 	two_data_chunks(&f, 450 * MiB, 100 * MiB);
 	expect_einval(&f.in, resume, 1, "no paused or interrupted balance");
-	f.in.balance = BX_USAGE_BALANCE_RUNNING;
-	f.in.balance_target[BX_USAGE_KIND_DATA] = DATA;
+	f.in.balance = BX_SNAP_BALANCE_RUNNING;
+	f.in.balance_target[BX_SNAP_KIND_DATA] = DATA;
 	expect_einval(&f.in, resume, 1, "the balance is running");
-	f.in.balance = BX_USAGE_BALANCE_INTERRUPTED;
+	f.in.balance = BX_SNAP_BALANCE_INTERRUPTED;
 	expect_einval(&f.in, twice, 2, "no paused or interrupted balance");
-	f.in.balance_target[BX_USAGE_KIND_DATA] = 0;
+	f.in.balance_target[BX_SNAP_KIND_DATA] = 0;
 	expect_einval(&f.in, resume, 1, "converts nothing");
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 static void test_parse(void)
@@ -542,14 +551,14 @@ static void test_parse(void)
 /* The data extents of chunk @chunk: @n of @len bytes, one every @step bytes from its start. */
 static void add_dextents(struct fs *f, size_t chunk, uint64_t len, uint64_t step, size_t n)
 {
-	struct bx_usage_input *in = &f->in;
-	struct bx_usage_chunk *c = &in->chunks[chunk];
+	struct bx_snapshot *in = &f->in;
+	struct bx_snap_chunk *c = &in->chunks[chunk];
 
 	in->dextents = realloc(in->dextents, (in->nr_dextents + n) * sizeof(*in->dextents));
 	c->first_dextent = in->nr_dextents;
 	c->nr_dextents = n;
 	for (size_t k = 0; k < n; k++)
-		in->dextents[in->nr_dextents++] = (struct bx_usage_dextent){ c->logical + k * step,
+		in->dextents[in->nr_dextents++] = (struct bx_snap_dextent){ c->logical + k * step,
 									     len };
 	in->dextents_known = true;
 }
@@ -588,12 +597,18 @@ static void test_relocation_needs_contiguous_room(void)
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 2);
 	CHECK_EQ_U64(res.after.data_used, 912 * MiB);
 	bx_plan_result_release(&res);
-	/* Without the extents, the bytes fit the free space of chunk 2. */
+	/* A kernel that moved bytes, not extents (relocates_extent_by_extent off): they fit. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_RELOCATES_EXTENT_BY_EXTENT, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
+	bx_plan_result_release(&res);
+	/* Without the extents, the bytes fit the free space of chunk 2 too. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_RELOCATES_EXTENT_BY_EXTENT, true);
 	f.in.dextents_known = false;
 	CHECK(plan(&f.in, ch, 1, &res) == 0);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -611,11 +626,11 @@ static void test_size_classes(void)
 	CHECK(plan(&f.in, ch, 1, &res) == 0);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 1);
 	bx_plan_result_release(&res);
-	f.in.kernel_size_classes = true;
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_SIZE_CLASSES, true);
 	CHECK(plan(&f.in, ch, 1, &res) == 0);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 2);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -651,7 +666,12 @@ static void test_convert_to_single_fills_the_old_profile(void)
 	/* What the two held before the change. */
 	CHECK_EQ_U64(res.steps[0].moved_bytes, 340 * MiB);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	/* single_data_any_profile off: B's third extent needs a single chunk of its own. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_SINGLE_DATA_ANY_PROFILE, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, 0), 3);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -681,10 +701,10 @@ static void test_raid5_full_stripe_alignment(void)
 	add_chunk(&f, DATA | BTRFS_BLOCK_GROUP_RAID5, 128 * MiB, 64 * MiB, 256 * 1024, 3, devids,
 		  b_phys);
 	f.in.dextents = calloc(3, sizeof(*f.in.dextents));
-	f.in.dextents[0] = (struct bx_usage_dextent){ f.in.chunks[a].logical, 64 * 1024 };
-	f.in.dextents[1] = (struct bx_usage_dextent){ f.in.chunks[a].logical + 320 * 1024,
+	f.in.dextents[0] = (struct bx_snap_dextent){ f.in.chunks[a].logical, 64 * 1024 };
+	f.in.dextents[1] = (struct bx_snap_dextent){ f.in.chunks[a].logical + 320 * 1024,
 						      128 * MiB - 320 * 1024 };
-	f.in.dextents[2] = (struct bx_usage_dextent){ f.in.chunks[a + 1].logical, 256 * 1024 };
+	f.in.dextents[2] = (struct bx_snap_dextent){ f.in.chunks[a + 1].logical, 256 * 1024 };
 	f.in.nr_dextents = 3;
 	f.in.chunks[a].nr_dextents = 2;
 	f.in.chunks[a + 1].first_dextent = 2;
@@ -696,7 +716,13 @@ static void test_raid5_full_stripe_alignment(void)
 	CHECK_EQ_U64(res.steps[0].new_chunks, 1);
 	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, BTRFS_BLOCK_GROUP_RAID5), 2);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	/* raid56_full_stripe off: the extent fits A's free range from its start. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_RAID56_FULL_STRIPE, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(res.steps[0].new_chunks, 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, BTRFS_BLOCK_GROUP_RAID5), 1);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -724,7 +750,12 @@ static void test_convert_metadata_system_first(void)
 	CHECK_EQ_U64(chunks_with(&res.after_in, META, DUP), 2);
 	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, DUP), 1);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	/* convert_pairs_system_chunk off: no metadata chunk comes with the system one. */
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_CONVERT_PAIRS_SYSTEM_CHUNK, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, META, DUP), 1);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 
 	fs_init(&f, 2, sizes, NULL);
 	raid1(&f, SYS, 8 * MiB, 16384, 1, 2, 1 * MiB);
@@ -734,7 +765,66 @@ static void test_convert_metadata_system_first(void)
 	CHECK_EQ_U64(chunks_with(&res.after_in, META, DUP), 1);
 	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, DUP), 1);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
+}
+
+/*
+ * Converting metadata to raid1c3 beside a single system block group (aged
+ * seed 2 of the stock series): the chunk tree's new blocks go into the
+ * single one, so no system chunk comes with the metadata chunk (traced on
+ * 6.18). The system block group moves last and must go read-only first,
+ * counted against unallocated space per raid1c3 copy (the convert's
+ * target): from 6.7 on, less a data chunk (128 MiB here), nothing is left
+ * and the convert fails with ENOSPC (6.12, 6.18, 7.3); before, it moves
+ * and its raid1c3 chunk is made then (6.1).
+ */
+static void single_system_layout(struct fs *f)
+{
+	uint64_t sizes[4] = { 256 * MiB, 384 * MiB, 320 * MiB, 320 * MiB };
+	uint64_t one[1] = { 1 }, at[1] = { 1 * MiB };
+	uint64_t all[4] = { 1, 2, 3, 4 }, data_at[4] = { 21 * MiB, 1 * MiB, 1 * MiB, 1 * MiB };
+
+	fs_init(f, 4, sizes, NULL);
+	f->in.global_reserve = 5 * MiB + 512 * 1024;
+	f->in.have_global_reserve = true;
+	add_chunk(f, SYS, 4 * MiB, 4 * MiB, 16384, 1, one, at);
+	at[0] = 5 * MiB;
+	add_chunk(f, META, 8 * MiB, 8 * MiB, 3 * MiB, 1, one, at);
+	add_chunk(f, DATA | BTRFS_BLOCK_GROUP_RAID0, 640 * MiB, 160 * MiB, 281 * MiB, 4, all, data_at);
+}
+
+static void test_convert_metadata_single_system(void)
+{
+	static const char *const ch[] = { "convert", "metadata=raid1c3" };
+	const uint64_t c3 = BTRFS_BLOCK_GROUP_RAID1C3;
+	struct bx_plan_result res;
+	struct fs f;
+
+	single_system_layout(&f);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK, true);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(!res.possible);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, c3), 0);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
+
+	single_system_layout(&f);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(chunks_with(&res.after_in, META, c3), 1);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, c3), 1);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
+
+	/* chunk_tree_in_single_system off: the system chunk comes with the metadata chunk. */
+	single_system_layout(&f);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK, true);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_CHUNK_TREE_IN_SINGLE_SYSTEM, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK_EQ_U64(chunks_with(&res.after_in, SYS, c3), 1);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 }
 
 /*
@@ -785,7 +875,11 @@ static void test_metadata_move_aborts(void)
 	CHECK(res.steps[0].tight && res.steps[0].tight_abort);
 	CHECK(res.nr_warnings >= 1 && strstr(res.warnings[0], "may abort the transaction"));
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_kernel_set_trait(&f.in.kernel, BX_KT_COMMIT_MAY_ABORT, false);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(!res.steps[0].tight_abort);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
 
 	abort_layout(&f, 4 * MiB);
 	CHECK(plan(&f.in, ch, 1, &res) == 0);
@@ -793,7 +887,7 @@ static void test_metadata_move_aborts(void)
 	CHECK(!res.steps[0].tight_abort);
 	CHECK(strstr(res.steps[0].reason, "ENOSPC") != NULL);
 	bx_plan_result_release(&res);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 int main(void)
@@ -813,6 +907,7 @@ int main(void)
 	test_convert_to_single_fills_the_old_profile();
 	test_raid5_full_stripe_alignment();
 	test_convert_metadata_system_first();
+	test_convert_metadata_single_system();
 	test_metadata_move_aborts();
 	test_balance_usage();
 	test_balance_metadata();

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests of the relocation's decisions without the kernel
- * (relocate/relocate-model.c): which chunks a run moves, whether the
- * allocator model has room for them, the balance arguments of one chunk, and
- * the kernel's new chunks against the model. On filesystems built by hand:
+ * (relocate/relocate-model.c): whether the allocator model has room for the
+ * chunks a run moves, the balance arguments of one chunk
+ * (fsops/balance-chunk.c), and the kernel's new chunks against the model.
+ * On filesystems built by hand:
  *
  * devid 1 metadata_only, devids 2 and 3 data_preferred; system and metadata
  * single on devid 1, a 1 GiB data chunk on devid 1 (forbidden: the hint
@@ -13,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsops/balance-chunk.h"
 #include "fsops/misplaced.h"
 #include "relocate/relocate-model.h"
 #include "tests/unit/unit.h"
-#include "tests/unit/usage-input.h"
+#include "tests/unit/snapshot-fixture.h"
 
 #define DATA BTRFS_BLOCK_GROUP_DATA
 #define META BTRFS_BLOCK_GROUP_METADATA
@@ -55,48 +57,20 @@ static const struct bx_misplaced_chunk *chunk_at(const struct bx_misplaced_repor
 	return NULL;
 }
 
-static void test_select(void)
-{
-	struct bx_misplaced_chunk chunks[3] = {
-		{ .cls = BX_PLACE_FORBIDDEN, .used = 100 * MiB },
-		{ .cls = BX_PLACE_FORBIDDEN, .used = 200 * MiB },
-		{ .cls = BX_PLACE_OFF_PREFERENCE, .used = 300 * MiB },
-	};
-	struct bx_misplaced_report rep = { .nr_chunks = 3, .chunks = chunks };
-	struct bx_relocate_opts o = { 0 };
-	uint64_t bytes;
-
-	CHECK_EQ_U64(bx_relocate_select(&rep, &o, &bytes), 3);
-	CHECK_EQ_U64(bytes, 600 * MiB);
-	o.forbidden_only = true;
-	CHECK_EQ_U64(bx_relocate_select(&rep, &o, &bytes), 2);
-	CHECK_EQ_U64(bytes, 300 * MiB);
-	CHECK(!bx_relocate_selected(&o, &chunks[2]) && bx_relocate_selected(&o, &chunks[1]));
-	o = (struct bx_relocate_opts){ .limit = 1 };
-	CHECK_EQ_U64(bx_relocate_select(&rep, &o, &bytes), 1);
-	CHECK_EQ_U64(bytes, 100 * MiB);
-	/* The byte limit stops before the chunk that would pass it, never in the middle. */
-	o = (struct bx_relocate_opts){ .max_bytes = 250 * MiB };
-	CHECK_EQ_U64(bx_relocate_select(&rep, &o, &bytes), 1);
-	o = (struct bx_relocate_opts){ .max_bytes = 50 * MiB };
-	CHECK_EQ_U64(bx_relocate_select(&rep, &o, &bytes), 0);
-	CHECK_EQ_U64(bytes, 0);
-}
-
 static void test_balance_args(void)
 {
 	struct btrfs_ioctl_balance_args a;
 
-	bx_relocate_balance_args(5 * GiB, DATA | RAID1, &a);
+	bx_balance_chunk_args(5 * GiB, DATA | RAID1, &a);
 	CHECK_EQ_U64(a.flags, BTRFS_BALANCE_DATA);
 	CHECK_EQ_U64(a.data.flags, BTRFS_BALANCE_ARGS_VRANGE);
 	CHECK(a.data.vstart == 5 * GiB && a.data.vend == 5 * GiB + 1);
 	CHECK_EQ_U64(a.meta.flags | a.sys.flags, 0);
-	bx_relocate_balance_args(7 * GiB, SYS, &a);
+	bx_balance_chunk_args(7 * GiB, SYS, &a);
 	CHECK_EQ_U64(a.flags, BTRFS_BALANCE_SYSTEM);
 	CHECK(a.sys.vstart == 7 * GiB && a.data.flags == 0);
 	/* Mixed block groups: data and metadata with the same arguments. */
-	bx_relocate_balance_args(9 * GiB, DATA | META, &a);
+	bx_balance_chunk_args(9 * GiB, DATA | META, &a);
 	CHECK_EQ_U64(a.flags, BTRFS_BALANCE_DATA | BTRFS_BALANCE_METADATA);
 	CHECK(a.meta.vstart == 9 * GiB && a.data.vstart == 9 * GiB);
 }
@@ -116,7 +90,7 @@ static void test_room(void)
 	CHECK(c && c->cls == BX_PLACE_FORBIDDEN);
 	CHECK_EQ_U64(bx_relocate_room(&f.in, &rep, c, 1, reason, sizeof(reason)), 0);
 	bx_misplaced_report_release(&rep);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 
 	/* Devices 2 and 3 just hold a full chunk each: no room, and the reason says where. */
 	at = layout(&f, 1 * GiB + 1 * MiB);
@@ -131,7 +105,7 @@ static void test_room(void)
 	rep.hints_effective = false;
 	CHECK_EQ_U64(bx_relocate_room(&f.in, &rep, c, 1, reason, sizeof(reason)), 0);
 	bx_misplaced_report_release(&rep);
-	bx_usage_input_release(&f.in);
+	bx_snapshot_release(&f.in);
 }
 
 static void relocated_release(struct bx_relocated *rel)
@@ -165,7 +139,7 @@ static void test_new_chunks(void)
 	CHECK(rel.as_modelled && rel.nr_new == 1 && rel.new_chunks[0].as_modelled);
 	CHECK(rel.nr_new == 1 && rel.new_chunks[0].improves);
 	relocated_release(&rel);
-	bx_usage_input_release(&after.in);
+	bx_snapshot_release(&after.in);
 
 	layout(&after, 4 * GiB);
 	single(&after, DATA, 1 * GiB, 512 * MiB, 1, 1289 * MiB);
@@ -173,13 +147,12 @@ static void test_new_chunks(void)
 	CHECK_EQ_U64(bx_relocate_new_chunks(&before.in, &after.in, &old, &rel), 0);
 	CHECK(rel.nr_new == 1 && !rel.as_modelled && !rel.new_chunks[0].improves);
 	relocated_release(&rel);
-	bx_usage_input_release(&after.in);
-	bx_usage_input_release(&before.in);
+	bx_snapshot_release(&after.in);
+	bx_snapshot_release(&before.in);
 }
 
 int main(void)
 {
-	test_select();
 	test_balance_args();
 	test_room();
 	test_new_chunks();

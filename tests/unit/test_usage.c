@@ -30,17 +30,18 @@
 
 /* A hand-built input: up to 8 devices, 16 extents each, 16 chunks. */
 struct fixture {
-	struct bx_usage_input in;
-	struct bx_usage_dev devs[8];
-	struct bx_usage_extent ext[8][16];
-	struct bx_usage_space spaces[8];
-	struct bx_usage_chunk chunks[16];
-	struct bx_usage_stripe stripes[64];
+	struct bx_snapshot in;
+	struct bx_snap_dev devs[8];
+	struct bx_snap_extent ext[8][16];
+	struct bx_snap_space spaces[8];
+	struct bx_snap_chunk chunks[16];
+	struct bx_snap_stripe stripes[64];
 };
 
 static void fx_init(struct fixture *fx)
 {
 	memset(fx, 0, sizeof(*fx));
+	bx_kernel_common(&fx->in.kernel);
 	fx->in.devs = fx->devs;
 	fx->in.spaces = fx->spaces;
 	fx->in.chunks = fx->chunks;
@@ -52,7 +53,7 @@ static void fx_init(struct fixture *fx)
 
 static void fx_dev(struct fixture *fx, uint64_t devid, uint64_t size, uint64_t hint)
 {
-	struct bx_usage_dev *d = &fx->devs[fx->in.nr_devs];
+	struct bx_snap_dev *d = &fx->devs[fx->in.nr_devs];
 
 	d->devid = devid;
 	snprintf(d->path, sizeof(d->path), "/dev/fake%llu", (unsigned long long)devid);
@@ -66,14 +67,14 @@ static void fx_dev(struct fixture *fx, uint64_t devid, uint64_t size, uint64_t h
 
 static void fx_space(struct fixture *fx, uint64_t flags, uint64_t total, uint64_t used)
 {
-	fx->spaces[fx->in.nr_spaces++] = (struct bx_usage_space){ flags, total, used };
+	fx->spaces[fx->in.nr_spaces++] = (struct bx_snap_space){ flags, total, used };
 }
 
 /* A chunk at @logical with one stripe per (devid, physical) pair, extents added. */
 static void fx_chunk(struct fixture *fx, uint64_t logical, uint64_t type, uint64_t length,
 		     uint64_t stripe_size, int nr, const uint64_t *pairs)
 {
-	struct bx_usage_chunk *c = &fx->chunks[fx->in.nr_chunks++];
+	struct bx_snap_chunk *c = &fx->chunks[fx->in.nr_chunks++];
 
 	c->logical = logical;
 	c->length = length;
@@ -84,12 +85,12 @@ static void fx_chunk(struct fixture *fx, uint64_t logical, uint64_t type, uint64
 	for (int i = 0; i < nr; i++) {
 		uint64_t devid = pairs[2 * i], phys = pairs[2 * i + 1];
 
-		fx->stripes[fx->in.nr_stripes++] = (struct bx_usage_stripe){ devid, phys };
+		fx->stripes[fx->in.nr_stripes++] = (struct bx_snap_stripe){ devid, phys };
 		for (size_t d = 0; d < fx->in.nr_devs; d++) {
 			if (fx->devs[d].devid != devid)
 				continue;
 			fx->devs[d].extents[fx->devs[d].nr_extents++] =
-				(struct bx_usage_extent){ phys, stripe_size, logical };
+				(struct bx_snap_extent){ phys, stripe_size, logical };
 			fx->devs[d].bytes_used += stripe_size;
 		}
 	}
@@ -378,47 +379,52 @@ static void test_overall_raid5(void)
 
 static void test_profiles(void)
 {
-	struct bx_usage_space s[] = {
+	struct bx_snap_space s[] = {
 		{ DATA | RAID0, 1, 0 }, { DATA | RAID1, 1, 0 }, { DATA | RAID1C3, 1, 0 },
 		{ META | DUP, 1, 0 }, { BX_SPACE_INFO_GLOBAL_RSV, 1, 0 },
 	};
 
 	/* the most redundant profile the writable devices allow */
-	CHECK_EQ_U64(bx_usage_alloc_profile(s, 5, DATA, 3), RAID1C3);
-	CHECK_EQ_U64(bx_usage_alloc_profile(s, 5, DATA, 2), RAID1);
-	CHECK_EQ_U64(bx_usage_alloc_profile(s, 5, DATA, 1), RAID0);
-	CHECK_EQ_U64(bx_usage_alloc_profile(s, 5, META, 1), DUP);
-	CHECK_EQ_U64(bx_usage_alloc_profile(s, 5, SYS, 4), 0);
+	CHECK_EQ_U64(bx_snap_alloc_profile(s, 5, DATA, 3), RAID1C3);
+	CHECK_EQ_U64(bx_snap_alloc_profile(s, 5, DATA, 2), RAID1);
+	CHECK_EQ_U64(bx_snap_alloc_profile(s, 5, DATA, 1), RAID0);
+	CHECK_EQ_U64(bx_snap_alloc_profile(s, 5, META, 1), DUP);
+	CHECK_EQ_U64(bx_snap_alloc_profile(s, 5, SYS, 4), 0);
 }
 
 /* A balance that converts: new chunks of that kind get its target, single included. */
 static void test_balance_targets(void)
 {
-	struct bx_usage_space s[] = { { DATA | RAID1, 1, 0 }, { DATA, 1, 0 }, { META | RAID1, 1, 0 },
+	struct bx_snap_space s[] = { { DATA | RAID1, 1, 0 }, { DATA, 1, 0 }, { META | RAID1, 1, 0 },
 				      { META | DUP, 1, 0 }, { SYS | RAID1, 1, 0 } };
-	struct bx_usage_input in = { 0 };
+	struct bx_snapshot in = { 0 };
 
+	bx_kernel_common(&in.kernel);
 	/* none, or a balance that converts nothing: the most redundant profile */
-	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
-	in.balance = BX_USAGE_BALANCE_PAUSED;
-	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
+	in.balance = BX_SNAP_BALANCE_PAUSED;
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
 	/* raid1 -> single / dup, as `balance start -dconvert=single -mconvert=dup` stores it */
-	in.balance_target[BX_USAGE_KIND_DATA] =
-		bx_usage_balance_target(DATA, BTRFS_DISK_BALANCE_ARGS_CONVERT,
+	in.balance_target[BX_SNAP_KIND_DATA] =
+		bx_snap_balance_target(DATA, BTRFS_DISK_BALANCE_ARGS_CONVERT,
 					BTRFS_AVAIL_ALLOC_BIT_SINGLE);
-	in.balance_target[BX_USAGE_KIND_METADATA] =
-		bx_usage_balance_target(META, BTRFS_DISK_BALANCE_ARGS_CONVERT, DUP);
-	CHECK_EQ_U64(in.balance_target[BX_USAGE_KIND_DATA], DATA);
-	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA, 3), DATA);
-	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, META, 3), META | DUP);
-	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, SYS, 3), SYS | RAID1);
+	in.balance_target[BX_SNAP_KIND_METADATA] =
+		bx_snap_balance_target(META, BTRFS_DISK_BALANCE_ARGS_CONVERT, DUP);
+	CHECK_EQ_U64(in.balance_target[BX_SNAP_KIND_DATA], DATA);
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA, 3), DATA);
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, META, 3), META | DUP);
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, SYS, 3), SYS | RAID1);
 	/* mixed block groups follow the data target, as the kernel checks data first */
-	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA | META, 3), DATA | META);
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA | META, 3), DATA | META);
 	/* without CONVERT in the arguments the target means nothing */
-	CHECK_EQ_U64(bx_usage_balance_target(SYS, 0, RAID1), 0);
+	CHECK_EQ_U64(bx_snap_balance_target(SYS, 0, RAID1), 0);
+	/* paused_balance_target off: the profiles in use decide */
+	bx_kernel_set_trait(&in.kernel, BX_KT_PAUSED_BALANCE_TARGET, false);
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
+	bx_kernel_set_trait(&in.kernel, BX_KT_PAUSED_BALANCE_TARGET, true);
 	/* the arguments stay, but without a balance nothing converts */
-	in.balance = BX_USAGE_BALANCE_NONE;
-	CHECK_EQ_U64(bx_usage_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
+	in.balance = BX_SNAP_BALANCE_NONE;
+	CHECK_EQ_U64(bx_snap_new_chunk_type(&in, s, 5, DATA, 3), DATA | RAID1);
 }
 
 static void test_multiple_profiles_and_missing(void)
@@ -439,7 +445,7 @@ static void test_multiple_profiles_and_missing(void)
 	CHECK_EQ_U64(rep.data_type, DATA);
 	CHECK_EQ_U64(rep.data_new_chunks, 8951 * MiB);
 	bx_usage_report_release(&rep);
-	CHECK(bx_usage_compute(&(struct bx_usage_input){ 0 }, 0, &rep) == -EINVAL);
+	CHECK(bx_usage_compute(&(struct bx_snapshot){ 0 }, 0, &rep) == -EINVAL);
 }
 
 /*
@@ -490,7 +496,9 @@ static void starved_fixture(struct fixture *fx, bool keeps_data_chunk)
 	fx_space(fx, BX_SPACE_INFO_GLOBAL_RSV, 11 * MiB / 2, 0);
 	fx->in.have_global_reserve = true;
 	fx->in.global_reserve = 11 * MiB / 2;
-	fx->in.kernel_overcommit_keeps_data_chunk = keeps_data_chunk;
+	/* 6.7 and later: both changes of the kernel's reservations came then. */
+	bx_kernel_set_trait(&fx->in.kernel, BX_KT_OVERCOMMIT_KEEPS_DATA_CHUNK, keeps_data_chunk);
+	bx_kernel_set_trait(&fx->in.kernel, BX_KT_DELAYED_REFS_RESERVED_TWICE, keeps_data_chunk);
 }
 
 static void test_metadata_grows_during_a_data_fill(void)
@@ -526,9 +534,28 @@ static void test_metadata_grows_during_a_data_fill(void)
 	CHECK_EQ_U64(rep.metadata_room_after_data, 13 * MiB / 2);
 	bx_usage_report_release(&rep);
 
+	/*
+	 * From 7.2 on a 64th: after 6 chunks 275 MiB are left, 2.7 MiB to
+	 * overcommit, and the metadata chunk comes then (112 MiB); data gets
+	 * the 163 MiB left after it (112 + 51).
+	 */
+	starved_fixture(&fx, true);
+	bx_kernel_set_trait(&fx.in.kernel, BX_KT_FLUSH_OVERCOMMITS_64TH, true);
+	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
+	CHECK_EQ_U64(rep.data_new_chunks, 835 * MiB);
+	CHECK_EQ_U64(rep.free_estimated, 899 * MiB);
+	bx_usage_report_release(&rep);
+
 	/* Unmounted, the reserve is not known: no metadata chunk. */
 	starved_fixture(&fx, true);
 	fx.in.have_global_reserve = false;
+	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
+	CHECK_EQ_U64(rep.data_new_chunks, 947 * MiB);
+	bx_usage_report_release(&rep);
+
+	/* metadata_fill_grows off: the flusher forces nothing, data takes it all. */
+	starved_fixture(&fx, true);
+	bx_kernel_set_trait(&fx.in.kernel, BX_KT_METADATA_FILL_GROWS, false);
 	CHECK(bx_usage_compute(&fx.in, 0, &rep) == 0);
 	CHECK_EQ_U64(rep.data_new_chunks, 947 * MiB);
 	bx_usage_report_release(&rep);

@@ -12,6 +12,15 @@ metadata_room (by turns) within 1 % of the fill. 4 plans per series
 (``BTRFSX_VM_PLANS``), up to four per
 guest, small devices: the VM part of the suite stays short. Mismatches
 print their seed.
+
+On the stock kernel of the newest line (``stock-7.3``; every stock series
+with ``BTRFSX_VM_MATRIX=full``) the aged plans of the host's test
+(tests/test_plan.py, tests/test_plan_balance.py) run without hints: one
+shrink, remove, convert, replace or add-then-remove per aged filesystem
+(``BTRFSX_VM_STOCK_AGED``, default 5: each kind once; 10 with the full
+matrix), and a usage-filtered balance on the first of them
+(``BTRFSX_VM_STOCK_BALANCES``, default 2; 3 with the full matrix), held to
+what the host holds them to.
 """
 
 from __future__ import annotations
@@ -42,6 +51,10 @@ AGED_RELOCATE = int(os.environ.get("BTRFSX_VM_AGED_RELOCATE", "3"))
 AGED_CASE_S = 420       # a guest's time per aged case (TCG, on a loaded host)
 FIRST_SEED = int(os.environ.get("BTRFSX_PLAN_SEED", "0"))
 MAX_DISKS = 20     # virtio disks a guest takes
+STOCK_AGED = int(os.environ.get("BTRFSX_VM_STOCK_AGED", "10" if vmharness.full_matrix() else "5"))
+STOCK_KINDS = ["remove", "resize", "convert", "replace", "add"]
+STOCK_BALANCES = int(os.environ.get("BTRFSX_VM_STOCK_BALANCES",
+                                    "3" if vmharness.full_matrix() else "2"))
 
 
 def cases(series: str) -> list[plan_check.Case]:
@@ -52,13 +65,17 @@ def cases(series: str) -> list[plan_check.Case]:
             for seed in range(FIRST_SEED, FIRST_SEED + PLANS)]
 
 
-def _relocates(case: plan_check.Case) -> bool:
-    return case.changes == [("relocate", None)]
+def _kind(case: plan_check.Case) -> str:
+    """An aged case's kind: "a" (one change of AGED_KINDS), "r" (a `balance
+    misplaced`), "b" (a usage-filtered balance); "" for a young one. A seed's
+    captures are named after it: its cases of two kinds go to two guests."""
+    if not case.devids:
+        return ""
+    return {"relocate": "r", "balance": "b"}.get(case.changes[0][0] if case.changes else "", "a")
 
 
 def case_dir(workdir, series: str, case: plan_check.Case):
-    kind = ("r" if _relocates(case) else "a") if case.devids else ""
-    return workdir / f"{series}-{case.seed}{kind}"
+    return workdir / f"{series}-{case.seed}{_kind(case)}"
 
 
 def aged_cases(series: str, aged, workdir) -> list[tuple[plan_check.Case, list]]:
@@ -81,11 +98,27 @@ def aged_cases(series: str, aged, workdir) -> list[tuple[plan_check.Case, list]]
     return out
 
 
-def run_series(series: str, workdir, aged=None) -> list[plan_check.Outcome]:
+def stock_cases(series: str, aged, workdir) -> list[tuple[plan_check.Case, list]]:
+    """Unhinted aged filesystems (small ones), one change of STOCK_KINDS each,
+    the first STOCK_BALANCES a usage-filtered balance too (a case of its
+    own, every block group read in first, as on the host)."""
+    out = []
+    for seed in range(FIRST_SEED, FIRST_SEED + STOCK_AGED):
+        fs = aged.get(seed, hinted=False, small=True)
+        case = plan_check.aged_case(fs, "stock", STOCK_KINDS)
+        out.append((case, fs.copy(case_dir(workdir, series, case))))
+        if seed < FIRST_SEED + STOCK_BALANCES:
+            case = plan_check.aged_case(fs, "stock", ["balance"])
+            case.cache_first = True
+            out.append((case, fs.copy(case_dir(workdir, series, case))))
+    # The balances after the others: a guest takes two cases of one kind.
+    return sorted(out, key=lambda pair: _kind(pair[0]))
+
+
+def run_series(series: str, workdir, todo) -> list[plan_check.Outcome]:
+    """@todo: (case, the aged images it is made on or None) pairs."""
     batches: list[list[plan_check.Case]] = [[]]
     images = {}
-    todo = [(case, None) for case in cases(series)] + \
-        (aged_cases(series, aged, workdir) if aged else [])
     for case, copied in todo:
         disks = sum(len(c.sizes) + len(c.spares) for c in batches[-1])
         # An aged case relocates hundreds of MiB under TCG: two to a guest.
@@ -93,8 +126,7 @@ def run_series(series: str, workdir, aged=None) -> list[plan_check.Outcome]:
         # A seed's captures are named after it: its two aged cases in two guests.
         if batches[-1] and (disks + len(case.sizes) + len(case.spares) > MAX_DISKS or
                             len(batches[-1]) >= per_guest or
-                            bool(batches[-1][0].devids) != bool(case.devids) or
-                            _relocates(batches[-1][0]) != _relocates(case)):
+                            _kind(batches[-1][0]) != _kind(case)):
             batches.append([])
         batches[-1].append(case)
         images[id(case)] = copied
@@ -126,7 +158,9 @@ def run_series(series: str, workdir, aged=None) -> list[plan_check.Outcome]:
 
 @pytest.fixture(scope="module", params=vmharness.matrix(["v12", "kakra"]))
 def outcomes(request, vm_ready, tmp_path_factory, aged):
-    result = run_series(request.param, tmp_path_factory.mktemp(f"plan-{request.param}"), aged)
+    series, workdir = request.param, tmp_path_factory.mktemp(f"plan-{request.param}")
+    todo = [(case, None) for case in cases(series)] + aged_cases(series, aged, workdir)
+    result = run_series(series, workdir, todo)
     print(f"\n{request.param}:\n" + plan_check.report(result) + "\n\n" +
           plan_check.table([o for o in result if o.case.devids]))
     return request.param, result
@@ -160,3 +194,27 @@ def test_plans_cover_hints_and_relocation(outcomes):
     assert {"hint", "relocate"} <= ops
     assert any(o.plan and o.plan["moved"] and any(op == "relocate" for op, _ in o.case.changes)
                for o in result), "no plan relocated misplaced chunks"
+
+
+@pytest.fixture(scope="module", params=vmharness.stock_matrix())
+def stock_outcomes(request, vm_ready, tmp_path_factory, aged):
+    series, workdir = request.param, tmp_path_factory.mktemp(f"plan-{request.param}")
+    result = run_series(series, workdir, stock_cases(series, aged, workdir))
+    for o in result:
+        if _kind(o.case) == "b":
+            plan_check.settle_moves(o)
+    print(f"\n{series}:\n" + plan_check.report(result) + "\n\n" + plan_check.table(result))
+    return series, result
+
+
+def test_unhinted_aged_plans_agree_with_the_kernel(stock_outcomes):
+    """The host's aged plans on a stock kernel of another line: the verdict,
+    every device's allocated bytes, free_strict and metadata_room against
+    `usage` after the change, free_estimated against a fill, each within
+    1 %; a balance's moved chunks may differ where its after-state agrees
+    (plan_check.MOVED)."""
+    series, result = stock_outcomes
+    assert len(result) == STOCK_AGED + min(STOCK_AGED, STOCK_BALANCES), f"{series}: {len(result)}"
+    bad = [o for o in result if o.problems]
+    assert not bad, f"{series}: {len(bad)} of {len(result)} aged plans differ:\n" + \
+        plan_check.report(bad) + "\n\n" + plan_check.table(result)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Test guests: Debian's Linux 6.1 and 6.12 under qemu (TCG) with a btrfs
-module that is stock or patched with a kernel series of
-``$BTRFSX_KERNEL_PATCHES/<folder>``.
+"""Test guests: Debian's Linux 6.1, 6.12 and 7.3 under qemu (TCG) with a
+btrfs module that is stock or patched with a kernel series of
+``$BTRFSX_KERNEL_PATCHES/<folder>`` (7.3: stock only).
 
 ``SERIES_TABLE`` names every series: its family (what the tests expect of
 it: ``stock``, ``v12``, ``kakra``), its kernel line and its patch folder. A
@@ -63,6 +63,9 @@ class Series:
     family: str             # stock, v12, kakra: what the tests expect of it
     kernel: str             # a line of kernels.LINES
     patches: str | None     # its folder in $BTRFSX_KERNEL_PATCHES (None: the image's module)
+    #: in the tests' matrices; False: booted only when asked for by name (a
+    #: bisection point between two lines, e.g. stock-7.2)
+    tested: bool = True
 
 
 SERIES_TABLE = [
@@ -72,24 +75,37 @@ SERIES_TABLE = [
     Series("stock-6.12", "stock", "6.12", None),
     Series("v12-6.12", "v12", "6.12", "allocation-hints-v12-6.12"),
     Series("kakra-6.12", "kakra", "6.12", "allocation-hints-kakra-6.12"),
+    # Debian's stock 7.3 (trixie-backports): what the model predicts of a
+    # kernel newer than the host's, with its own btrfs module
+    Series("stock-7.3", "stock", "7.3", None),
+    # 7.2 (trixie-backports): where a behaviour 7.3 shows and 6.18 does not began
+    Series("stock-7.2", "stock", "7.2", None, tested=False),
     # mainline's RAID1 read policies (6.14, with 6.15's size suffixes) on 6.1:
     # round-robin[:<bytes>], devid[:<devid>], the module parameter read_policy=.
     Series("readpolicy-6.1", "readpolicy", "6.1", "read-policy-mainline"),
 ]
 # The allocation-hint series (and the stock controls) the hint tests run on.
-SERIES = tuple(s.name for s in SERIES_TABLE if s.family != "readpolicy")
+SERIES = tuple(s.name for s in SERIES_TABLE if s.family != "readpolicy" and s.tested)
 READ_POLICY_SERIES = "readpolicy"
 # The line every test runs on; the others where a test asks (matrix()).
 FIRST_LINE = "6.1"
-# Load order of the modules the guests need (dependencies first); those a
-# kernel has built in are skipped, and OPTIONAL_MODULES it may lack.
+# The newest line: its stock series runs the unhinted aged plans and fills
+# by default (test_vm_plan.py, test_vm_space.py), the older stock series
+# with the full matrix.
+NEWEST_LINE = "7.3"
+# Load order of the modules the guests need (dependencies first; a module's
+# own dependencies, its modinfo "depends", go before it when they are not
+# listed: 7.3's btrfs needs libblake2b); those a kernel has built in are
+# skipped, and OPTIONAL_MODULES it may lack.
 # crc32c-intel: the crc32c a Debian system loads (the kernel's own is generic
 # C code), so the kernel's scrub in bench/hdd checksums as it would there.
+# From 6.14 on the optimised crc32c is in lib/crc, built in: 7.3 has neither
+# crc32c-intel nor libcrc32c.
 MODULES = ["virtio", "virtio_ring", "virtio_blk", "virtio_pci_modern_dev",
            "virtio_pci_legacy_dev", "virtio_pci", "zstd_compress", "raid6_pq", "xor",
            "crc32c-intel", "libcrc32c", "blake2b_generic", "xxhash_generic", "btrfs", "loop",
            "dm-mod", "dm-delay", "dm-flakey", "dm-log-writes"]
-OPTIONAL_MODULES = {"blake2b_generic", "xxhash_generic"}
+OPTIONAL_MODULES = {"blake2b_generic", "xxhash_generic", "crc32c-intel", "libcrc32c"}
 # dmsetup drives the device-mapper targets of the fault tests (tests/vm/dmpack.py).
 GUEST_PROGRAMS = ["btrfs", "mkfs.btrfs", "dmsetup"]
 _LOCK = threading.RLock()   # prepare() resolves kernels under it
@@ -126,8 +142,15 @@ def full_matrix() -> bool:
 def matrix(families, newer: bool = False) -> list[str]:
     """The series of @families a test runs on: on 6.1, on the newer lines too
     when @newer, on every line with BTRFSX_VM_MATRIX=full."""
-    return [s.name for s in SERIES_TABLE if s.family in families
+    return [s.name for s in SERIES_TABLE if s.family in families and s.tested
             and (s.kernel == FIRST_LINE or newer or full_matrix())]
+
+
+def stock_matrix() -> list[str]:
+    """The stock series the unhinted aged plans and fills run on: the newest
+    line's, every stock series with BTRFSX_VM_MATRIX=full."""
+    return [s.name for s in SERIES_TABLE if s.family == "stock" and s.tested
+            and (s.kernel == NEWEST_LINE or full_matrix())]
 
 
 def cache_dir() -> Path:
@@ -259,18 +282,41 @@ def btrfs_module(name: str) -> Path:
     return out
 
 
+def module_bytes(ko: Path) -> bytes:
+    """A module file's ELF (busybox's insmod takes no compressed module: 6.12's
+    and 7.3's are .ko.xz)."""
+    return lzma.decompress(ko.read_bytes()) if ko.suffix == ".xz" else ko.read_bytes()
+
+
+def module_depends(ko: Path) -> list[str]:
+    """The modules @ko needs loaded first: its modinfo "depends" (what depmod
+    writes into modules.dep, which the image packages do not ship)."""
+    m = re.search(rb"\0depends=([^\0]*)\0", b"\0" + module_bytes(ko))
+    return [d for d in m.group(1).decode().split(",") if d] if m else []
+
+
 def module_paths(name: str) -> list[tuple[str, Path]]:
     """(module, file) in load order for series @name: the image's modules (or
-    the series' btrfs.ko), leaving out what its kernel has built in."""
+    the series' btrfs.ko), each after the modules it depends on, leaving out
+    what its kernel has built in."""
     mods, builtin = image_modules(kernel_of(name))
-    paths = []
-    for module in MODULES:
+    paths: list[tuple[str, Path]] = []
+
+    def add(module: str, needed_by: str | None = None) -> None:
         key = module.replace("_", "-")
-        if key in builtin or (module in OPTIONAL_MODULES and key not in mods):
-            continue
+        if key in builtin or any(m.replace("_", "-") == key for m, _ in paths) or \
+                (module in OPTIONAL_MODULES and key not in mods):
+            return
         if key not in mods:
-            raise VMUnavailable(f"{kernel_of(name).release} has no module {module}")
-        paths.append((module, btrfs_module(name) if module == "btrfs" else mods[key]))
+            raise VMUnavailable(f"{kernel_of(name).release} has no module {module}"
+                                + (f" (needed by {needed_by})" if needed_by else ""))
+        ko = btrfs_module(name) if module == "btrfs" else mods[key]
+        for dep in module_depends(ko):
+            add(dep, module)
+        paths.append((module, ko))
+
+    for module in MODULES:
+        add(module)
     return paths
 
 
@@ -399,9 +445,7 @@ def base_initramfs(series: str) -> Path:
             (root / d).mkdir(parents=True)
         shutil.copy(shutil.which("busybox"), root / "bin" / "busybox")
         for name, ko in modules:
-            # busybox's insmod takes no compressed module (6.12's are .ko.xz)
-            data = lzma.decompress(ko.read_bytes()) if ko.suffix == ".xz" else ko.read_bytes()
-            (root / "lib" / "modules" / f"{name}.ko").write_bytes(data)
+            (root / "lib" / "modules" / f"{name}.ko").write_bytes(module_bytes(ko))
         (root / "modules.order").write_text("".join(f"{name}\n" for name, _ in modules))
         libs = set()
         for prog in programs:

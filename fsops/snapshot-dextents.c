@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The extents of the data chunks (usage.h, bx_usage_read_dextents()): what
+ * The extents of the data chunks (usage.h, bx_snapshot_read_dextents()): what
  * a relocation copies, extent by extent, and the free space between them
  * that the copies can land in. Read from the extent tree: EXTENT_ITEM keys
  * (bytenr, 168, length) in the address range of the data chunks.
@@ -20,12 +20,12 @@
 #include "fsops/usage.h"
 
 struct dext_list {
-	struct bx_usage_input *in;
+	struct bx_snapshot *in;
 	size_t cap;
 };
 
 /* The data chunk holding @start, by binary search over the chunks (by address); or NULL. */
-static struct bx_usage_chunk *data_chunk_at(struct bx_usage_input *in, uint64_t start)
+static struct bx_snap_chunk *data_chunk_at(struct bx_snapshot *in, uint64_t start)
 {
 	size_t lo = 0, hi = in->nr_chunks;
 
@@ -46,14 +46,14 @@ static struct bx_usage_chunk *data_chunk_at(struct bx_usage_input *in, uint64_t 
 /* Keys come in address order: each extent goes after the last of its chunk. */
 static int add_dextent(struct dext_list *l, uint64_t start, uint64_t len)
 {
-	struct bx_usage_input *in = l->in;
-	struct bx_usage_chunk *c = data_chunk_at(in, start);
+	struct bx_snapshot *in = l->in;
+	struct bx_snap_chunk *c = data_chunk_at(in, start);
 
 	if (!c || !len)
 		return 0;
 	if (in->nr_dextents == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 1024;
-		struct bx_usage_dextent *grown = realloc(in->dextents, cap * sizeof(*grown));
+		struct bx_snap_dextent *grown = realloc(in->dextents, cap * sizeof(*grown));
 
 		if (!grown)
 			return bx_error(-ENOMEM, "out of memory");
@@ -62,7 +62,7 @@ static int add_dextent(struct dext_list *l, uint64_t start, uint64_t len)
 	}
 	if (!c->nr_dextents)
 		c->first_dextent = in->nr_dextents;
-	in->dextents[in->nr_dextents++] = (struct bx_usage_dextent){ start, len };
+	in->dextents[in->nr_dextents++] = (struct bx_snap_dextent){ start, len };
 	c->nr_dextents++;
 	return 0;
 }
@@ -74,12 +74,12 @@ static int mounted_cb(void *arg, const struct btrfs_ioctl_search_header *sh, con
 }
 
 /* The address range that holds every data chunk: [*lo, *hi). */
-static bool data_range(const struct bx_usage_input *in, uint64_t *lo, uint64_t *hi)
+static bool data_range(const struct bx_snapshot *in, uint64_t *lo, uint64_t *hi)
 {
 	*lo = UINT64_MAX;
 	*hi = 0;
 	for (size_t i = 0; i < in->nr_chunks; i++) {
-		const struct bx_usage_chunk *c = &in->chunks[i];
+		const struct bx_snap_chunk *c = &in->chunks[i];
 
 		if (!(c->type & BTRFS_BLOCK_GROUP_DATA))
 			continue;
@@ -141,7 +141,7 @@ static int read_offline(struct dext_list *l, uint64_t lo, uint64_t hi)
 	return ret < 0 ? ret : 0;
 }
 
-int bx_usage_read_dextents(struct bx_usage_input *in)
+int bx_snapshot_read_dextents(struct bx_snapshot *in)
 {
 	struct dext_list l = { in, 0 };
 	uint64_t lo, hi;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Collecting what filesystem usage needs: from a mounted filesystem through
- * its ioctls, or from unmounted devices through our reader. See usage.h.
+ * The readers of a snapshot: a mounted filesystem through its ioctls, an
+ * unmounted one from its devices through our reader. See snapshot-read.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +20,8 @@
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/offline.h"
-#include "fsops/usage.h"
+#include "fsops/reclaim.h"
+#include "fsops/snapshot-read.h"
 #include "disk/btree.h"
 #include "disk/dev-item.h"
 #include "format/hints.h"
@@ -46,12 +47,12 @@ static int grow(void **array, size_t *cap, size_t need, size_t size)
 }
 
 struct builder {
-	struct bx_usage_input *in;
+	struct bx_snapshot *in;
 	size_t chunks_cap, stripes_cap, spaces_cap;
 	size_t *extents_cap;		/* per device */
 };
 
-static struct bx_usage_dev *dev_by_id(struct bx_usage_input *in, uint64_t devid, size_t *index)
+static struct bx_snap_dev *dev_by_id(struct bx_snapshot *in, uint64_t devid, size_t *index)
 {
 	for (size_t i = 0; i < in->nr_devs; i++) {
 		if (in->devs[i].devid == devid) {
@@ -66,8 +67,8 @@ static struct bx_usage_dev *dev_by_id(struct bx_usage_input *in, uint64_t devid,
 static int add_chunk(struct builder *b, uint64_t logical, uint64_t length, uint64_t type,
 		     uint32_t num_stripes, uint32_t sub_stripes)
 {
-	struct bx_usage_input *in = b->in;
-	struct bx_usage_chunk *c;
+	struct bx_snapshot *in = b->in;
+	struct bx_snap_chunk *c;
 	int ret;
 
 	ret = grow((void **)&in->chunks, &b->chunks_cap, in->nr_chunks + 1, sizeof(*in->chunks));
@@ -91,7 +92,7 @@ static int add_extent(struct builder *b, uint64_t devid, uint64_t start, uint64_
 		      uint64_t chunk_offset)
 {
 	size_t index;
-	struct bx_usage_dev *d = dev_by_id(b->in, devid, &index);
+	struct bx_snap_dev *d = dev_by_id(b->in, devid, &index);
 	int ret;
 
 	if (!d)
@@ -100,14 +101,14 @@ static int add_extent(struct builder *b, uint64_t devid, uint64_t start, uint64_
 		   sizeof(*d->extents));
 	if (ret)
 		return ret;
-	d->extents[d->nr_extents++] = (struct bx_usage_extent){ start, length, chunk_offset };
+	d->extents[d->nr_extents++] = (struct bx_snap_extent){ start, length, chunk_offset };
 	return 0;
 }
 
 /* Adds @used / @length to the space slot of @flags (summing block groups). */
 static int add_space(struct builder *b, uint64_t flags, uint64_t total, uint64_t used)
 {
-	struct bx_usage_input *in = b->in;
+	struct bx_snapshot *in = b->in;
 	int ret;
 
 	for (size_t i = 0; i < in->nr_spaces; i++) {
@@ -120,11 +121,11 @@ static int add_space(struct builder *b, uint64_t flags, uint64_t total, uint64_t
 	ret = grow((void **)&in->spaces, &b->spaces_cap, in->nr_spaces + 1, sizeof(*in->spaces));
 	if (ret)
 		return ret;
-	in->spaces[in->nr_spaces++] = (struct bx_usage_space){ flags, total, used };
+	in->spaces[in->nr_spaces++] = (struct bx_snap_space){ flags, total, used };
 	return 0;
 }
 
-static int builder_init(struct builder *b, struct bx_usage_input *in)
+static int builder_init(struct builder *b, struct bx_snapshot *in)
 {
 	memset(b, 0, sizeof(*b));
 	b->in = in;
@@ -135,7 +136,7 @@ static int builder_init(struct builder *b, struct bx_usage_input *in)
 /* btrfs-progs' order of space infos: data, metadata, system; by profile within a type. */
 static int space_cmp(const void *a, const void *b)
 {
-	const struct bx_usage_space *x = a, *y = b;
+	const struct bx_snap_space *x = a, *y = b;
 	uint64_t mask, fx = x->flags, fy = y->flags;
 
 	if ((fx ^ fy) & BX_SPACE_INFO_GLOBAL_RSV)
@@ -153,7 +154,7 @@ static int space_cmp(const void *a, const void *b)
 	return 0;
 }
 
-static void sort_spaces(struct bx_usage_input *in)
+static void sort_spaces(struct bx_snapshot *in)
 {
 	qsort(in->spaces, in->nr_spaces, sizeof(*in->spaces), space_cmp);
 }
@@ -217,7 +218,7 @@ static int chunk_item_cb(void *arg, const struct btrfs_ioctl_search_header *sh, 
 	ret = add_chunk(b, sh->offset, le64toh(c->length), le64toh(c->type), n,
 			le16toh(c->sub_stripes));
 	for (uint32_t i = 0; !ret && i < n; i++) {
-		struct bx_usage_stripe *s = &b->in->stripes[b->in->nr_stripes - n + i];
+		struct bx_snap_stripe *s = &b->in->stripes[b->in->nr_stripes - n + i];
 
 		s->devid = le64toh(c->stripe[i].devid);
 		s->physical = le64toh(c->stripe[i].offset);
@@ -236,15 +237,15 @@ static int dev_extent_cb(void *arg, const struct btrfs_ioctl_search_header *sh, 
 }
 
 /* The convert targets of one balance's arguments, per kind, into @in. */
-static void set_balance_targets(struct bx_usage_input *in, uint64_t data_flags, uint64_t data,
+static void set_balance_targets(struct bx_snapshot *in, uint64_t data_flags, uint64_t data,
 				uint64_t meta_flags, uint64_t meta, uint64_t sys_flags, uint64_t sys)
 {
-	in->balance_target[BX_USAGE_KIND_DATA] =
-		bx_usage_balance_target(BTRFS_BLOCK_GROUP_DATA, data_flags, data);
-	in->balance_target[BX_USAGE_KIND_METADATA] =
-		bx_usage_balance_target(BTRFS_BLOCK_GROUP_METADATA, meta_flags, meta);
-	in->balance_target[BX_USAGE_KIND_SYSTEM] =
-		bx_usage_balance_target(BTRFS_BLOCK_GROUP_SYSTEM, sys_flags, sys);
+	in->balance_target[BX_SNAP_KIND_DATA] =
+		bx_snap_balance_target(BTRFS_BLOCK_GROUP_DATA, data_flags, data);
+	in->balance_target[BX_SNAP_KIND_METADATA] =
+		bx_snap_balance_target(BTRFS_BLOCK_GROUP_METADATA, meta_flags, meta);
+	in->balance_target[BX_SNAP_KIND_SYSTEM] =
+		bx_snap_balance_target(BTRFS_BLOCK_GROUP_SYSTEM, sys_flags, sys);
 }
 
 /*
@@ -252,34 +253,26 @@ static void set_balance_targets(struct bx_usage_input *in, uint64_t data_flags, 
  * ioctl needs CAP_SYS_ADMIN, as the tree searches before it; a kernel that
  * cannot say leaves the input without a balance.
  */
-static void read_balance_mounted(int fd, struct bx_usage_input *in)
+static void read_balance_mounted(int fd, struct bx_snapshot *in)
 {
 	struct btrfs_ioctl_balance_args args;
 
 	memset(&args, 0, sizeof(args));
 	if (ioctl(fd, BTRFS_IOC_BALANCE_PROGRESS, &args) < 0)
 		return;		/* ENOTCONN: none */
-	in->balance = (args.state & BTRFS_BALANCE_STATE_RUNNING) ? BX_USAGE_BALANCE_RUNNING :
-		      BX_USAGE_BALANCE_PAUSED;
+	in->balance = (args.state & BTRFS_BALANCE_STATE_RUNNING) ? BX_SNAP_BALANCE_RUNNING :
+		      BX_SNAP_BALANCE_PAUSED;
 	set_balance_targets(in, args.data.flags, args.data.target, args.meta.flags,
 			    args.meta.target, args.sys.flags, args.sys.target);
 }
 
-static bool any_hint_set(const struct bx_usage_input *in)
-{
-	for (size_t i = 0; i < in->nr_devs; i++)
-		if (in->devs[i].hint != BX_HINT_DATA_PREFERRED)
-			return true;
-	return false;
-}
-
 /* Hints of every present device; whether the running kernel honours them. */
-static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
+static void read_hints(const char *sysfs_root, struct bx_snapshot *in)
 {
 	bool all_effective = true, any = false;
 
 	for (size_t i = 0; i < in->nr_devs; i++) {
-		struct bx_usage_dev *d = &in->devs[i];
+		struct bx_snap_dev *d = &in->devs[i];
 		struct bx_hint_state st;
 
 		if (d->missing)
@@ -296,50 +289,28 @@ static void read_hints(const char *sysfs_root, struct bx_usage_input *in)
 	in->hints_effective = any && all_effective;
 }
 
-uint32_t bx_kernel_alloc_flags(void)
-{
-	uint32_t flags = 0;
-
-	if (!bx_kernel_at_least(6, 9))
-		flags |= BX_ALLOC_SORT_PRE_6_9;
-	if (bx_kernel_at_least(6, 2))
-		flags |= BX_ALLOC_DATA_ONLY_LAST;
-	return flags;
-}
-
-bool bx_kernel_at_least(unsigned int major, unsigned int minor)
+void bx_kernel_running(struct bx_kernel *k)
 {
 	struct utsname u;
-	unsigned int have_major = 0, have_minor = 0;
 
-	if (uname(&u) || sscanf(u.release, "%u.%u", &have_major, &have_minor) != 2)
-		return true;
-	return have_major > major || (have_major == major && have_minor >= minor);
+	/* No release: an unknown kernel, which the register takes as the newest. */
+	bx_kernel_init(k, uname(&u) ? NULL : u.release, false);
 }
 
-/* What the running kernel does that the allocator and relocation models follow. */
-static void set_running_kernel(struct bx_usage_input *in)
-{
-	in->kernel_flags = bx_kernel_alloc_flags();
-	in->kernel_size_classes = bx_kernel_at_least(6, 3);
-	in->kernel_overcommit_keeps_data_chunk = bx_kernel_at_least(6, 7);
-	in->kernel_cleans_new_block_groups = bx_kernel_at_least(6, 8);
-}
-
-static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_usage_chunk *c);
+static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_snap_chunk *c);
 
 /*
  * The used bytes of the chunks on seed devices: their free space is
- * read-only, and the report takes it off (bx_usage_chunk.used).
+ * read-only, and the report takes it off (bx_snap_chunk.used).
  */
-static int read_seed_chunks_used(int fd, struct bx_usage_input *in)
+static int read_seed_chunks_used(int fd, struct bx_snapshot *in)
 {
 	int ret = 0;
 
 	for (size_t i = 0; i < in->nr_chunks && ret >= 0; i++) {
-		struct bx_usage_chunk *c = &in->chunks[i];
+		struct bx_snap_chunk *c = &in->chunks[i];
 
-		if (!bx_usage_chunk_on_seed(in, c))
+		if (!bx_snap_chunk_on_seed(in, c))
 			continue;
 		ret = search_block_group(fd, in->path, BTRFS_EXTENT_TREE_OBJECTID, c);
 		/* Not in the extent tree: the filesystem has a block group tree. */
@@ -352,7 +323,7 @@ static int read_seed_chunks_used(int fd, struct bx_usage_input *in)
 	return ret < 0 ? ret : 0;
 }
 
-int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_usage_input *in)
+int bx_snapshot_read_mounted(const char *path, const char *sysfs_root, struct bx_snapshot *in)
 {
 	struct bx_mounted_fs mfs;
 	struct builder b = { 0 };
@@ -364,7 +335,7 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 	if (ret)
 		return ret;
 	in->mounted = true;
-	set_running_kernel(in);
+	bx_kernel_running(&in->kernel);
 	snprintf(in->path, sizeof(in->path), "%s", mfs.path);
 	memcpy(in->fsid, mfs.fsid, sizeof(in->fsid));
 	in->nodesize = mfs.nodesize;
@@ -376,7 +347,7 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 	}
 	in->nr_devs = mfs.nr_devs;
 	for (size_t i = 0; i < mfs.nr_devs; i++) {
-		struct bx_usage_dev *d = &in->devs[i];
+		struct bx_snap_dev *d = &in->devs[i];
 
 		d->devid = mfs.devs[i].devid;
 		snprintf(d->path, sizeof(d->path), "%s", mfs.devs[i].path);
@@ -410,12 +381,13 @@ int bx_usage_read_mounted(const char *path, const char *sysfs_root, struct bx_us
 		in->statfs_free = (uint64_t)sv.f_bavail * sv.f_bsize;
 	}
 	read_hints(sysfs_root ? sysfs_root : "/sys", in);
-	in->kernel_hints = any_hint_set(in) ? in->hints_effective : -1;
+	in->kernel_hints = bx_snap_any_hint(in) ? in->hints_effective : -1;
+	bx_reclaim_read(sysfs_root ? sysfs_root : "/sys", in->fsid, &in->reclaim);
 out:
 	free(b.extents_cap);
 	bx_mounted_close(&mfs);
 	if (ret)
-		bx_usage_input_release(in);
+		bx_snapshot_release(in);
 	return ret;
 }
 
@@ -430,8 +402,8 @@ struct offline_read {
 static int offline_dev_item(void *arg, const struct btrfs_dev_item *item)
 {
 	struct offline_read *o = arg;
-	struct bx_usage_input *in = o->b.in;
-	struct bx_usage_dev *d;
+	struct bx_snapshot *in = o->b.in;
+	struct bx_snap_dev *d;
 	struct bx_device *dev;
 	int ret;
 
@@ -528,7 +500,7 @@ static int offline_chunks(struct offline_read *o)
 		if (ret)
 			return ret;
 		for (int s = 0; s < c->num_stripes; s++) {
-			struct bx_usage_stripe *st = &o->b.in->stripes[o->b.in->nr_stripes -
+			struct bx_snap_stripe *st = &o->b.in->stripes[o->b.in->nr_stripes -
 								       c->num_stripes + s];
 
 			st->devid = c->stripes[s].devid;
@@ -565,7 +537,7 @@ static int offline_chunks(struct offline_read *o)
 static int offline_balance(struct offline_read *o)
 {
 	struct btrfs_key key = { BTRFS_BALANCE_OBJECTID, BTRFS_TEMPORARY_ITEM_KEY, 0 };
-	struct bx_usage_input *in = o->b.in;
+	struct bx_snapshot *in = o->b.in;
 	const struct btrfs_balance_item *item;
 	struct bx_root root;
 	struct bx_path path;
@@ -580,7 +552,7 @@ static int offline_balance(struct offline_read *o)
 		ret = bx_error(-EUCLEAN, "the balance item is too small");
 	if (ret == 0) {
 		item = bx_item_ptr(bx_path_leaf(&path), path.slots[0]);
-		in->balance = BX_USAGE_BALANCE_INTERRUPTED;
+		in->balance = BX_SNAP_BALANCE_INTERRUPTED;
 		set_balance_targets(in, le64toh(item->data.flags), le64toh(item->data.target),
 				    le64toh(item->meta.flags), le64toh(item->meta.target),
 				    le64toh(item->sys.flags), le64toh(item->sys.target));
@@ -591,15 +563,15 @@ static int offline_balance(struct offline_read *o)
 	return 0;
 }
 
-int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
-			  struct bx_usage_input *in, char *mnt, size_t mnt_len)
+int bx_snapshot_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
+			     struct bx_snapshot *in, char *mnt, size_t mnt_len)
 {
 	struct offline_read o = { 0 };
 	int ret;
 
 	memset(in, 0, sizeof(*in));
 	/* The kernel that will mount it is unknown: the running one is the best guess. */
-	set_running_kernel(in);
+	bx_kernel_running(&in->kernel);
 	ret = bx_fs_open(&o.fs, paths, nr_paths, BX_OPEN_DEGRADED);
 	if (ret)
 		return ret;
@@ -627,7 +599,7 @@ int bx_usage_read_offline(char *const *paths, int nr_paths, const char *sysfs_ro
 		ret = offline_balance(&o);
 	if (!ret)
 		sort_spaces(in);
-	in->kernel_hints = any_hint_set(in) ? bx_hint_kernel_support(sysfs_root) : -1;
+	in->kernel_hints = bx_snap_any_hint(in) ? bx_hint_kernel_support(sysfs_root) : -1;
 	/* What the devices hold is wrong: say which filesystem, by the first path named. */
 	if (ret)
 		ret = bx_error_about(ret, paths[0]);
@@ -635,14 +607,14 @@ out:
 	free(o.b.extents_cap);
 	bx_fs_close(o.fs);
 	if (ret)
-		bx_usage_input_release(in);
+		bx_snapshot_release(in);
 	return ret;
 }
 
 static int block_group_cb(void *arg, const struct btrfs_ioctl_search_header *sh,
 			  const void *item)
 {
-	struct bx_usage_chunk *c = arg;
+	struct bx_snap_chunk *c = arg;
 	const struct btrfs_block_group_item *bg = item;
 
 	if (sh->len < sizeof(*bg) || sh->offset != c->length)
@@ -652,13 +624,13 @@ static int block_group_cb(void *arg, const struct btrfs_ioctl_search_header *sh,
 }
 
 /* The block group item of @c in tree @tree: 1 found, 0 not there, or an error. */
-static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_usage_chunk *c)
+static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_snap_chunk *c)
 {
 	return bx_mounted_search_tree(fd, path, tree, c->logical, c->logical,
 				      BTRFS_BLOCK_GROUP_ITEM_KEY, block_group_cb, c);
 }
 
-int bx_usage_read_chunk_used(struct bx_usage_input *in)
+int bx_snapshot_read_chunk_used(struct bx_snapshot *in)
 {
 	uint64_t tree = BTRFS_EXTENT_TREE_OBJECTID;
 	int fd, ret = 0;
@@ -669,7 +641,7 @@ int bx_usage_read_chunk_used(struct bx_usage_input *in)
 	if (fd < 0)
 		return bx_error(-errno, "%s: %m", in->path);
 	for (size_t i = 0; i < in->nr_chunks && ret >= 0; i++) {
-		struct bx_usage_chunk *c = &in->chunks[i];
+		struct bx_snap_chunk *c = &in->chunks[i];
 
 		ret = search_block_group(fd, in->path, tree, c);
 		/* Not in the extent tree: the filesystem has a block group tree. */
@@ -688,8 +660,8 @@ int bx_usage_read_chunk_used(struct bx_usage_input *in)
 	return 0;
 }
 
-int bx_usage_read(char *const *paths, int nr_paths, const char *sysfs_root,
-		  struct bx_usage_input *in)
+int bx_snapshot_read(char *const *paths, int nr_paths, const char *sysfs_root,
+		     struct bx_snapshot *in)
 {
 	char mnt[4096] = "";
 	struct stat st;
@@ -700,11 +672,56 @@ int bx_usage_read(char *const *paths, int nr_paths, const char *sysfs_root,
 	if (stat(paths[0], &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (nr_paths > 1)
 			return bx_error(-EINVAL, "a mount point takes no further paths");
-		return bx_usage_read_mounted(paths[0], sysfs_root, in);
+		return bx_snapshot_read_mounted(paths[0], sysfs_root, in);
 	}
-	ret = bx_usage_read_offline(paths, nr_paths, sysfs_root, in, mnt, sizeof(mnt));
+	ret = bx_snapshot_read_offline(paths, nr_paths, sysfs_root, in, mnt, sizeof(mnt));
 	if (ret != -EBUSY || bx_error_last_kind() != BX_ERROR_KIND_MOUNTED || mnt[0] != '/')
 		return ret;
 	bx_error_clear();
-	return bx_usage_read_mounted(mnt, sysfs_root, in);
+	return bx_snapshot_read_mounted(mnt, sysfs_root, in);
+}
+
+/* ---- whole reads ---- */
+
+/*
+ * A mounted filesystem can change between the searches that read it: a
+ * block group the cleaner deletes after its chunk was listed has no block
+ * group item any more (seen once in 60 aged plans on 6.18). What is read
+ * then does not hold together (-EUCLEAN): read it again, a few times.
+ */
+#define MOUNTED_READ_TRIES 3
+
+static int read_whole(char *const *paths, int nr_paths, const char *sysfs_root,
+		      struct bx_snapshot *in, bool dextents)
+{
+	for (int tries = 1;; tries++) {
+		int ret = bx_snapshot_read(paths, nr_paths, sysfs_root, in);
+		bool again;
+
+		if (ret)
+			return ret;
+		ret = bx_snapshot_read_chunk_used(in);
+		if (!ret && dextents)
+			ret = bx_snapshot_read_dextents(in);
+		if (!ret)
+			return 0;
+		again = ret == -EUCLEAN && in->mounted && tries < MOUNTED_READ_TRIES;
+		bx_snapshot_release(in);
+		if (!again)
+			return ret;
+		/* Not an error: the kernel changed it meanwhile; the next read says. */
+		bx_error_clear();
+	}
+}
+
+int bx_snapshot_read_used(char *const *paths, int nr_paths, const char *sysfs_root,
+			  struct bx_snapshot *in)
+{
+	return read_whole(paths, nr_paths, sysfs_root, in, false);
+}
+
+int bx_snapshot_read_extents(char *const *paths, int nr_paths, const char *sysfs_root,
+			     struct bx_snapshot *in)
+{
+	return read_whole(paths, nr_paths, sysfs_root, in, true);
 }

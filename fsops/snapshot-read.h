@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The readers of a filesystem's snapshot (model/snapshot.h): a mounted
+ * filesystem through its ioctls (FS_INFO, DEV_INFO, SPACE_INFO,
+ * TREE_SEARCH_V2 on the chunk, device and extent trees, statfs, the
+ * balance's progress, the hints in sysfs), an unmounted one through our
+ * reader (disk/). The snapshot's kernel is the running one
+ * (bx_kernel_running()); a caller that plans for another sets it after.
+ *
+ * Library style: functions return 0 or a negative errno with a message
+ * recorded by bx_error(); nothing prints or exits.
+ */
+#ifndef BTRFSX_SNAPSHOT_READ_H
+#define BTRFSX_SNAPSHOT_READ_H
+
+#include <stddef.h>
+
+#include "model/snapshot.h"
+
+/* The running kernel (uname's release) as the register describes it, into @k. */
+void bx_kernel_running(struct bx_kernel *k);
+
+/*
+ * Reads a mounted filesystem through the mount point (or any path on it)
+ * @path. Hints from bx_hint_get() with @sysfs_root (NULL: "/sys"). Needs
+ * CAP_SYS_ADMIN for TREE_SEARCH.
+ */
+int bx_snapshot_read_mounted(const char *path, const char *sysfs_root, struct bx_snapshot *in);
+
+/*
+ * Reads an unmounted filesystem from member devices or image files @paths
+ * (other members found by fsid; missing ones allowed). Hints are the stored
+ * ones, hints_effective is true (the kernel that mounts it next is assumed
+ * to honour them); kernel_hints says whether the running one does, asked
+ * through @sysfs_root when a hint is set. Refuses with
+ * -EBUSY when the running kernel has the filesystem mounted, so the caller
+ * can use the mounted path instead: @mnt (@mnt_len bytes) gets the mount
+ * point, or "an unknown mount point" when this namespace does not show it.
+ */
+int bx_snapshot_read_offline(char *const *paths, int nr_paths, const char *sysfs_root,
+			     struct bx_snapshot *in, char *mnt, size_t mnt_len);
+
+/*
+ * Fills bx_snap_chunk.used of a mounted filesystem's input from the block
+ * group items (one TREE_SEARCH_V2 per chunk, in the extent tree or the block
+ * group tree); the offline reader fills it already. Needs CAP_SYS_ADMIN.
+ */
+int bx_snapshot_read_chunk_used(struct bx_snapshot *in);
+
+/*
+ * Fills the data chunks' extents of @in (mounted: TREE_SEARCH_V2 on the
+ * extent tree; unmounted: the extent tree read from the devices @in->path
+ * names), for the planner's relocation. Needs chunks in address order.
+ * Returns 0 or a negative errno with the message recorded.
+ */
+int bx_snapshot_read_dextents(struct bx_snapshot *in);
+
+/*
+ * Reads the filesystem @paths names, mounted or not: a directory (alone) is
+ * a mount point, read through the ioctls; otherwise member devices or image
+ * files, read offline, or through the mount point when the running kernel
+ * has that filesystem mounted and this namespace shows where.
+ */
+int bx_snapshot_read(char *const *paths, int nr_paths, const char *sysfs_root,
+		     struct bx_snapshot *in);
+
+/*
+ * bx_snapshot_read() and every chunk's used bytes
+ * (bx_snapshot_read_chunk_used()): what the misplaced report needs. A
+ * mounted filesystem that changed between the searches (the cleaner
+ * deleted a block group) is read again, a few times.
+ */
+int bx_snapshot_read_used(char *const *paths, int nr_paths, const char *sysfs_root,
+			  struct bx_snapshot *in);
+
+/*
+ * bx_snapshot_read_used() and the data chunks' extents
+ * (bx_snapshot_read_dextents()): what a model of the kernel's relocation
+ * needs (the what-if planner).
+ */
+int bx_snapshot_read_extents(char *const *paths, int nr_paths, const char *sysfs_root,
+			     struct bx_snapshot *in);
+
+#endif

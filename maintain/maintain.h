@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The maintain engine: keeps a mounted filesystem out of the metadata
+ * ENOSPC trap and its chunks where the hints want them, by moving the
+ * fewest bytes that meet a target, one chunk per kernel balance call.
+ *
+ * The target (a policy, maintain/policy.h): metadata room (the usage
+ * report's metadata_room: free space in metadata block groups plus the
+ * metadata chunks the allocator model can still allocate) of at least a
+ * size, an automatic size (one metadata chunk, or half the metadata in
+ * use when that is more), and the days at the current pace of metadata
+ * growth (the monitor's history, handed in by the caller); and no
+ * misplaced chunk (placement on, or the forbidden ones only).
+ *
+ * The choice (bx_maintain_choose(), pure): the misplaced chunks the policy
+ * takes, then, while the room is below the target, data chunks by the
+ * fewest used bytes for their size (the most device space freed per byte
+ * moved; empty ones first), each kept only when the relocation model
+ * (model/kernel/relocation.h: the kernel's relocation, the chunks it
+ * allocates on the way) predicts more unallocated device space with it
+ * than without, until the predicted room meets the target. The plan is
+ * checked so before the first chunk moves; a target that moving data
+ * cannot meet says so, with the size of a device that would meet it.
+ * Never a full balance.
+ *
+ * Library style: nothing is printed; 0 or a negative errno with the
+ * message recorded by bx_error().
+ */
+#ifndef BTRFSX_MAINTAIN_H
+#define BTRFSX_MAINTAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "maintain/policy.h"
+#include "model/snapshot.h"
+
+/* Why a chunk moves. */
+enum bx_maintain_reason {
+	BX_MAINTAIN_ROOM,		/* metadata room below the target */
+	BX_MAINTAIN_EMPTY,		/* an empty or nearly empty block group holds the space */
+	BX_MAINTAIN_MISPLACED,		/* the hints want it elsewhere */
+};
+
+/* Below this share of its size in use a data chunk counts as nearly empty (percent). */
+#define BX_MAINTAIN_NEARLY_EMPTY_PCT 10
+
+struct bx_maintain_action {
+	enum bx_maintain_reason reason;
+	uint64_t logical;
+	uint64_t length;
+	uint64_t used;			/* what the kernel copies */
+	uint64_t type;			/* type and profile bits */
+	double seconds;			/* at the measured copy rate; < 0: no rate known */
+};
+
+/* The filesystem's state, now or predicted after the actions. */
+struct bx_maintain_state {
+	uint64_t metadata_room;
+	uint64_t metadata_used;
+	uint64_t unallocated;		/* device bytes, writable devices */
+	double days_left;		/* metadata room at the current pace; < 0 unknown, inf none used */
+	uint64_t misplaced;		/* chunks breaking the hints */
+};
+
+/* What the caller knows besides the snapshot. */
+struct bx_maintain_inputs {
+	double pace;			/* metadata bytes used per day; < 0: no history */
+	double copy_rate;		/* used bytes per second; 0: none measured */
+};
+
+/* The outcome of a plan, or of a run. */
+enum bx_maintain_status {
+	BX_MAINTAIN_NOTHING,		/* the target is met already */
+	BX_MAINTAIN_PLANNED,		/* the actions meet it (a plan) */
+	BX_MAINTAIN_MET,		/* a run met it */
+	BX_MAINTAIN_CANNOT,		/* moving data cannot meet it */
+	BX_MAINTAIN_STOPPED,		/* a run stopped before it: budget, window, signal */
+	BX_MAINTAIN_FAILED,
+};
+
+struct bx_maintain_plan {
+	enum bx_maintain_status status;
+	uint64_t target;		/* metadata room wanted, bytes; 0: no room target */
+	char target_why[256];		/* how the target was made, for people */
+	bool room_below;		/* the room is below the target now */
+	bool placement_wanted;		/* misplaced chunks to move */
+	struct bx_maintain_state before, after;
+	size_t nr_actions;
+	struct bx_maintain_action *actions;	/* in the order they move */
+	uint64_t bytes;			/* used bytes the actions copy (predicted) */
+	double seconds;			/* at the copy rate; < 0 unknown */
+	size_t created;			/* chunks the kernel allocates on the way (predicted) */
+	uint64_t device_needed;		/* CANNOT: a device of at least this would meet it */
+	char reason[1024];		/* CANNOT, STOPPED, FAILED: why, for people */
+};
+
+void bx_maintain_plan_release(struct bx_maintain_plan *p);
+
+/*
+ * The plan for @in (read with its used bytes and data extents), by
+ * @policy, with what the caller knows in @inputs. Pure: no I/O. Returns 0
+ * (p->status says NOTHING, PLANNED or CANNOT) or a negative errno.
+ */
+int bx_maintain_choose(const struct bx_snapshot *in, const struct bx_maintain_policy *policy,
+		       const struct bx_maintain_inputs *inputs, struct bx_maintain_plan *p);
+
+/* The state of @in (no prediction). Pure. */
+int bx_maintain_state_of(const struct bx_snapshot *in, const struct bx_maintain_policy *policy,
+			 const struct bx_maintain_inputs *inputs, struct bx_maintain_state *st);
+
+/* "metadata-room", "empty", "misplaced" */
+const char *bx_maintain_reason_name(enum bx_maintain_reason r);
+/* "nothing-to-do", "planned", "target-met", "cannot-meet", "stopped", "failed" */
+const char *bx_maintain_status_name(enum bx_maintain_status s);
+
+/* ---- a run on a mounted filesystem (maintain/run.c) ---- */
+
+/* What a run or a plan is asked. */
+struct bx_maintain_opts {
+	struct bx_maintain_policy policy;
+	double pace;			/* metadata bytes a day (the monitor's); < 0 unknown */
+	bool plan_only;			/* plan, --dry-run: read, write nothing (not even a lock) */
+	const char *sysfs_root;		/* NULL: "/sys" */
+	const char *state_dir;		/* copy rate and lock; NULL: /var/lib/btrfsx */
+	/*
+	 * 1: stop after the chunk that moves now; 2: cancel it too (the kernel's
+	 * balance control; it stays where it was). May be NULL.
+	 */
+	const volatile int *stop;
+	/* Minute of the day for the window; NULL: the local time. */
+	int (*minute_now)(void);
+};
+
+/* A chunk a run moved. */
+struct bx_maintain_moved {
+	enum bx_maintain_reason reason;
+	uint64_t logical, length, used, type;
+	double seconds;			/* in the kernel's balance call */
+};
+
+struct bx_maintain_result {
+	uint8_t fsid[16];
+	char path[4096];		/* the mount point */
+	char refused[1024];		/* plan only: what a real run would be refused for; "" none */
+	struct bx_maintain_plan plan;	/* at the start */
+	double copy_rate;		/* the measured one it planned with; 0 none */
+	enum bx_maintain_status status;	/* of the run (plan only: the plan's) */
+	char reason[1024];		/* STOPPED, CANNOT, FAILED: why */
+	bool target_met;
+	struct bx_maintain_state final;	/* read after the run (plan only: predicted) */
+	size_t nr_moved;
+	struct bx_maintain_moved *moved;
+	uint64_t bytes_moved;
+	double seconds;			/* wall time */
+	double kernel_seconds;		/* in the kernel's balance calls */
+	double paused_seconds;		/* waiting: budget, busy devices */
+};
+
+/*
+ * Plans (opts->plan_only) or runs maintenance on the filesystem mounted at
+ * @path (a member device stands for its mount point). *@res is set when
+ * the filesystem was read (free it with bx_maintain_result_free()), also
+ * when the run stopped or failed after it. Returns 0 (also for CANNOT and
+ * STOPPED: res->status says), -EROFS (read-only), -ENODEV (degraded),
+ * -EBUSY (another exclusive operation, a scrub, balance misplaced or
+ * maintain), -ENOTDIR (not mounted) or another negative errno.
+ */
+int bx_maintain_run(const char *path, const struct bx_maintain_opts *opts,
+		    struct bx_maintain_result **res);
+void bx_maintain_result_free(struct bx_maintain_result *res);
+
+/*
+ * Writes the run's Prometheus metrics into
+ * <dir>/btrfsx-maintain-<fsid>.prom (the monitor's textfile directory,
+ * beside its btrfsx.prom; one file per filesystem, replaced at each run).
+ * The path written into @path.
+ */
+int bx_maintain_metrics_write(const struct bx_maintain_result *res, const char *dir,
+			      char *path, size_t len);
+
+#endif

@@ -1,0 +1,366 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""btrfsx maintain plan|run on loop devices under the host kernel (issue 37).
+
+The trap of the issue, small: one 1 GiB device, data single, metadata dup,
+32 MiB files until full, every other one deleted; then 1,800-byte files
+(inline: metadata only) until ENOSPC. Without maintenance they stop with
+half the data space free; with 'maintain run' every few thousand files
+(the timer, fast-forwarded) they go on until the filesystem is truly full,
+after a few data chunks moved. Besides: a young filesystem moves nothing,
+the plan is what the run then does, plan and --dry-run write nothing (no
+state file, no transaction), the refusals, the policy file, the window,
+SIGTERM and a second run, the metrics, and bad input for every option.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import fsutil
+from helpers.fsutil import MiB
+
+pytestmark = pytest.mark.root
+
+SMALL = b"s" * 1800
+BIG = 32 * MiB
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A state and a configuration directory of the test's own (empty)."""
+    conf = tmp_path / "etc"
+    conf.mkdir()
+    return {"BTRFSX_STATE_DIR": str(tmp_path / "state"), "BTRFSX_CONFIG_DIR": str(conf)}
+
+
+def maintain(run_btrfsx, *args, env, check=0):
+    rc, out, err = run_btrfsx("maintain", *args, fmt="json", check=check, env=env)
+    return json.loads(out), err
+
+
+def make_trap(mnt: Path) -> None:
+    """32 MiB files until the filesystem is full, then every other one deleted:
+    the data chunks hold all the device space, half used."""
+    block = b"\xab" * MiB
+    n = 0
+    try:
+        while True:
+            with open(mnt / f"big{n}", "wb") as f:
+                for _ in range(BIG // MiB):
+                    f.write(block)
+            n += 1
+    except OSError:
+        (mnt / f"big{n}").unlink(missing_ok=True)
+    for i in range(0, n, 2):
+        (mnt / f"big{i}").unlink()
+    fsutil.run(["btrfs", "filesystem", "sync", str(mnt)])
+
+
+def fill_small(mnt: Path, every: int = 0, run=None) -> tuple[int, list[dict]]:
+    """1,800-byte files until ENOSPC; run(mnt) after every @every files."""
+    n, runs = 0, []
+    try:
+        while True:
+            d = mnt / f"s{n // 1000}"
+            if n % 1000 == 0:
+                d.mkdir(exist_ok=True)
+            with open(d / f"f{n}", "wb") as f:
+                f.write(SMALL)
+            n += 1
+            if every and n % every == 0:
+                runs.append(run(mnt))
+    except OSError as e:
+        assert e.errno == 28, e
+    return n, runs
+
+
+@pytest.fixture
+def trap(loopdevs):
+    loops = loopdevs(sizes=["1G"])
+    fsutil.mkfs(loops.devs, data="single", metadata="dup")
+    with fsutil.mounted(loops.devs) as mnt:
+        make_trap(mnt)
+        yield loops.devs, mnt
+
+
+def generation(dev: str) -> int:
+    out = fsutil.run(["btrfs", "inspect-internal", "dump-super", dev]).stdout
+    return int(re.search(r"^generation\s+(\d+)", out, re.M).group(1))
+
+
+def chunk_logicals(mnt: Path) -> set[int]:
+    out = fsutil.run(["btrfs", "inspect-internal", "dump-tree", "-t", "chunk",
+                      fsutil.run(["findmnt", "-n", "-o", "SOURCE", str(mnt)]).stdout.strip()]
+                     ).stdout
+    return {int(m) for m in re.findall(r"CHUNK_ITEM (\d+)\)", out)}
+
+
+# --------------------------------------------------------------------------- young
+
+def test_young_filesystem_moves_nothing(loopdevs, run_btrfsx, env):
+    loops = loopdevs(sizes=["1G"])
+    fsutil.mkfs(loops.devs, data="single", metadata="dup")
+    with fsutil.mounted(loops.devs) as mnt:
+        fsutil.fill_files(mnt, seed=3)
+        plan, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+        m = plan["maintain"]
+        assert m["status"] == "nothing-to-do" and m["mode"] == "plan"
+        assert m["actions"] == [] and m["target_met"]
+        assert m["before"]["metadata_room"] >= m["target"] > 0
+        assert m["target_why"].startswith("auto:")
+        run, _ = maintain(run_btrfsx, "run", mnt, env=env)
+        assert run["maintain"]["status"] == "nothing-to-do"
+        assert run["maintain"]["moved"] == [] and run["maintain"]["chunks_moved"] == 0
+        # nothing moved: no copy rate recorded
+        assert not list(Path(env["BTRFSX_STATE_DIR"]).glob("relocate/*.json"))
+        rc, out, err = run_btrfsx("maintain", "plan", mnt, env=env)
+        assert "nothing-to-do" in out
+
+
+# --------------------------------------------------------------------------- the trap
+
+def test_trap_plan_is_what_run_does_and_small_files_go_on(trap, loopdevs, run_btrfsx, btrfsx,
+                                                         env, tmp_path):
+    devs, mnt = trap
+    state = Path(env["BTRFSX_STATE_DIR"])
+    gen = generation(devs[0])
+    plan, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+    dry, _ = maintain(run_btrfsx, "run", "--dry-run", mnt, env=env)
+    # plan and --dry-run write nothing: no state file, no transaction
+    assert not state.exists()
+    assert generation(devs[0]) == gen
+    p = plan["maintain"]
+    assert p["status"] == "planned", p
+    assert dry["maintain"]["actions"] == p["actions"] and dry["maintain"]["mode"] == "dry-run"
+    assert p["before"]["metadata_room"] < p["target"] <= p["after"]["metadata_room"]
+    assert 1 <= len(p["actions"]) <= 3
+    assert all(a["type"] == "data" and a["reason"] in ("metadata-room", "empty")
+               for a in p["actions"])
+    assert p["chunks_created"] == 0 and p["device_needed"] is None
+
+    run, _ = maintain(run_btrfsx, "run", "--textfile", tmp_path, mnt, env=env)
+    r = run["maintain"]
+    assert r["status"] == "target-met" and r["target_met"]
+    # the plan is what the run did, and the prediction what the kernel did
+    assert [c["logical"] for c in r["moved"]] == [a["logical"] for a in p["actions"]]
+    assert r["bytes_moved"] == p["bytes_planned"]
+    # the device space exactly; the room but for the metadata the relocation itself changed
+    assert r["final"]["unallocated"] == p["after"]["unallocated"]
+    assert abs(r["final"]["metadata_room"] - p["after"]["metadata_room"]) < MiB
+    assert not chunk_logicals(mnt) & {a["logical"] for a in p["actions"]}
+    prom = Path(r["metrics_textfile"]).read_text()
+    assert 'btrfsx_maintain_target_met{fsid="' in prom
+    assert re.search(r"^btrfsx_maintain_actions\{.*\} %d$" % len(p["actions"]), prom, re.M)
+    # the copy rate is measured now: the next plan has a time
+    again, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+    assert again["maintain"]["status"] == "nothing-to-do"
+    assert again["maintain"]["copy_rate"] > 0
+
+    # small files on its timer, fast-forwarded: every 5,000 files
+    def timer(m):
+        doc, _ = maintain(run_btrfsx, "run", m, env=env, check=False)
+        return doc["maintain"]
+    files, runs = fill_small(mnt, 5000, timer)
+    moved = len(r["moved"]) + sum(x["chunks_moved"] for x in runs)
+    usage = fsutil.run(["btrfs", "filesystem", "usage", "-b", str(mnt)]).stdout
+    data_free = int(re.search(r"Free \(estimated\):\s+(\d+)", usage).group(1))
+
+    # the same without maintenance
+    loops = loopdevs(sizes=["1G"])
+    fsutil.mkfs(loops.devs, data="single", metadata="dup")
+    with fsutil.mounted(loops.devs) as bare:
+        make_trap(bare)
+        bare_files, _ = fill_small(bare)
+        bare_usage = fsutil.run(["btrfs", "filesystem", "usage", "-b", str(bare)]).stdout
+    bare_free = int(re.search(r"Free \(estimated\):\s+(\d+)", bare_usage).group(1))
+    print(f"trap 1 GiB: {bare_files} small files without maintain ({bare_free >> 20} MiB "
+          f"data free at ENOSPC); {files} with 'maintain run' every 5,000 files "
+          f"({data_free >> 20} MiB free), {moved} chunks moved")
+    assert bare_free > 300 * MiB          # the trap: ENOSPC with the data half free
+    assert files > 4 * bare_files
+    assert data_free < 64 * MiB            # truly full
+    assert moved <= 6
+    # at the end the target cannot be met any more: said, with a device that would
+    assert runs[-1]["status"] in ("cannot-meet", "nothing-to-do")
+    if runs[-1]["status"] == "cannot-meet":
+        assert runs[-1]["device_needed"] > 0 and "add a device of at least" in runs[-1]["reason"]
+
+
+def test_sigterm_then_a_second_run_goes_on(trap, btrfsx, run_btrfsx, env, tmp_path):
+    devs, mnt = trap
+    policy = tmp_path / "policy.conf"
+    policy.write_text("[default]\nmetadata-room = 200M\nbusy-pressure = 0\n")
+    plan, _ = maintain(run_btrfsx, "plan", "--policy", policy, mnt, env=env)
+    actions = [a["logical"] for a in plan["maintain"]["actions"]]
+    assert len(actions) >= 2, plan
+    # 1 MiB/s: after the first chunk the run waits for its budget
+    proc = subprocess.Popen([btrfsx, "--format", "json", "maintain", "run", "--policy",
+                             str(policy), "--budget", "1", str(mnt)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **env))
+    try:
+        deadline = time.monotonic() + 120
+        while actions[0] in chunk_logicals(mnt) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert actions[0] not in chunk_logicals(mnt)
+        # beside it: refused (the lock 'balance misplaced' takes too)
+        rc, out, err = run_btrfsx("maintain", "run", mnt, check=1, env=env)
+        assert "runs on this filesystem" in err
+        rc, out, err = run_btrfsx("balance", "misplaced", "--force", mnt, check=1, env=env)
+        assert "another 'balance misplaced' runs" in err
+        plan_beside, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+        assert "runs on this filesystem" in plan_beside["maintain"]["refused"]
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 6, err
+    doc = json.loads(out)["maintain"]
+    assert doc["status"] == "stopped" and "signal" in doc["reason"]
+    assert [c["logical"] for c in doc["moved"]] == actions[:1]
+    second, _ = maintain(run_btrfsx, "run", "--policy", policy, mnt, env=env)
+    s = second["maintain"]
+    assert s["status"] == "target-met", s
+    assert [c["logical"] for c in s["moved"]] == actions[1:]
+
+
+def test_window_outside_moves_nothing(trap, run_btrfsx, env):
+    devs, mnt = trap
+    now = time.localtime()
+    start = (now.tm_hour + 2) % 24
+    window = f"{start:02d}:00-{(start + 1) % 24:02d}:00"
+    before = chunk_logicals(mnt)
+    doc, _ = maintain(run_btrfsx, "run", "--window", window, mnt, env=env, check=6)
+    assert doc["maintain"]["status"] == "stopped"
+    assert "outside the time window" in doc["maintain"]["reason"]
+    assert doc["maintain"]["moved"] == [] and chunk_logicals(mnt) == before
+
+
+# --------------------------------------------------------------------------- policy
+
+def test_policy_sections_and_cannot_meet(loopdevs, run_btrfsx, env):
+    loops = loopdevs(sizes=["1G"])
+    fsid = fsutil.mkfs(loops.devs, data="single", metadata="dup")
+    with fsutil.mounted(loops.devs) as mnt:
+        conf = Path(env["BTRFSX_CONFIG_DIR"]) / "maintain.conf"
+        conf.write_text(f"# for every filesystem\n[default]\nplacement = off\nbudget = 20\n\n"
+                        f"[{fsid}]\nmetadata-room = 2G   # more than the device\n"
+                        f"quiet-hours = 22:00-06:00\n[/elsewhere]\nbudget = none\n")
+        doc, _ = maintain(run_btrfsx, "plan", mnt, env=env, check=5)
+        m = doc["maintain"]
+        assert m["policy"]["file"] == str(conf) and m["policy"]["section"]
+        assert m["policy"]["placement"] == "off" and m["policy"]["budget"] == 20
+        assert m["policy"]["quiet_hours"] == "22:00-06:00"
+        assert m["status"] == "cannot-meet" and m["target"] == 2 << 30
+        assert m["device_needed"] > 0 and "add a device of at least" in m["reason"]
+        doc, _ = maintain(run_btrfsx, "run", mnt, env=env, check=5)
+        assert doc["maintain"]["moved"] == []
+        # the mount point names the section too
+        conf.write_text(f"[{mnt}]\nmetadata-room = none\n")
+        doc, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+        assert doc["maintain"]["target"] == 0 and doc["maintain"]["status"] == "nothing-to-do"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[default]\nspeed = 3\n", "maintain.conf:2: unknown key 'speed'"),
+    ("[default]\nmetadata-room = lots\n", "maintain.conf:2: metadata-room: 'lots'"),
+    ("[default]\nmetadata-room-days = -3\n", "metadata-room-days: '-3'"),
+    ("[default]\nplacement = sometimes\n", "placement: 'sometimes'"),
+    ("[default]\nbudget = 0\n", "budget: '0'"),
+    ("[default]\nquiet-hours = 25:00-01:00\n", "quiet-hours:"),
+    ("[default]\nbusy-pressure = 150\n", "busy-pressure: '150'"),
+    ("[default\nbudget = 3\n", "maintain.conf:1: '[default' is not a section"),
+    ("budget 3\n", "maintain.conf:1: 'budget 3' is not 'key = value'"),
+    ("[/other]\nbogus = 1\n", "unknown key 'bogus'"),
+])
+def test_bad_policy(loopdevs, run_btrfsx, env, text, says):
+    loops = loopdevs(sizes=["512M"])
+    fsutil.mkfs(loops.devs)
+    with fsutil.mounted(loops.devs) as mnt:
+        (Path(env["BTRFSX_CONFIG_DIR"]) / "maintain.conf").write_text(text)
+        for cmd in ("plan", "run"):
+            rc, out, err = run_btrfsx("maintain", cmd, mnt, check=2, env=env)
+            assert says in err, err
+
+
+# --------------------------------------------------------------------------- refusals
+
+def test_refusals(loopdevs, run_btrfsx, env, tmp_path):
+    loops = loopdevs(sizes=["1G"])
+    fsid = fsutil.mkfs(loops.devs, data="single", metadata="dup")
+    # not a btrfs, not mounted, nothing there
+    rc, out, err = run_btrfsx("maintain", "run", tmp_path, check=1, env=env)
+    rc, out, err = run_btrfsx("maintain", "plan", loops.devs[0], check=1, env=env)
+    assert "not a mounted btrfs" in err
+    rc, out, err = run_btrfsx("maintain", "plan", tmp_path / "nothing", check=1, env=env)
+    assert "No such file" in err
+    with fsutil.mounted(loops.devs, options="ro") as mnt:
+        rc, out, err = run_btrfsx("maintain", "run", mnt, check=1, env=env)
+        assert "read-only" in err and out == ""
+        doc, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+        assert "read-only" in doc["maintain"]["refused"]
+    with fsutil.mounted(loops.devs) as mnt:
+        make_trap(mnt)
+        # a paused balance holds the kernel's exclusive operation
+        fsutil.run(["btrfs", "balance", "start", "--full-balance", "--bg", str(mnt)])
+        fsutil.run(["btrfs", "balance", "pause", str(mnt)], check=False)
+        status = fsutil.run(["btrfs", "balance", "status", str(mnt)], check=False).stdout
+        if "paused" in status:
+            rc, out, err = run_btrfsx("maintain", "run", mnt, check=1, env=env)
+            assert "balance" in err
+            doc, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+            assert "balance" in doc["maintain"]["refused"]
+            fsutil.run(["btrfs", "balance", "cancel", str(mnt)], check=False)
+        # the lock of 'balance misplaced' held
+        lockdir = Path(env["BTRFSX_STATE_DIR"]) / "relocate"
+        lockdir.mkdir(parents=True)
+        with open(lockdir / f"{fsid}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            rc, out, err = run_btrfsx("maintain", "run", mnt, check=1, env=env)
+            assert "runs on this filesystem" in err
+
+
+def test_degraded_refused(loopdevs, run_btrfsx, env):
+    loops = loopdevs(2, size="512M")
+    fsutil.mkfs(loops.devs, data="raid1", metadata="raid1")
+    second = loops.devs[1]
+    fsutil.detach_loop(second)
+    loops.devs.remove(second)
+    fsutil.run(["btrfs", "device", "scan", "--forget"], check=False)
+    with fsutil.mounted(loops.devs[:1], options="degraded") as mnt:
+        rc, out, err = run_btrfsx("maintain", "run", mnt, check=1, env=env)
+        assert "missing" in err or "degraded" in err, err
+
+
+def test_bad_options(run_btrfsx, env, tmp_path):
+    rc, out, err = run_btrfsx("maintain", "--help", env=env)
+    assert "plan" in out and "run" in out
+    rc, out, err = run_btrfsx("maintain", "run", "--help", env=env)
+    assert "--budget" in out and "Exit status" in out
+    for args in (["plan"], ["run"], ["plan", tmp_path, tmp_path], ["plan", "--dry-run", tmp_path],
+                 ["run", "--budget", "x", tmp_path], ["run", "--budget", "-1", tmp_path],
+                 ["run", "--budget", "", tmp_path], ["run", "--budget", "1e9", tmp_path],
+                 ["run", "--window", "01:00", tmp_path],
+                 ["run", "--window", "25:00-01:00", tmp_path],
+                 ["run", "--window", "01:00-01:00", tmp_path],
+                 ["run", "--window", "1:0-2:00", tmp_path],
+                 ["run", "--textfile", "--budget", tmp_path],
+                 ["run", "--policy", "--help", tmp_path],
+                 ["run", "--bogus", tmp_path], ["frobnicate", tmp_path]):
+        rc, out, err = run_btrfsx("maintain", *args, check=2, env=env)
+        doc = json.loads(run_btrfsx("maintain", *args, fmt="json", check=2, env=env)[1])
+        assert doc["error"]["exit_code"] == 2
+    # a policy file named but missing: a failure, not the defaults
+    rc, out, err = run_btrfsx("maintain", "plan", "--policy", tmp_path / "none.conf", tmp_path,
+                              check=1, env=env)
+    assert "none.conf" in err
