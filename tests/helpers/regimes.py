@@ -376,13 +376,18 @@ def run_crude(fs: LoopFs) -> Action:
                                str(fs.mnt)])
 
 
-def run_btrfsx(fs: LoopFs, btrfsx: str, extra: list[str]) -> Action:
-    """The engine's regime: ``btrfsx --format json maintain run [extra] <mnt>``;
-    its JSON report is kept beside what the kernel says it did."""
+def run_btrfsx(fs: LoopFs, workdir: Path, btrfsx: str, extra: list[str]) -> Action:
+    """The engine's regime: ``btrfsx --format json maintain run [extra] <mnt>``
+    with its defaults (no policy file), its state (the copy rate it learns)
+    kept in @workdir from one run to the next; its JSON report is kept
+    beside what the kernel says it did."""
+    env = dict(os.environ, BTRFSX_STATE_DIR=str(workdir / "btrfsx-state"),
+               BTRFSX_CONFIG_DIR=str(workdir / "btrfsx-etc"))
+    (workdir / "btrfsx-etc").mkdir(parents=True, exist_ok=True)
     action = timed(fs, "btrfsx", [btrfsx, "--format", "json", "maintain", "run", *extra,
-                                  str(fs.mnt)])
+                                  str(fs.mnt)], env=env)
     try:
-        action.report = json.loads(action.output.split("\n\n")[0])
+        action.report = json.JSONDecoder().raw_decode(action.output.lstrip())[0]
     except (json.JSONDecodeError, IndexError):
         action.report = None
     return action
@@ -418,7 +423,7 @@ class Regime:
         if self.name == "btrfsmaintenance":
             action = run_btrfsmaintenance(fs, workdir)
         elif self.name == "btrfsx":
-            action = run_btrfsx(fs, self.btrfsx, self.btrfsx_args)
+            action = run_btrfsx(fs, workdir, self.btrfsx, self.btrfsx_args)
         elif self.name == "crude" and fs.usage()["unallocated"] < unallocated_below:
             action = run_crude(fs)
         else:
