@@ -7,8 +7,13 @@ btrfsmaintenance's filters are all that runs: writes refused while the data
 side still has room. `btrfsx maintain` must keep the filesystem out of it,
 moving at most a tenth of what btrfsmaintenance moves where that also avoids
 ENOSPC and fewer bytes than the kernel's reclaim, without slowing the
-workload's fsync beyond twice its idle 99th percentile. Those checks are
-written and skipped until the command exists.
+workload's fsync beyond twice its idle 99th percentile; those checks skip
+while btrfsx has no maintain command. The byte targets are asked where the
+peer avoids ENOSPC: at this scale neither does (the kernel's reclaim, as
+the issue names it, relocates chunks 78 to 99 % used and meets the trap all
+the same), so the suite runs btrfsmaintenance's regime for the trap and
+leaves the kernel's reclaim to bench/maintain churn, which prints the
+targets against every peer.
 
 Select with ``-m maintain``; needs root, loop devices, gcc and Debian's
 btrfsmaintenance package (its regime is skipped without it)."""
@@ -165,22 +170,6 @@ def test_btrfsx_moves_a_tenth_of_btrfsmaintenance(churn_runs):
         pytest.skip("btrfsmaintenance met ENOSPC here: the tenth is asked where it avoids it")
     assert ours["relocated"]["used"] <= peer["relocated"]["used"] / 10, (ours["relocated"],
                                                                         peer["relocated"])
-
-
-@pytest.mark.root
-@pytest.mark.slow
-def test_btrfsx_moves_less_than_reclaim(churn_runs):
-    """Against the kernel's reclaim as the issue asks for it (dynamic and
-    periodic), where it keeps out of the trap (a regime that met ENOSPC
-    sets no bar; bench/maintain churn runs the dynamic threshold alone
-    too)."""
-    peer = "reclaim"
-    ours = churn_runs("btrfsx")
-    theirs = churn_runs(peer)
-    if metadata_enospc(theirs):
-        pytest.skip(f"{peer} met ENOSPC here: the comparison is asked where it avoids it")
-    assert ours["relocated"]["used"] < theirs["relocated"]["used"], (ours["relocated"],
-                                                                    theirs["relocated"])
 
 
 @pytest.mark.root
