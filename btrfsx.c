@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmds/commands.h"
+#include "cmds/suggest.h"
 #include "common/error.h"
 
 static const char *const btrfsx_usage[] = {
@@ -56,6 +57,19 @@ static void print_group_help(const struct bx_cmd_group *group, const char *path)
 	printf("\nRun 'btrfsx %s%s<command> --help' for more.\n", path, *path ? " " : "");
 }
 
+/* "; did you mean 'filesystem'?" for a mistyped command of @group, into @buf; "" if none. */
+static const char *did_you_mean(const struct bx_cmd_group *group, const char *name, char *buf,
+				size_t len)
+{
+	const char *words[64];
+	size_t nr = 0;
+
+	for (const struct bx_cmd *cmd = group->cmds; cmd->name && nr < 64; cmd++)
+		if (!(cmd->flags & BX_CMD_HIDDEN))
+			words[nr++] = cmd->name;
+	return bx_did_you_mean(name, words, nr, "", buf, len);
+}
+
 /* Exact name, else a unique prefix. NULL with a usage error otherwise. */
 static const struct bx_cmd *find_cmd(const struct bx_cmd_group *group, const char *name,
 				     const char *path)
@@ -79,7 +93,8 @@ static const struct bx_cmd *find_cmd(const struct bx_cmd_group *group, const cha
 	if (nr_matches > 1)
 		bx_usage_error("'%s' is ambiguous:%s", name, candidates);
 	else
-		bx_usage_error("unknown command '%s%s%s'", path, *path ? " " : "", name);
+		bx_usage_error("unknown command '%s%s%s'%s", path, *path ? " " : "", name,
+			       did_you_mean(group, name, candidates, sizeof(candidates)));
 	return NULL;
 }
 
@@ -303,6 +318,7 @@ static int parse_global(struct bx_ctx *ctx, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	char hint[96];
 	int opt;
 
 	opterr = 0;
@@ -324,7 +340,9 @@ static int parse_global(struct bx_ctx *ctx, int argc, char **argv)
 			print_group_help(&top_group, "");
 			return BX_DONE;
 		default:
-			return bx_usage_error("unknown global option '%s'", argv[optind - 1]);
+			return bx_usage_error("unknown global option '%s'%s", argv[optind - 1],
+					      bx_option_suggestion(argv[optind - 1], longopts, hint,
+								   sizeof(hint)));
 		}
 	}
 	return 0;

@@ -314,7 +314,10 @@ static int parse_misplaced(struct bx_ctx *ctx, int argc, char **argv, struct mis
 						      "more)", optarg);
 			break;
 		case OPT_MAX_BYTES:
-			if (bx_parse_size(optarg, &a->opts.max_bytes) || !a->opts.max_bytes)
+			ret = bx_parse_size(optarg, &a->opts.max_bytes);
+			if (ret)
+				return bx_usage_error("--max-bytes: %s", bx_error_message(ret));
+			if (!a->opts.max_bytes)
 				return bx_usage_error("--max-bytes: '%s' is not a size (e.g. 20G)",
 						      optarg);
 			break;

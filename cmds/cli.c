@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cmds/commands.h"
+#include "cmds/suggest.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "format/hints.h"
@@ -57,6 +58,7 @@ static int option_error(struct bx_ctx *ctx, int argc, char **argv, const char *s
 {
 	const char *spec = optopt > 0 && optopt < 256 ? strchr(shortopts, optopt) : NULL;
 	const char *arg = argv[optind - 1];
+	char hint[96];
 
 	/* Inside a cluster of short options (-9223...) getopt has not moved past it yet. */
 	if (optopt > 0 && optopt < 256 && optind < argc && argv[optind][0] == '-' &&
@@ -68,7 +70,27 @@ static int option_error(struct bx_ctx *ctx, int argc, char **argv, const char *s
 		return bx_usage_error("%s: unknown option '-%c' in '%s'%s", ctx->cmd_path, optopt,
 				      arg, arg[1] >= '0' && arg[1] <= '9' ?
 				      " (negative numbers are not valid here)" : "");
-	return bx_usage_error("%s: unknown option '%s'", ctx->cmd_path, arg);
+	return bx_usage_error("%s: unknown option '%s'%s", ctx->cmd_path, arg,
+			      bx_option_suggestion(arg, longopts, hint, sizeof(hint)));
+}
+
+const char *bx_option_suggestion(const char *arg, const struct option *longopts, char *buf,
+				 size_t buf_len)
+{
+	const char *words[128];
+	char typed[64];
+	size_t nr = 0, len;
+
+	if (strncmp(arg, "--", 2) || !arg[2])
+		return "";
+	len = strcspn(arg + 2, "=");
+	if (len >= sizeof(typed))
+		return "";
+	memcpy(typed, arg + 2, len);
+	typed[len] = '\0';
+	for (const struct option *o = longopts; o->name && nr < 128; o++)
+		words[nr++] = o->name;
+	return bx_did_you_mean(typed, words, nr, "--", buf, buf_len);
 }
 
 int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,

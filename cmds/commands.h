@@ -103,6 +103,13 @@ int bx_getopt(struct bx_ctx *ctx, int argc, char **argv, const char *shortopts,
 int bx_opt_result(int opt);
 
 /*
+ * "; did you mean '--dry-run'?" for a mistyped long option @arg ("--dry-rn",
+ * "--formt=json") of @longopts, into @buf; "" when none is close enough.
+ */
+const char *bx_option_suggestion(const char *arg, const struct option *longopts, char *buf,
+				 size_t buf_len);
+
+/*
  * For a value parsed from the arguments that was refused (@ret < 0, the
  * message recorded): a usage error, exit 2, like an unknown option. 0 passes.
  */

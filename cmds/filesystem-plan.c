@@ -37,6 +37,7 @@ const char *const bx_filesystem_plan_usage[] = {
 	"--add SIZE[:HINT]        a new device (the next devid), its hint set after",
 	"--remove DEVID           remove a device: its chunks move to the others",
 	"--resize DEVID=SIZE      resize a device; shrinking moves what lies beyond",
+	"--resize DEVID=max       ... to the size of the device itself",
 	"--hint DEVID=HINT        set an allocation hint (the guard rails apply);",
 	"                         nothing moves, chunks breaking it are listed",
 	"--convert data=PROFILE   rewrite every data chunk in PROFILE",

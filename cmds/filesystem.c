@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/btrfs.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,10 +102,14 @@ static int show_dev_item(void *arg, const struct btrfs_dev_item *item)
 	uint64_t devid = le64toh(item->devid);
 	struct bx_device *dev = bx_fs_device(os->fs, devid);
 	struct bx_hint_state st = { .devid = devid, .type = le64toh(item->type) };
+	char shorter[PATH_MAX + 128];
 
 	/* Unmounted: the stored value is the hint, and no kernel applies it now. */
 	st.hint = bx_hint_of_type(st.type);
 	bx_hint_warn_unusual(&st);
+	/* The readers and writers refuse such a filesystem; show says why in a warning. */
+	if (dev && bx_device_short(dev, le64toh(item->total_bytes), shorter, sizeof(shorter)))
+		bx_warn("%s; the kernel does not mount the filesystem so", shorter);
 	print_device(os->ctx->out, devid, le64toh(item->total_bytes), le64toh(item->bytes_used),
 		     dev ? dev->path : NULL, &st, true, os->units);
 	return 0;
@@ -177,10 +182,14 @@ static int show_mounted(struct bx_ctx *ctx, const char *path, unsigned int units
 	for (size_t i = 0; i < mfs.nr_devs; i++) {
 		const struct bx_mounted_dev *d = &mfs.devs[i];
 		struct bx_hint_state st = { .devid = d->devid };
-		bool known = *d->path && !bx_hint_get(ctx->sysfs_root, d->path, &st);
+		int got = *d->path ? bx_hint_get(ctx->sysfs_root, d->path, &st) : -ENOENT;
 
+		/* The hint is read from the member's superblock, which only root may read. */
+		if (got == -EACCES || got == -EPERM)
+			bx_warn("reading the allocation hints needs root (they are read from the "
+				"member devices): 'allocation_hint -' is a hint not read");
 		print_device(ctx->out, d->devid, d->total_bytes, d->bytes_used,
-			     *d->path ? d->path : NULL, &st, known, units);
+			     *d->path ? d->path : NULL, &st, !got, units);
 	}
 	bx_error_clear();
 	bx_out_list_end(ctx->out);

@@ -215,30 +215,13 @@ static double history_pace(const struct bx_ctx *ctx, const struct maintain_args 
 static int load_policy(const struct bx_ctx *ctx, const struct maintain_args *a, const char *path,
 		       struct bx_maintain_policy *p, char *file, size_t len, bool *found)
 {
-	struct bx_mounted_fs mfs;
-	char real[PATH_MAX];
 	int ret;
 
-	bx_maintain_policy_defaults(p);
 	if (a->policy_given)
 		snprintf(file, len, "%s", a->policy_file);
 	else
 		snprintf(file, len, "%s/%s", ctx->config_dir, BX_MAINTAIN_CONF);
-	/* The section names a mount point or an fsid: both of the path given. */
-	ret = bx_mounted_open(path, &mfs);
-	if (ret) {
-		bx_error_clear();	/* the engine says what is wrong with the path */
-		mfs.fsid_str[0] = '\0';
-		snprintf(mfs.path, sizeof(mfs.path), "%s", path);
-	}
-	if (!realpath(mfs.path, real))
-		snprintf(real, sizeof(real), "%s", mfs.path);
-	ret = bx_maintain_policy_load(file, a->policy_given, real, mfs.fsid_str[0] ?
-				      mfs.fsid_str : NULL, p, found);
-	if (mfs.fd >= 0 && !ret)
-		bx_mounted_close(&mfs);
-	else if (mfs.fd >= 0)
-		bx_mounted_close(&mfs);
+	ret = bx_maintain_policy_of(path, file, a->policy_given, p, found);
 	if (ret == -EINVAL)
 		return bx_usage_error("%s", bx_error_message(ret));
 	if (ret)
@@ -324,6 +307,7 @@ static void out_policy(struct bx_out *out, const struct bx_maintain_policy *p, c
 	bx_out_double(out, "budget", p->budget, 1, 0);
 	bx_out_str(out, "quiet_hours", window, 0);
 	bx_out_double(out, "busy_pressure", p->busy_pressure, 1, 0);
+	bx_out_double(out, "busy_device", p->busy_device, 1, 0);
 	bx_out_obj_end(out);
 }
 
@@ -357,9 +341,9 @@ static void print_result(struct bx_out *out, const struct bx_maintain_result *re
 	out_state(out, "before", "before:", &p->before);
 	out_state(out, "after", "after (predicted):", &p->after);
 	bx_out_u64(out, "chunks_planned", p->nr_actions, 0);
-	bx_out_size(out, "bytes_planned", p->bytes, 0, 0);
-	out_seconds(out, "seconds_planned", p->seconds);
-	bx_out_u64(out, "chunks_created=new chunks (predicted)", p->created, 0);
+	bx_out_size(out, "bytes_planned", p->bytes_planned, 0, 0);
+	out_seconds(out, "seconds_planned", p->seconds_planned);
+	bx_out_u64(out, "chunks_created=new chunks (predicted)", p->chunks_created, 0);
 	if (p->status == BX_MAINTAIN_CANNOT)
 		bx_out_size(out, "device_needed=add a device of at least", p->device_needed, 0, 0);
 	else

@@ -76,7 +76,11 @@ static int parse_csum(const char *arg, unsigned int *type)
 
 static int parse_size_opt(const char *opt, const char *arg, uint64_t max, uint64_t *value)
 {
-	if (bx_parse_size(arg, value) || !*value || *value > max)
+	int ret = bx_parse_size(arg, value);
+
+	if (ret)
+		return bx_error_wrap(ret, "invalid %s", opt);
+	if (!*value || *value > max)
 		return bx_error(-EINVAL, "invalid %s '%s'", opt, arg);
 	return 0;
 }
@@ -314,8 +318,11 @@ int cmd_mkfs(struct bx_ctx *ctx, int argc, char **argv)
 		opts.devs = devs;
 		opts.nr_devs = (size_t)nargs;
 		bx_mkfs_default_profiles(&opts);
-		ret = bx_mkfs(&opts, &res);
+		/* Checkable without a device: a usage error (btrfsx(8)). */
+		ret = bx_bad_value(bx_mkfs_check_profiles(&opts));
 	}
+	if (!ret)
+		ret = bx_mkfs(&opts, &res);
 	if (!ret && (!quiet || bx_out_format(ctx->out) == BX_FORMAT_JSON))
 		print_result(ctx->out, res);
 	bx_mkfs_result_free(res);

@@ -31,7 +31,8 @@ const char *const bx_read_policy_recommend_usage[] = {
 	"on the devices disturbed are said to be. SIGINT or SIGTERM stops the",
 	"probe: nothing is recommended or applied then.",
 	"",
-	"--seconds <n>       bound of the probe (default 30)",
+	"--seconds <n>       bound of a probe round (default 30; up to 3 rounds",
+	"                    when the ranking is not stable)",
 	"--readers <list>    readers of the workloads, e.g. 1,8 (default 1,8; each",
 	"                    with one 64KiB request in flight)",
 	"--pattern <p>       sequential, random or both (default both)",
@@ -272,6 +273,8 @@ static int print_result(struct bx_ctx *ctx, const struct bx_rec_result *res)
 	bx_out_bool(out, "applied", res->applied, 0);
 	bx_out_str(out, "persistent", res->persistent[0] ? res->persistent : NULL, 0);
 	bx_out_bool(out, "disturbed", res->disturbed, 0);
+	bx_out_bool(out, "stable", res->stable, 0);
+	bx_out_u64(out, "rounds", res->rounds, 0);
 	bx_out_double(out, "seconds", res->seconds, 1, 0);
 	bx_out_str(out, "region", res->metadata_region ? "metadata" : "data", 0);
 	bx_out_size(out, "region_bytes", res->region_bytes, 0, 0);
@@ -295,6 +298,10 @@ static void warn_about(const struct bx_rec_result *res)
 				(unsigned long long)res->devices[i].devid, res->devices[i].device,
 				(unsigned long long)res->devices[i].other_read_bytes,
 				(unsigned long long)res->devices[i].other_write_bytes);
+	if (res->recommended[0] && !res->stable)
+		bx_warn("the ranking is not stable: after %u rounds a pass alone still picks "
+			"otherwise (the host is busy?); %s is the pick of all the figures, but run "
+			"again when the devices are idle", (unsigned int)res->rounds, res->recommended);
 	if (res->recommended[0] && !res->offered)
 		bx_warn("%s cannot be set on this kernel: %s", res->recommended, res->not_offered);
 }

@@ -20,13 +20,17 @@ static void print_counters(struct bx_out *out, const struct bx_scrub_counters *c
 			   *bx_scrub_counter((struct bx_scrub_counters *)c, i), flags);
 }
 
-/* "csum=2 super=1" like btrfs scrub status, or "no errors found". */
-static void error_summary(const struct bx_scrub_counters *c, char *buf, size_t len)
+/*
+ * "csum=2 super=1" like btrfs scrub status, "short=1" for devices shorter
+ * than their device item, or "no errors found".
+ */
+static void error_summary(const struct bx_scrub_counters *c, uint64_t shorts, char *buf,
+			  size_t len)
 {
 	const struct { const char *name; uint64_t value; } parts[] = {
 		{ "read", c->read_errors }, { "super", c->super_errors },
 		{ "verify", c->verify_errors }, { "csum", c->csum_errors },
-		{ "parity", c->parity_errors },
+		{ "parity", c->parity_errors }, { "short", shorts },
 	};
 	size_t used = 0;
 
@@ -39,11 +43,12 @@ static void error_summary(const struct bx_scrub_counters *c, char *buf, size_t l
 		snprintf(buf, len, "no errors found");
 }
 
-static void print_summary(struct bx_out *out, const struct bx_scrub_counters *c, bool readonly)
+static void print_summary(struct bx_out *out, const struct bx_scrub_counters *c, uint64_t shorts,
+			  bool readonly)
 {
 	char summary[256];
 
-	error_summary(c, summary, sizeof(summary));
+	error_summary(c, shorts, summary, sizeof(summary));
 	bx_out_str(out, "error_summary", summary, BX_F_TEXT_ONLY);
 	if (!strcmp(summary, "no errors found"))
 		return;
@@ -86,10 +91,11 @@ static void print_device(struct bx_out *out, const struct bx_scrub_device *d,
 	bx_out_str(out, "device", d->path, BX_F_JSON_ONLY);
 	bx_out_bool(out, "missing", d->missing, BX_F_JSON_ONLY);
 	bx_out_size(out, "bytes_to_scrub", d->bytes_to_scrub, po->units, BX_F_JSON_ONLY);
+	bx_out_size(out, "short_bytes", d->short_bytes, po->units, BX_F_JSON_ONLY);
 	bx_out_size(out, "bytes_scrubbed", d->c.data_bytes_scrubbed + d->c.tree_bytes_scrubbed,
 		    po->units, 0);
 	if (!po->raw)
-		print_summary(out, &d->c, res->readonly);
+		print_summary(out, &d->c, d->short_bytes != 0, res->readonly);
 	print_counters(out, &d->c, po->raw ? 0 : BX_F_JSON_ONLY);
 	bx_out_obj_end(out);
 }
@@ -141,13 +147,35 @@ static void print_errors(struct bx_out *out, const struct bx_scrub_result *res)
 	bx_out_list_end(out);
 }
 
+/*
+ * One line per member shorter than its device item, not a read error per
+ * sector of its missing end (JSON: each device's short_bytes).
+ */
+static void print_short(struct bx_out *out, const struct bx_scrub_result *res)
+{
+	for (size_t i = 0; i < res->nr_devs; i++) {
+		const struct bx_scrub_device *d = &res->devs[i];
+		char size[32];
+
+		if (!d->short_bytes)
+			continue;
+		bx_pretty_size(d->short_bytes, 0, size, sizeof(size));
+		bx_out_textf(out, "devid %llu is %s shorter than its device item: not scrubbed beyond "
+			     "its end, and the kernel does not mount the filesystem until the device "
+			     "is as long again", (unsigned long long)d->devid, size);
+	}
+}
+
 void scrub_print(struct bx_out *out, const struct bx_scrub_result *res, const char *status,
 		 const struct scrub_print_opts *po)
 {
 	uint64_t scrubbed = res->total.data_bytes_scrubbed + res->total.tree_bytes_scrubbed;
+	uint64_t shorts = 0;
 	char started[64];
 	struct tm tm;
 
+	for (size_t i = 0; i < res->nr_devs; i++)
+		shorts += res->devs[i].short_bytes != 0;
 	localtime_r(&res->started, &tm);
 	strftime(started, sizeof(started), "%a %b %e %H:%M:%S %Y", &tm);
 	bx_out_obj_begin(out, "scrub", BX_OBJ_LINES, NULL);
@@ -164,8 +192,9 @@ void scrub_print(struct bx_out *out, const struct bx_scrub_result *res, const ch
 	bx_out_size(out, "bytes_scrubbed", scrubbed, po->units, 0);
 	print_rate(out, scrubbed, res->duration, po->units);
 	bx_out_bool(out, "degraded", res->degraded, res->degraded ? 0 : BX_F_JSON_ONLY);
+	print_short(out, res);
 	if (!po->raw)
-		print_summary(out, &res->total, res->readonly);
+		print_summary(out, &res->total, shorts, res->readonly);
 	bx_out_obj_begin(out, "total", po->raw ? BX_OBJ_LINES : BX_OBJ_JSON_ONLY, "total:");
 	print_counters(out, &res->total, 0);
 	bx_out_obj_end(out);

@@ -184,7 +184,10 @@ static int parse_start(struct bx_ctx *ctx, int argc, char **argv, struct start_a
 			a->metadata_only = true;
 			break;
 		case OPT_MEMORY:
-			if (bx_parse_size(optarg, &a->memory) || a->memory < BX_SCRUB_MIN_MEMORY)
+			ret = bx_parse_size(optarg, &a->memory);
+			if (ret)
+				return bx_usage_error("--memory: %s", bx_error_message(ret));
+			if (a->memory < BX_SCRUB_MIN_MEMORY)
 				return bx_usage_error("--memory: '%s' is not a size of at least 1MiB",
 						      optarg);
 			break;

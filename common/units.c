@@ -2,10 +2,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "common/units.h"
 
 /*
@@ -43,41 +46,78 @@ void bx_pretty_size(uint64_t bytes, unsigned int units, char *buf, size_t len)
 	snprintf(buf, len, "%.2f%s", (double)((float)last / (float)divisor), names[exp]);
 }
 
+/* The shift of a binary suffix (K, M, G, T, P, E, alone or with "iB"), 0 for none. */
 static int suffix_shift(const char *suffix, unsigned int *shift)
 {
 	static const char letters[] = "KMGTPE";
 	const char *pos;
 
-	if (!*suffix) {
-		*shift = 0;
+	*shift = 0;
+	if (!*suffix)
 		return 0;
-	}
 	pos = strchr(letters, toupper((unsigned char)suffix[0]));
-	if (!pos)
+	if (!pos || (suffix[1] && strcasecmp(suffix + 1, "iB")))
 		return -EINVAL;
 	*shift = 10 * (unsigned int)(pos - letters + 1);
-	suffix++;
-	if (!strcasecmp(suffix, "") || !strcasecmp(suffix, "iB") || !strcasecmp(suffix, "B"))
+	return 0;
+}
+
+/* The power of 1000 an SI suffix stands for ("kB", "MB" ... "EB", any case); 0 for none. */
+static unsigned int si_power(const char *suffix)
+{
+	static const char letters[] = "KMGTPE";
+	const char *pos;
+
+	if (!suffix[0] || tolower((unsigned char)suffix[1]) != 'b' || suffix[2])
 		return 0;
-	return -EINVAL;
+	pos = strchr(letters, toupper((unsigned char)suffix[0]));
+	return pos ? (unsigned int)(pos - letters + 1) : 0;
+}
+
+/*
+ * Sizes are binary, as in btrfs-progs, which refuses an SI suffix
+ * ("mkfs.btrfs -b 1GB"): read as binary, "4TB" would be 10 % more than a
+ * 4 TB disk holds. The message says what to write instead.
+ */
+static int refuse_si(const char *str, unsigned long long whole, const char *suffix,
+		     unsigned int power)
+{
+	unsigned long long bytes = whole;
+	char decimal[64] = "";
+	bool fits = true;
+
+	for (unsigned int i = 0; i < power && fits; i++) {
+		fits = bytes <= ULLONG_MAX / 1000;
+		bytes *= 1000;
+	}
+	if (fits)
+		snprintf(decimal, sizeof(decimal), "%llu (bytes) for %llu %s, or ", bytes, whole,
+			 suffix);
+	return bx_error(-EINVAL, "'%s' is not a size btrfsx takes: %s is a decimal (SI) suffix, "
+			"refused as btrfs-progs refuses it; write %s%llu%ciB for %llu %ciB",
+			str, suffix, decimal, whole, toupper((unsigned char)suffix[0]), whole,
+			toupper((unsigned char)suffix[0]));
 }
 
 int bx_parse_size(const char *str, uint64_t *bytes)
 {
-	unsigned int shift;
+	unsigned int shift, power;
 	char *end;
 	unsigned long long whole;
 
 	if (!str || !isdigit((unsigned char)str[0]))
-		return -EINVAL;
+		return bx_error(-EINVAL, "'%s' is not a size (bytes, or with a binary suffix K, M, "
+				"G, T, P or E: 512M, 4TiB)", str ? str : "");
 	errno = 0;
 	whole = strtoull(str, &end, 10);
-	if (errno)
-		return -ERANGE;
+	power = si_power(end);
+	if (power)
+		return refuse_si(str, whole, end, power);
 	if (suffix_shift(end, &shift))
-		return -EINVAL;
-	if (shift && whole > (UINT64_MAX >> shift))
-		return -ERANGE;
+		return bx_error(-EINVAL, "'%s' is not a size (bytes, or with a binary suffix K, M, "
+				"G, T, P or E: 512M, 4TiB)", str);
+	if (errno || (shift && whole > (UINT64_MAX >> shift)))
+		return bx_error(-ERANGE, "'%s' is not a size that fits in 64 bits", str);
 	*bytes = (uint64_t)whole << shift;
 	return 0;
 }

@@ -19,8 +19,12 @@
 void bx_pretty_size(uint64_t bytes, unsigned int units, char *buf, size_t len);
 
 /*
- * Parses "1234", "64K", "2MiB", "1g" (whole numbers, binary suffixes) into bytes. Returns 0 or -EINVAL /
- * -ERANGE; rejects negative numbers and trailing garbage.
+ * The one size parser of every command and the library: "1234", "64K",
+ * "2MiB", "1g" (whole numbers, binary suffixes K, M, G, T, P, E, alone or
+ * with "iB") into bytes. SI suffixes (kB, MB, GB, TB, PB, EB, in any case)
+ * are refused, as btrfs-progs refuses them, never read as binary. Returns 0,
+ * or -EINVAL / -ERANGE with a message saying what is wrong (and, for an SI
+ * suffix, what to write); negative numbers and trailing garbage are refused.
  */
 int bx_parse_size(const char *str, uint64_t *bytes);
 

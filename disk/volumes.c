@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -31,6 +32,30 @@ struct bx_device *bx_fs_device(struct bx_fs *fs, uint64_t devid)
 		if (fs->devs[i]->devid == devid)
 			return fs->devs[i];
 	return NULL;
+}
+
+bool bx_device_short(const struct bx_device *dev, uint64_t claimed, char *buf, size_t len)
+{
+	if (claimed <= dev->size)
+		return false;
+	snprintf(buf, len, "devid %llu: the device item claims %llu bytes, but %s has %llu",
+		 (unsigned long long)dev->devid, (unsigned long long)claimed, dev->path,
+		 (unsigned long long)dev->size);
+	return true;
+}
+
+int bx_fs_check_member_sizes(const struct bx_fs *fs)
+{
+	char msg[PATH_MAX + 128];
+
+	for (size_t i = 0; i < fs->nr_devs; i++) {
+		const struct bx_device *dev = fs->devs[i];
+
+		if (dev->listed && bx_device_short(dev, le64toh(dev->item.total_bytes), msg,
+						   sizeof(msg)))
+			return bx_error(-EUCLEAN, "%s", msg);
+	}
+	return 0;
 }
 
 bool bx_fs_block_fsid_ok(const struct bx_fs *fs, const uint8_t *fsid)

@@ -115,6 +115,18 @@ void bx_fs_close(struct bx_fs *fs);
 
 struct bx_device *bx_fs_device(struct bx_fs *fs, uint64_t devid);
 
+/*
+ * A member shorter than the size its device item claims (a truncated image,
+ * a shrunk partition): the kernel refuses to mount such a filesystem. The
+ * readers refuse it and so do the writers, with this one message ("devid 2:
+ * the device item claims 536870912 bytes, but b.img has 314572800") in
+ * @buf; false when @dev is as long as @claimed.
+ */
+bool bx_device_short(const struct bx_device *dev, uint64_t claimed, char *buf, size_t len);
+
+/* -EUCLEAN with bx_device_short()'s message for the first short member; else 0. */
+int bx_fs_check_member_sizes(const struct bx_fs *fs);
+
 /* Whether a tree block whose header carries @fsid belongs here (this filesystem or a seed). */
 bool bx_fs_block_fsid_ok(const struct bx_fs *fs, const uint8_t *fsid);
 #endif

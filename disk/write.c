@@ -43,23 +43,37 @@ static int device_failed(const struct bx_device *dev, int err, uint64_t physical
  * or path that acknowledges writes it does not keep (dm-flakey drop_writes
  * in the tests, a lying cache in the field) is caught at the write it lost,
  * and the writer stops there as if the machine had, instead of going on and
- * leaving copies that disagree.
+ * leaving copies that disagree. A run of @nr adjacent requests is read back
+ * in one read and each compared; @durable[k] (k: the request's place in
+ * @base; may be NULL) says which matched. Returns the first mismatch or read
+ * failure.
  */
-static int verify_written(struct bx_device *dev, const void *buf, size_t len, uint64_t physical)
+static int verify_run(const struct bx_write_req *const *reqs, size_t nr,
+		      const struct bx_write_req *base, bool *durable)
 {
+	struct bx_device *dev = reqs[0]->dev;
+	uint64_t at = reqs[0]->physical;
+	size_t len = (size_t)(reqs[nr - 1]->physical + reqs[nr - 1]->len - at);
 	uint8_t *back = malloc(len ? len : 1);
 	int ret;
 
 	if (!back)
 		return bx_error(-ENOMEM, "out of memory");
-	posix_fadvise(dev->fd, (off_t)physical, (off_t)len, POSIX_FADV_DONTNEED);
-	ret = bx_read_physical(dev, back, len, physical);
+	posix_fadvise(dev->fd, (off_t)at, (off_t)len, POSIX_FADV_DONTNEED);
+	ret = bx_read_physical(dev, back, len, at);
 	if (ret)
 		ret = bx_error_wrap(ret, "reading back what was written");
-	else if (memcmp(back, buf, len))
-		ret = bx_error(-EIO, "%s: the write of %zu bytes at %llu did not reach the device "
-			       "(it reads back different bytes)", dev->path, len,
-			       (unsigned long long)physical);
+	for (size_t i = 0; i < nr; i++) {
+		const struct bx_write_req *r = reqs[i];
+		bool same = !ret && !memcmp(back + (r->physical - at), r->buf, r->len);
+
+		if (durable)
+			durable[r - base] = same;
+		if (!same && !ret)
+			ret = bx_error(-EIO, "%s: the write of %zu bytes at %llu did not reach the "
+				       "device (it reads back different bytes)", dev->path, r->len,
+				       (unsigned long long)r->physical);
+	}
 	free(back);
 	return ret;
 }
@@ -83,6 +97,8 @@ static int check_writable(const struct bx_fs *fs, struct bx_device *dev, size_t 
 int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, size_t len,
 		      uint64_t physical)
 {
+	struct bx_write_req req;
+	const struct bx_write_req *one = &req;
 	int ret = bx_fault_before_write(fs);
 
 	if (!ret)
@@ -102,7 +118,8 @@ int bx_write_physical(struct bx_fs *fs, struct bx_device *dev, const void *buf, 
 	if (ret)
 		return device_failed(dev, ret, UINT64_MAX);
 	bx_fault_forget(fs, dev);
-	return verify_written(dev, buf, len, physical);
+	req = (struct bx_write_req){ dev, physical, buf, len };
+	return verify_run(&one, 1, &req, NULL);
 }
 
 static int write_logical_mirror(struct bx_fs *fs, uint64_t logical, const uint8_t *buf,
@@ -247,7 +264,8 @@ int bx_batch_add_logical(struct bx_fs *fs, struct bx_write_batch *batch, const v
 
 static int req_cmp(const void *a, const void *b)
 {
-	const struct bx_write_req *x = a, *y = b;
+	const struct bx_write_req *x = *(const struct bx_write_req *const *)a;
+	const struct bx_write_req *y = *(const struct bx_write_req *const *)b;
 
 	if (x->dev->devid != y->dev->devid)
 		return x->dev->devid < y->dev->devid ? -1 : 1;
@@ -258,22 +276,29 @@ static int req_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* One write of @nr adjacent requests. */
-static int write_run(struct bx_fs *fs, const struct bx_write_req *reqs, size_t nr)
+/* Whether @next continues the run of @nr requests that ends with @prev: one pwritev. */
+static bool same_run(const struct bx_write_req *prev, const struct bx_write_req *next, size_t nr)
 {
-	struct bx_device *dev = reqs[0].dev;
+	return next->dev == prev->dev && prev->physical + prev->len == next->physical &&
+	       nr < IOV_MAX;
+}
+
+/* One write of @nr adjacent requests. */
+static int write_run(struct bx_fs *fs, const struct bx_write_req *const *reqs, size_t nr)
+{
+	struct bx_device *dev = reqs[0]->dev;
 	struct iovec iov[IOV_MAX];
-	uint64_t at = reqs[0].physical, end = reqs[nr - 1].physical + reqs[nr - 1].len;
+	uint64_t at = reqs[0]->physical, end = reqs[nr - 1]->physical + reqs[nr - 1]->len;
 	int ret = bx_fault_before_write(fs);
 
 	if (!ret)
 		ret = check_writable(fs, dev, end - at, at);
 	for (size_t i = 0; i < nr && !ret; i++)
-		ret = bx_fault_remember(fs, dev, reqs[i].len, reqs[i].physical);
+		ret = bx_fault_remember(fs, dev, reqs[i]->len, reqs[i]->physical);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < nr; i++)
-		iov[i] = (struct iovec){ (void *)reqs[i].buf, reqs[i].len };
+		iov[i] = (struct iovec){ (void *)reqs[i]->buf, reqs[i]->len };
 	ret = bx_pwritev_timed(dev->fd, iov, (int)nr, at, dev->io_timeout);
 	if (ret)
 		return device_failed(dev, ret, at);
@@ -316,17 +341,65 @@ static int flush_devices(struct flush_job *jobs, size_t nr)
 	return ret;
 }
 
-int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch)
+/* Reads back the runs of the first @nr requests of @order; the first failure. */
+static int verify_runs(const struct bx_write_req *const *order, size_t nr,
+		       const struct bx_write_req *base, bool *durable)
 {
+	size_t start = 0;
+	int ret = 0;
+
+	for (size_t i = 1; i <= nr; i++) {
+		int r;
+
+		if (i < nr && same_run(order[i - 1], order[i], i - start))
+			continue;
+		r = verify_run(order + start, i - start, base, durable);
+		if (!ret)
+			ret = r;
+		start = i;
+	}
+	return ret;
+}
+
+/*
+ * After a failed write: what was written before it is flushed and read
+ * back, so that @durable says what reached the device. The failure's
+ * message is the one returned.
+ */
+static void settle_after_failure(struct flush_job *jobs, size_t nr_jobs,
+				 const struct bx_write_req *const *order, size_t issued,
+				 const struct bx_write_req *base, bool *durable, int ret)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "%s", bx_error_message(ret));
+	if (!flush_devices(jobs, nr_jobs))
+		verify_runs(order, issued, base, durable);
+	bx_error(ret, "%s", msg);
+}
+
+int bx_batch_submit_each(struct bx_fs *fs, struct bx_write_batch *batch, bool *durable)
+{
+	const struct bx_write_req **order = NULL;
 	struct flush_job *jobs = NULL;
-	size_t nr_jobs = 0, start = 0;
+	size_t nr_jobs = 0, start = 0, issued = 0;
 	int ret = 0;
 
 	if (!batch->nr)
 		return 0;
-	qsort(batch->reqs, batch->nr, sizeof(*batch->reqs), req_cmp);
+	if (durable)
+		memset(durable, 0, batch->nr * sizeof(*durable));
+	order = malloc(batch->nr * sizeof(*order));
+	jobs = calloc(batch->nr, sizeof(*jobs));
+	if (!order || !jobs) {
+		ret = bx_error(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < batch->nr; i++)
+		order[i] = &batch->reqs[i];
+	qsort(order, batch->nr, sizeof(*order), req_cmp);
 	for (size_t i = 1; i < batch->nr; i++) {
-		const struct bx_write_req *a = &batch->reqs[i - 1], *b = &batch->reqs[i];
+		const struct bx_write_req *a = order[i - 1], *b = order[i];
 
 		if (a->dev == b->dev && a->physical + a->len > b->physical) {
 			ret = bx_error(-EINVAL, "%s: overlapping writes at %llu", a->dev->path,
@@ -334,33 +407,32 @@ int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch)
 			goto out;
 		}
 	}
-	jobs = calloc(batch->nr, sizeof(*jobs));
-	if (!jobs) {
-		ret = bx_error(-ENOMEM, "out of memory");
-		goto out;
-	}
 	for (size_t i = 1; i <= batch->nr && !ret; i++) {
-		const struct bx_write_req *prev = &batch->reqs[i - 1];
-		bool merge = i < batch->nr && batch->reqs[i].dev == prev->dev &&
-			     prev->physical + prev->len == batch->reqs[i].physical &&
-			     i - start < IOV_MAX;
+		const struct bx_write_req *prev = order[i - 1];
 
-		if (merge)
+		if (i < batch->nr && same_run(prev, order[i], i - start))
 			continue;
-		ret = write_run(fs, batch->reqs + start, i - start);
+		ret = write_run(fs, order + start, i - start);
 		if (!nr_jobs || jobs[nr_jobs - 1].dev != prev->dev)
 			jobs[nr_jobs++].dev = prev->dev;
-		start = i;
+		start = issued = i;
 	}
 	if (!ret)
 		ret = flush_devices(jobs, nr_jobs);
-	if (!ret)
+	if (!ret) {
 		bx_fault_forget(fs, NULL);
-	for (size_t i = 0; i < batch->nr && !ret; i++)
-		ret = verify_written(batch->reqs[i].dev, batch->reqs[i].buf, batch->reqs[i].len,
-				     batch->reqs[i].physical);
+		ret = verify_runs(order, batch->nr, batch->reqs, durable);
+	} else if (durable) {
+		settle_after_failure(jobs, nr_jobs, order, issued, batch->reqs, durable, ret);
+	}
 out:
+	free(order);
 	free(jobs);
 	batch->nr = 0;
 	return ret;
+}
+
+int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch)
+{
+	return bx_batch_submit_each(fs, batch, NULL);
 }

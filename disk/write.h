@@ -16,6 +16,7 @@
 #ifndef BTRFSX_WRITE_H
 #define BTRFSX_WRITE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,5 +81,16 @@ int bx_batch_add_logical(struct bx_fs *fs, struct bx_write_batch *batch, const v
  * written. The batch is emptied whatever the result.
  */
 int bx_batch_submit(struct bx_fs *fs, struct bx_write_batch *batch);
+
+/*
+ * bx_batch_submit() for a writer that must say which requests reached the
+ * device (the scrub's repairs, each reported corrected or not): @durable[i]
+ * for the i-th request queued is true when it was written, flushed and read
+ * back. When a write fails, what was written before it is still flushed
+ * and read back, so @durable is exact also then (a simulated crash that
+ * lost unflushed writes reads back the old bytes); the error returned is
+ * the first failure's.
+ */
+int bx_batch_submit_each(struct bx_fs *fs, struct bx_write_batch *batch, bool *durable);
 
 #endif

@@ -55,7 +55,17 @@ static int open_offline(struct bx_fs **out, char *const *paths, int nr_paths, un
 int bx_open_offline(struct bx_fs **out, char *const *paths, int nr_paths, unsigned int flags,
 		    const char *online_path)
 {
-	return open_offline(out, paths, nr_paths, flags, online_path, BX_IO_TIMEOUT_DEFAULT);
+	int ret = open_offline(out, paths, nr_paths, flags, online_path, BX_IO_TIMEOUT_DEFAULT);
+
+	/* A writer refuses what the readers refuse (the scrub reports it instead). */
+	if (ret || !(flags & BX_OPEN_WRITE))
+		return ret;
+	ret = bx_fs_check_member_sizes(*out);
+	if (ret) {
+		bx_fs_close(*out);
+		*out = NULL;
+	}
+	return ret;
 }
 
 int bx_open_offline_scrub(struct bx_fs **fs, char *const *paths, int nr_paths, bool readonly,

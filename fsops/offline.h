@@ -20,7 +20,9 @@
  * block devices; refused when an image file is attached to a loop device, a
  * member is busy (also with BX_OPEN_DEGRADED) or the real kernel has the
  * filesystem mounted (the message then suggests @online_path, e.g. "the
- * online path"). Errors name the object and reason.
+ * online path"). With BX_OPEN_WRITE also refused when a member is shorter
+ * than its device item (bx_fs_check_member_sizes(): the readers refuse it
+ * too). Errors name the object and reason.
  */
 int bx_open_offline(struct bx_fs **fs, char *const *paths, int nr_paths, unsigned int flags,
 		    const char *online_path);

@@ -161,9 +161,7 @@ int bx_rp_parse(const char *str, struct bx_rp_value *value)
 	default:
 		ret = bx_parse_size(colon + 1, &value->arg);
 		if (ret)
-			return bx_error(-EINVAL,
-					"invalid read policy '%s': '%s' is not a size (bytes, or with a K, M or G suffix)",
-					str, colon + 1);
+			return bx_error_wrap(ret, "invalid read policy '%s'", str);
 		if (!value->arg)
 			return bx_error(-EINVAL, "invalid read policy '%s': the size must be greater than 0",
 					str);

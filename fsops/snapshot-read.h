@@ -22,7 +22,9 @@ void bx_kernel_running(struct bx_kernel *k);
 
 /*
  * Reads a mounted filesystem through the mount point (or any path on it)
- * @path. Hints from bx_hint_get() with @sysfs_root (NULL: "/sys"). Needs
+ * @path, as last committed. Hints from bx_hint_get() with @sysfs_root
+ * (NULL: "/sys"). Deleted subvolumes the kernel has not cleaned up yet are
+ * a warning (bx_warn()): what they hold counts as used until it has. Needs
  * CAP_SYS_ADMIN for TREE_SEARCH.
  */
 int bx_snapshot_read_mounted(const char *path, const char *sysfs_root, struct bx_snapshot *in);
@@ -67,7 +69,9 @@ int bx_snapshot_read(char *const *paths, int nr_paths, const char *sysfs_root,
 /*
  * bx_snapshot_read() and every chunk's used bytes
  * (bx_snapshot_read_chunk_used()): what the misplaced report needs. A
- * mounted filesystem that changed between the searches (the cleaner
+ * mounted filesystem's running transaction is committed first, as the
+ * kernel's relocations do before they start (what files just deleted hold
+ * is free only then); one that changed between the searches (the cleaner
  * deleted a block group) is read again, a few times.
  */
 int bx_snapshot_read_used(char *const *paths, int nr_paths, const char *sysfs_root,

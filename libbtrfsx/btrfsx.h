@@ -549,6 +549,14 @@ struct btrfsx_recommendation {
 	bool changed;			/* the kernel's policy was another before */
 	char persistent[64];		/* the record for every mount, "" if none */
 	bool disturbed;			/* some device's figures are */
+	/*
+	 * Whether each pass of the probe's last round alone picks the same
+	 * (a busy host disturbs some replays), and how many rounds it took
+	 * to get there (at most 3; each replays every candidate twice).
+	 * Since: 0.2 (in the padding after disturbed: no member moved).
+	 */
+	bool stable;
+	uint8_t rounds;
 	size_t nr_workloads;
 	struct btrfsx_recommend_workload workloads[BTRFSX_RECOMMEND_MAX_WORKLOADS];
 	size_t nr_candidates;
@@ -566,7 +574,7 @@ typedef int (*btrfsx_recommend_progress_fn)(void *arg, size_t done, size_t total
 					    double seconds);
 
 struct btrfsx_recommend_options {
-	double seconds;			/* the probe's bound; 0 for 30 */
+	double seconds;			/* a probe round's bound; 0 for 30 */
 	const unsigned int *readers;	/* reader counts (1 to 64); NULL for 1 and 8 */
 	size_t nr_readers;		/* at most 4 */
 	unsigned int patterns;		/* BTRFSX_RECOMMEND_*; 0 for both */
@@ -588,7 +596,10 @@ struct btrfsx_recommend_options {
  * the RAID1-family chunks the filesystem holds, straight from its member
  * devices (read-only, O_DIRECT, 64 KiB requests), twice, within @opts->seconds;
  * the pick is the fastest policy with one workload, else the one whose
- * worst workload comes closest to that workload's fastest. Devices others
+ * worst workload comes closest to that workload's fastest. When a pass of
+ * those two alone would pick otherwise (a busy host), the round is repeated,
+ * each taking @opts->seconds, up to 3 rounds: stable and rounds say how it
+ * ended. Devices others
  * read or wrote meanwhile are marked disturbed, with a warning. Needs root
  * (the chunk tree, the block devices). Without RAID1-family chunks the
  * result says so (affects_reads false) and nothing is probed. With
@@ -641,6 +652,12 @@ struct btrfsx_scrub_device {
 	bool missing;
 	uint64_t bytes_to_scrub;
 	struct btrfsx_scrub_counters counters;
+	/*
+	 * How much shorter the device is than its device item says (a
+	 * truncated image; the kernel does not mount such a filesystem):
+	 * what lies beyond its end was not scrubbed. Since: 0.2
+	 */
+	uint64_t short_bytes;
 };
 
 /* One bad copy found. */
@@ -1087,6 +1104,108 @@ enum btrfsx_error btrfsx_relocate_misplaced(const char *path,
  */
 void btrfsx_relocate_result_free(struct btrfsx_relocate_result *result);
 
+/* ---- Maintenance: metadata room and placement ---- */
+
+/* Why a chunk moves. */
+enum btrfsx_maintain_reason {
+	BTRFSX_MAINTAIN_ROOM,		/* metadata room below the target */
+	BTRFSX_MAINTAIN_EMPTY,		/* an empty or nearly empty block group */
+	BTRFSX_MAINTAIN_MISPLACED,	/* the hints want it elsewhere */
+};
+
+struct btrfsx_maintain_chunk {
+	enum btrfsx_maintain_reason reason;
+	uint64_t logical;
+	uint64_t length;
+	uint64_t used;			/* what the kernel copies */
+	uint64_t type;			/* type and profile bits */
+	double seconds;			/* planned: at the copy rate (< 0 unknown); moved: taken */
+};
+
+struct btrfsx_maintain_state {
+	uint64_t metadata_room;
+	uint64_t metadata_used;
+	uint64_t unallocated;		/* device bytes, writable devices */
+	double days_left;		/* at the pace; < 0 unknown, INFINITY when none is used */
+	uint64_t misplaced;		/* chunks breaking the hints */
+};
+
+enum btrfsx_maintain_status {
+	BTRFSX_MAINTAIN_NOTHING,	/* the target is met already */
+	BTRFSX_MAINTAIN_PLANNED,	/* the actions meet it (a plan) */
+	BTRFSX_MAINTAIN_MET,		/* the run met it */
+	BTRFSX_MAINTAIN_CANNOT,		/* moving data cannot meet it (device_needed) */
+	BTRFSX_MAINTAIN_STOPPED,	/* the run stopped before it: window, busy, cancel */
+	BTRFSX_MAINTAIN_FAILED,
+};
+
+struct btrfsx_maintain_options {
+	bool plan_only;			/* plan (a dry run): write nothing, not even a lock */
+	const char *policy_file;	/* NULL: <sysconfdir>/btrfsx/maintain.conf if there */
+	double pace;			/* metadata bytes a day; < 0 unknown, 0 none */
+	const char *sysfs_root;		/* NULL: "/sys" */
+	const char *state_dir;		/* copy rate and lock; NULL: /var/lib/btrfsx */
+	/* 1: stop after the chunk moving now; 2: cancel it too. May be NULL. */
+	const volatile int *cancel;
+};
+
+struct btrfsx_maintain_result {
+	enum btrfsx_maintain_status status;
+	uint8_t fsid[16];
+	char path[4096];		/* the mount point */
+	char refused[1024];		/* plan only: what a real run would be refused for */
+	char reason[1024];		/* cannot meet, stopped, failed: why */
+	bool target_met;
+	uint64_t target;		/* metadata room wanted; 0: none */
+	char target_why[256];
+	bool room_below;		/* the room was below the target at the start */
+	bool placement_wanted;		/* misplaced chunks to move */
+	struct btrfsx_maintain_state before;
+	struct btrfsx_maintain_state after;	/* predicted */
+	struct btrfsx_maintain_state final;	/* read after a run (a plan: predicted) */
+	size_t nr_actions;
+	struct btrfsx_maintain_chunk *actions;	/* the plan, in order */
+	uint64_t bytes_planned;
+	double seconds_planned;		/* < 0 unknown */
+	uint64_t chunks_created;	/* predicted new chunks */
+	uint64_t device_needed;		/* cannot meet: a device of at least this would */
+	double copy_rate;		/* used bytes a second measured before; 0 none */
+	size_t nr_moved;
+	struct btrfsx_maintain_chunk *moved;
+	uint64_t bytes_moved;
+	double seconds;
+	double kernel_seconds;
+	double paused_seconds;
+};
+
+/**
+ * btrfsx_maintain() - plan or run maintenance on a mounted filesystem:
+ * the fewest chunks moved that keep its metadata room at the policy's
+ * target, and its chunks where the hints want them.
+ * @path: the mount point (a member device stands for it).
+ * @opts: NULL: run with the policy file and no pace.
+ * @result: filled once the filesystem was read; free with
+ *          btrfsx_maintain_result_free().
+ *
+ * `btrfsx maintain plan|run` (btrfsx-maintain(8)). A run moves chunk by
+ * chunk through the kernel, paced by the policy, and stops once the target
+ * is met; ->status says whether it was, could not be (->device_needed) or
+ * stopped early. BTRFSX_ERROR_BUSY beside a balance, replace, resize,
+ * device add or remove, scrub or another relocation; BTRFSX_ERROR_PERMISSION
+ * on a read-only mount; BTRFSX_ERROR_MISSING_DEVICE degraded;
+ * BTRFSX_ERROR_INVALID_ARGUMENT for a bad policy file. A plan is refused
+ * for none of these: ->refused says what a run would be.
+ * Since: 0.3
+ */
+enum btrfsx_error btrfsx_maintain(const char *path, const struct btrfsx_maintain_options *opts,
+				  struct btrfsx_maintain_result **result);
+
+/**
+ * btrfsx_maintain_result_free() - free a maintenance result; NULL is fine.
+ * Since: 0.3
+ */
+void btrfsx_maintain_result_free(struct btrfsx_maintain_result *result);
+
 /* ---- The what-if planner ---- */
 
 enum btrfsx_plan_op {
@@ -1101,11 +1220,14 @@ enum btrfsx_plan_op {
 	BTRFSX_PLAN_RESUME,	/* the paused balance resumed to its end (Since: 0.2) */
 };
 
+/* A resize to the size of the device itself ("3=max"). Since: 0.2 */
+#define BTRFSX_PLAN_SIZE_MAX UINT64_MAX
+
 /* One change of a plan. */
 struct btrfsx_plan_change {
 	enum btrfsx_plan_op op;
 	uint64_t devid;
-	uint64_t size;			/* bytes */
+	uint64_t size;			/* bytes; resize: BTRFSX_PLAN_SIZE_MAX for "max" */
 	uint64_t hint;
 	bool has_hint;
 	/*
@@ -1124,7 +1246,7 @@ struct btrfsx_plan_change {
  * btrfsx_plan_change_parse() - a change as `btrfsx filesystem plan` spells it.
  * @op: "add", "remove", "resize", "hint", "convert", "replace", "relocate",
  *      "balance" or "resume".
- * @value: its value ("64G:metadata_only", "3", "3=10G", "3=data_only",
+ * @value: its value ("64G:metadata_only", "3", "3=10G", "3=max", "3=data_only",
  *         "data=raid1", "2=1T:metadata_only", "dusage=50,musage=10..30");
  *         NULL for relocate and resume.
  * @change: filled on success.

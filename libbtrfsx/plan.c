@@ -28,6 +28,8 @@ static const enum bx_plan_op ops[] = {
 _Static_assert(sizeof(ops) / sizeof(ops[0]) == BX_PLAN_LAST_OP + 1,
 	       "each change kind of the planner needs its BTRFSX_PLAN_ value");
 
+_Static_assert(BTRFSX_PLAN_SIZE_MAX == BX_PLAN_SIZE_MAX, "resize to max: one value");
+
 static enum btrfsx_plan_op public_op(enum bx_plan_op op)
 {
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)

@@ -236,6 +236,22 @@ static int add_misplaced(struct choice *c, const struct bx_maintain_policy *poli
 	n = rep.hints_effective ? bx_policy_select(&rep, policy->placement ==
 						   BX_MAINTAIN_PLACEMENT_FORBIDDEN_ONLY, 0, 0,
 						   &bytes) : 0;
+	/* Only the leading ones the allocator model has room for, as balance misplaced. */
+	if (n) {
+		struct bx_snap_model um;
+		struct bx_place_model pm;
+		struct bx_place_room room = { 0 };
+
+		ret = bx_snap_place_model(c->in, &um, &pm);
+		if (!ret) {
+			if (bx_policy_room(&pm, &rep, rep.chunks, n, &room) == -ENOSPC) {
+				bx_warn("%zu of %zu misplaced chunks have no room where the hints "
+					"want them; left where they are", n - room.nr_fit, n);
+				n = room.nr_fit;
+			}
+			bx_snap_model_release(&um);
+		}
+	}
 	for (size_t i = 0; !ret && i < n; i++) {
 		const struct bx_snap_chunk *ch = chunk_at(c->in, rep.chunks[i].logical);
 
@@ -443,16 +459,17 @@ int bx_maintain_choose(const struct bx_snapshot *in, const struct bx_maintain_po
 		ret = add_for_room(&c, inputs, &p->after, &pred);
 	if (ret)
 		goto out;
-	p->created = pred.created;
+	p->chunks_created = pred.created;
 	for (size_t i = 0; i < p->nr_actions; i++) {
-		p->bytes += p->actions[i].used;
+		p->bytes_planned += p->actions[i].used;
 		if (inputs->copy_rate > 0)
 			p->actions[i].seconds = (double)p->actions[i].used / inputs->copy_rate;
 	}
 	/* What the kernel copies: also what lands in chunks moved later, moved again. */
-	if (pred.moved_bytes > p->bytes)
-		p->bytes = pred.moved_bytes;
-	p->seconds = inputs->copy_rate > 0 ? (double)p->bytes / inputs->copy_rate : -1;
+	if (pred.moved_bytes > p->bytes_planned)
+		p->bytes_planned = pred.moved_bytes;
+	p->seconds_planned = inputs->copy_rate > 0 ? (double)p->bytes_planned / inputs->copy_rate :
+			     -1;
 	if (p->target && p->after.metadata_room < p->target)
 		say_cannot(in, &u, p);
 	else

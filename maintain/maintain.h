@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fields.h"
 #include "maintain/policy.h"
 #include "model/snapshot.h"
 
@@ -46,22 +47,38 @@ enum bx_maintain_reason {
 /* Below this share of its size in use a data chunk counts as nearly empty (percent). */
 #define BX_MAINTAIN_NEARLY_EMPTY_PCT 10
 
+/*
+ * A chunk to move, or moved: what struct btrfsx_maintain_chunk and Python's
+ * MaintainChunk take as it is (common/fields.h). seconds: planned, at the
+ * measured copy rate (< 0: no rate known); moved, in the kernel's call.
+ */
+#define BX_MAINTAIN_CHUNK_FIELDS(X)						\
+	X(uint64_t, logical, )							\
+	X(uint64_t, length, )							\
+	X(uint64_t, used, )		/* what the kernel copies */		\
+	X(uint64_t, type, )		/* type and profile bits */		\
+	X(double, seconds, )
+
 struct bx_maintain_action {
+	BX_MAINTAIN_CHUNK_FIELDS(BX_FIELD_MEMBER)
 	enum bx_maintain_reason reason;
-	uint64_t logical;
-	uint64_t length;
-	uint64_t used;			/* what the kernel copies */
-	uint64_t type;			/* type and profile bits */
-	double seconds;			/* at the measured copy rate; < 0: no rate known */
 };
 
-/* The filesystem's state, now or predicted after the actions. */
+/*
+ * The filesystem's state, now or predicted after the actions: what struct
+ * btrfsx_maintain_state and Python's MaintainState take as it is.
+ * days_left: the metadata room at the current pace; < 0 unknown (no
+ * history), infinite when none is used.
+ */
+#define BX_MAINTAIN_STATE_FIELDS(X)						\
+	X(uint64_t, metadata_room, )						\
+	X(uint64_t, metadata_used, )						\
+	X(uint64_t, unallocated, )	/* device bytes, writable devices */	\
+	X(double, days_left, )							\
+	X(uint64_t, misplaced, )	/* chunks breaking the hints */
+
 struct bx_maintain_state {
-	uint64_t metadata_room;
-	uint64_t metadata_used;
-	uint64_t unallocated;		/* device bytes, writable devices */
-	double days_left;		/* metadata room at the current pace; < 0 unknown, inf none used */
-	uint64_t misplaced;		/* chunks breaking the hints */
+	BX_MAINTAIN_STATE_FIELDS(BX_FIELD_MEMBER)
 };
 
 /* What the caller knows besides the snapshot. */
@@ -80,20 +97,27 @@ enum bx_maintain_status {
 	BX_MAINTAIN_FAILED,
 };
 
+/*
+ * A plan's figures: what struct btrfsx_maintain_result and Python's
+ * MaintainResult take as they are.
+ */
+#define BX_MAINTAIN_PLAN_FIELDS(X)								\
+	X(uint64_t, target, )		/* metadata room wanted, bytes; 0: no room target */	\
+	X(char, target_why, [256])	/* how the target was made, for people */		\
+	X(bool, room_below, )		/* the room is below the target now */			\
+	X(bool, placement_wanted, )	/* misplaced chunks to move */				\
+	X(uint64_t, bytes_planned, )	/* used bytes the actions copy (predicted) */		\
+	X(double, seconds_planned, )	/* at the copy rate; < 0 unknown */			\
+	X(uint64_t, chunks_created, )	/* chunks the kernel allocates on the way */		\
+	X(uint64_t, device_needed, )	/* CANNOT: a device of at least this would meet it */
+
 struct bx_maintain_plan {
+	BX_MAINTAIN_PLAN_FIELDS(BX_FIELD_MEMBER)
 	enum bx_maintain_status status;
-	uint64_t target;		/* metadata room wanted, bytes; 0: no room target */
-	char target_why[256];		/* how the target was made, for people */
-	bool room_below;		/* the room is below the target now */
-	bool placement_wanted;		/* misplaced chunks to move */
 	struct bx_maintain_state before, after;
 	size_t nr_actions;
 	struct bx_maintain_action *actions;	/* in the order they move */
-	uint64_t bytes;			/* used bytes the actions copy (predicted) */
-	double seconds;			/* at the copy rate; < 0 unknown */
-	size_t created;			/* chunks the kernel allocates on the way (predicted) */
-	uint64_t device_needed;		/* CANNOT: a device of at least this would meet it */
-	char reason[1024];		/* CANNOT, STOPPED, FAILED: why, for people */
+	char reason[1024];		/* CANNOT: why, for people */
 };
 
 void bx_maintain_plan_release(struct bx_maintain_plan *p);
@@ -133,29 +157,32 @@ struct bx_maintain_opts {
 	int (*minute_now)(void);
 };
 
-/* A chunk a run moved. */
-struct bx_maintain_moved {
-	enum bx_maintain_reason reason;
-	uint64_t logical, length, used, type;
-	double seconds;			/* in the kernel's balance call */
-};
+/*
+ * A run's (or a plan's) result: what struct btrfsx_maintain_result and
+ * Python's MaintainResult take as it is, beside the plan's figures.
+ * refused: plan only, what a real run would be refused for ("" none);
+ * copy_rate: the measured one it planned with (0 none); reason: why it
+ * cannot meet the target, stopped or failed.
+ */
+#define BX_MAINTAIN_RESULT_FIELDS(X)						\
+	X(uint8_t, fsid, [16])							\
+	X(char, path, [4096])		/* the mount point */			\
+	X(char, refused, [1024])						\
+	X(double, copy_rate, )							\
+	X(char, reason, [1024])							\
+	X(bool, target_met, )							\
+	X(uint64_t, bytes_moved, )						\
+	X(double, seconds, )		/* wall time */				\
+	X(double, kernel_seconds, )	/* in the kernel's balance calls */	\
+	X(double, paused_seconds, )	/* waiting: budget, busy devices */
 
 struct bx_maintain_result {
-	uint8_t fsid[16];
-	char path[4096];		/* the mount point */
-	char refused[1024];		/* plan only: what a real run would be refused for; "" none */
+	BX_MAINTAIN_RESULT_FIELDS(BX_FIELD_MEMBER)
 	struct bx_maintain_plan plan;	/* at the start */
-	double copy_rate;		/* the measured one it planned with; 0 none */
 	enum bx_maintain_status status;	/* of the run (plan only: the plan's) */
-	char reason[1024];		/* STOPPED, CANNOT, FAILED: why */
-	bool target_met;
 	struct bx_maintain_state final;	/* read after the run (plan only: predicted) */
 	size_t nr_moved;
-	struct bx_maintain_moved *moved;
-	uint64_t bytes_moved;
-	double seconds;			/* wall time */
-	double kernel_seconds;		/* in the kernel's balance calls */
-	double paused_seconds;		/* waiting: budget, busy devices */
+	struct bx_maintain_action *moved;	/* seconds: in the kernel's call */
 };
 
 /*
@@ -170,6 +197,16 @@ struct bx_maintain_result {
 int bx_maintain_run(const char *path, const struct bx_maintain_opts *opts,
 		    struct bx_maintain_result **res);
 void bx_maintain_result_free(struct bx_maintain_result *res);
+
+/*
+ * The policy of the filesystem mounted at @path from the file @file (its
+ * section named by the mount point or the fsid; *@found whether one was),
+ * over the defaults; a missing file is the defaults unless @required.
+ * Returns 0, -EINVAL for a bad file (the message names file and line), or
+ * another negative errno.
+ */
+int bx_maintain_policy_of(const char *path, const char *file, bool required,
+			  struct bx_maintain_policy *p, bool *found);
 
 /*
  * Writes the run's Prometheus metrics into

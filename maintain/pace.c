@@ -128,7 +128,7 @@ static bool busy(struct bx_pacer *p)
 	dt = now() - t0;
 	for (size_t i = 0; i < n; i++)
 		if (have[i] && device_ticks(p->mfs->devs[i].path, &after) &&
-		    (double)(after - before[i]) >= dt * 1000 * BX_PACE_DEVICE_BUSY_PCT / 100)
+		    (double)(after - before[i]) >= dt * 1000 * p->policy->busy_device / 100)
 			is_busy = true;
 	if (have_full && p->policy->busy_pressure > 0 && pressure_full(&full1) &&
 	    (double)(full1 - full0) >= dt * 1e6 * p->policy->busy_pressure / 100)

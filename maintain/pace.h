@@ -4,8 +4,8 @@
  * hours), the I/O budget (the used bytes moved so far, at most the budget
  * in MiB/s on average since the run started) and a pause while the
  * devices are busy, measured over one second while the run moves nothing:
- * a member device busy (its io_ticks, /sys/class/block/<dev>/stat) 90 % of
- * that second or more, or the tasks of the whole system all stalled on I/O
+ * a member device busy (its io_ticks, /sys/class/block/<dev>/stat)
+ * busy-device percent of that second or more (default 75), or the tasks of the whole system all stalled on I/O
  * (/proc/pressure/io "full") at least busy-pressure percent of it.
  */
 #ifndef BTRFSX_MAINTAIN_PACE_H
@@ -17,8 +17,6 @@
 #include "fsops/mounted-fs.h"
 #include "maintain/policy.h"
 
-/* A member device this busy (percent of the second sampled) pauses the run. */
-#define BX_PACE_DEVICE_BUSY_PCT 90
 /* Busy devices pause a run at most this long before the chunk; then it stops. */
 #define BX_PACE_BUSY_MAX_SECONDS 600
 

@@ -22,6 +22,7 @@ void bx_maintain_policy_defaults(struct bx_maintain_policy *p)
 	p->budget = 100;
 	p->window_start = p->window_end = -1;
 	p->busy_pressure = 40;
+	p->busy_device = 75;
 }
 
 static int parse_hhmm(const char *s, const char **end, int *minutes)
@@ -134,9 +135,14 @@ static int apply_key(struct bx_maintain_policy *p, const char *key, const char *
 			snprintf(why, len, "busy-pressure: '%s' is not a percentage (0-100)", value);
 			return -EINVAL;
 		}
+	} else if (!strcmp(key, "busy-device")) {
+		if (parse_number(value, 100, &p->busy_device) || p->busy_device <= 0) {
+			snprintf(why, len, "busy-device: '%s' is not a percentage (1-100)", value);
+			return -EINVAL;
+		}
 	} else {
 		snprintf(why, len, "unknown key '%s' (metadata-room, metadata-room-days, placement, "
-			 "budget, quiet-hours, busy-pressure)", key);
+			 "budget, quiet-hours, busy-pressure, busy-device)", key);
 		return -EINVAL;
 	}
 	return 0;

@@ -13,6 +13,7 @@
  *   budget = <MiB/s> | none                 copy rate at most, on average
  *   quiet-hours = HH:MM-HH:MM | always      when a run may move chunks
  *   busy-pressure = <percent>               I/O pressure that pauses a run
+ *   busy-device = <percent>                 a member device's busy time that pauses
  *
  * An unknown key, a bad value, a line that is neither: -EINVAL with the
  * file, the line and what is wrong.
@@ -39,7 +40,8 @@ struct bx_maintain_policy {
 	double budget;			/* MiB/s; 0: none; default 100 */
 	int window_start;		/* minutes after midnight; -1: always (default) */
 	int window_end;
-	double busy_pressure;		/* percent of a second stalled; default 40 */
+	double busy_pressure;		/* percent of a second stalled; default 40; 0: no pause */
+	double busy_device;		/* percent of a second a member is busy; default 75 */
 };
 
 /* The built-in defaults. */

@@ -9,6 +9,7 @@
  * few rounds at most.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,16 @@ static void stopped(struct maintain_run *r, const char *why)
 	snprintf(r->res->reason, sizeof(r->res->reason), "%s", why);
 }
 
+/* Whether @st meets the target of the plan the run started with. */
+static bool target_met(const struct maintain_run *r, const struct bx_maintain_state *st)
+{
+	const struct bx_maintain_plan *p = &r->res->plan;
+
+	if (p->target && st->metadata_room < p->target)
+		return false;
+	return !p->placement_wanted || !st->misplaced;
+}
+
 /* While a chunk moves: a second stop cancels it. */
 static bool poll_kernel(void *arg, double seconds)
 {
@@ -172,12 +183,12 @@ static int record_moved(struct maintain_run *r, const struct bx_maintain_action 
 			double seconds)
 {
 	struct bx_maintain_result *res = r->res;
-	struct bx_maintain_moved *grown = realloc(res->moved, (res->nr_moved + 1) * sizeof(*grown));
+	struct bx_maintain_action *grown = realloc(res->moved, (res->nr_moved + 1) * sizeof(*grown));
 
 	if (!grown)
 		return bx_error(-ENOMEM, "out of memory");
 	res->moved = grown;
-	res->moved[res->nr_moved++] = (struct bx_maintain_moved){
+	res->moved[res->nr_moved++] = (struct bx_maintain_action){
 		.reason = a->reason, .logical = a->logical, .length = a->length, .used = a->used,
 		.type = a->type, .seconds = seconds,
 	};
@@ -202,19 +213,18 @@ static bool chunk_exists(const struct bx_snapshot *in, uint64_t logical, uint64_
  */
 static int one_action(struct maintain_run *r, const struct bx_maintain_action *a, bool *done)
 {
+	struct bx_maintain_inputs inputs = { .pace = r->o->pace, .copy_rate = r->res->copy_rate };
 	struct bx_maintain_action now_a = *a;
-	struct bx_maintain_plan cur;
+	struct bx_maintain_state st;
 	struct bx_snapshot in;
 	double seconds = 0;
 	int ret = read_fs(r, &in);
 
 	if (ret)
 		return ret;
-	ret = choose(r, &in, &cur);
-	if (!ret) {
-		*done = cur.status == BX_MAINTAIN_NOTHING;
-		bx_maintain_plan_release(&cur);
-	}
+	ret = bx_maintain_state_of(&in, &r->o->policy, &inputs, &st);
+	if (!ret)
+		*done = target_met(r, &st);
 	if (!ret && !*done && !chunk_exists(&in, a->logical, &now_a.used))
 		now_a.used = UINT64_MAX;	/* gone (the cleaner took it): nothing to move */
 	bx_snapshot_release(&in);
@@ -324,10 +334,7 @@ static int finish_run(struct maintain_run *r, int ret)
 		return ret2;
 	if (ret2)
 		bx_warn("the state after the run could not be read: %s", bx_error_message(ret2));
-	res->target_met = !res->plan.target || res->final.metadata_room >= res->plan.target;
-	if (res->target_met && res->plan.placement_wanted && res->final.misplaced &&
-	    r->o->policy.placement != BX_MAINTAIN_PLACEMENT_OFF)
-		res->target_met = false;
+	res->target_met = target_met(r, &res->final);
 	if (ret) {
 		res->status = BX_MAINTAIN_FAILED;
 		snprintf(res->reason, sizeof(res->reason), "%s", bx_error_message(ret));
@@ -370,6 +377,27 @@ static int start(struct maintain_run *r)
 	snprintf(r->res->reason, sizeof(r->res->reason), "%s", r->res->plan.reason);
 	r->res->target_met = r->res->plan.status == BX_MAINTAIN_NOTHING;
 	return 0;
+}
+
+int bx_maintain_policy_of(const char *path, const char *file, bool required,
+			  struct bx_maintain_policy *p, bool *found)
+{
+	struct bx_mounted_fs mfs;
+	char real[PATH_MAX];
+	bool mounted = bx_mounted_open(path, &mfs) == 0;
+	int ret;
+
+	/* Not a mounted btrfs: the run says so; the [default] section still counts. */
+	if (!mounted)
+		bx_error_clear();
+	if (!realpath(mounted ? mfs.path : path, real))
+		snprintf(real, sizeof(real), "%s", mounted ? mfs.path : path);
+	bx_maintain_policy_defaults(p);
+	ret = bx_maintain_policy_load(file, required, real, mounted ? mfs.fsid_str : NULL, p,
+				      found);
+	if (mounted)
+		bx_mounted_close(&mfs);
+	return ret;
 }
 
 int bx_maintain_run(const char *path, const struct bx_maintain_opts *opts,

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,13 @@ static int check_profile_devices(const struct bx_mkfs_options *opts, uint64_t pr
 	return 0;
 }
 
+int bx_mkfs_check_profiles(const struct bx_mkfs_options *opts)
+{
+	int ret = check_profile_devices(opts, opts->metadata_profile, false);
+
+	return ret ? ret : check_profile_devices(opts, opts->data_profile, true);
+}
+
 static uint32_t default_sectorsize(uint32_t sectorsize)
 {
 	return sectorsize ? sectorsize : 4096;
@@ -250,9 +258,7 @@ static int check_options(struct mkfs *mk)
 			bx_warn("%s: hint none is understood by kakra's kernel fork only; V12 "
 				"kernels read it as data_preferred", opts->devs[i].path);
 	}
-	ret = check_profile_devices(opts, opts->metadata_profile, false);
-	if (!ret)
-		ret = check_profile_devices(opts, opts->data_profile, true);
+	ret = bx_mkfs_check_profiles(opts);
 	if (ret)
 		return ret;
 
@@ -482,6 +488,64 @@ static int explain_enospc(struct mkfs *mk, const struct bx_alloc_device *adevs, 
 			bx_profile_name(type), chunk_kind(type));
 }
 
+/*
+ * What a chunk that fell back to devices the hints prefer less (@ac) did,
+ * said as it is: how many of the preferred devices it uses (often none),
+ * and why. The allocator takes whole preference tiers, in order, until it
+ * has the devices the profile needs, and then picks among all it took by
+ * free space alone: devices of the next tier that are larger win over the
+ * preferred ones.
+ */
+static void warn_fallback(const struct mkfs *mk, const struct bx_alloc_chunk *ac)
+{
+	int best = INT_MAX, next = INT_MAX;
+	size_t nr_best = 0, nr_next = 0, used = 0;
+	uint64_t best_hint = 0, next_hint = 0;
+	struct bx_raid_attr attr;
+	char why[256], uses[32];
+
+	for (size_t i = 0; i < mk->nr_devs; i++) {
+		int tier = bx_alloc_hint_tier(mk->devs[i].hint, ac->type, 0, NULL);
+
+		if (tier == BX_TIER_NEVER)
+			continue;
+		if (tier < best) {
+			next = best;
+			best = tier;
+		} else if (tier > best && tier < next) {
+			next = tier;
+		}
+	}
+	for (size_t i = 0; i < mk->nr_devs; i++) {
+		int tier = bx_alloc_hint_tier(mk->devs[i].hint, ac->type, 0, NULL);
+
+		if (tier == best) {
+			nr_best++;
+			best_hint = mk->devs[i].hint;
+			for (uint32_t s = 0; s < ac->num_stripes; s++)
+				if (ac->stripes[s].dev_index == i) {
+					used++;
+					break;
+				}
+		} else if (tier == next) {
+			nr_next++;
+			next_hint = mk->devs[i].hint;
+		}
+	}
+	if (bx_raid_attr(ac->type, &attr) == 0 && nr_best < (size_t)attr.devs_min)
+		snprintf(why, sizeof(why), "they are %zu and %s needs %d devices; the allocator takes "
+			 "whole preference tiers until it has enough (here the %zu %s devices too) "
+			 "and then picks among them by free space alone", nr_best,
+			 bx_profile_name(ac->type), attr.devs_min, nr_next, bx_hint_name(next_hint));
+	else
+		snprintf(why, sizeof(why), "they are too small for a chunk of it");
+	if (used)
+		snprintf(uses, sizeof(uses), "only %zu of the", used);
+	bx_warn("the %s %s chunk uses %s %zu %s device%s: %s", bx_profile_name(ac->type),
+		chunk_kind(ac->type), used ? uses : "none of the", nr_best, bx_hint_name(best_hint),
+		nr_best == 1 ? "" : "s", why);
+}
+
 static int place_chunks(struct mkfs *mk)
 {
 	const uint64_t types[3] = {
@@ -540,9 +604,7 @@ static int place_chunks(struct mkfs *mk)
 				       strerror(-ret));
 		}
 		if (!ret && (ac.flags & BX_ALLOC_F_FALLBACK))
-			bx_warn("the %s %s chunk also uses devices the hints prefer less: the "
-				"preferred ones are too few for the profile or too small",
-				bx_profile_name(types[c]), chunk_kind(types[c]));
+			warn_fallback(mk, &ac);
 		bx_alloc_chunk_release(&ac);
 	}
 	for (size_t i = 0; i < mk->nr_devs; i++)

@@ -110,6 +110,14 @@ struct bx_mkfs_options {
  */
 void bx_mkfs_default_profiles(struct bx_mkfs_options *opts);
 
+/*
+ * Whether the devices named, with their hints, can hold the profiles: each
+ * needs its minimum number of devices that allow its kind. Checked from the
+ * options alone (no device is looked at), so the command line makes a
+ * refusal a usage error; bx_mkfs() checks it too. 0 or -EINVAL with why.
+ */
+int bx_mkfs_check_profiles(const struct bx_mkfs_options *opts);
+
 struct bx_mkfs_stripe {
 	uint64_t devid;
 	uint64_t physical;

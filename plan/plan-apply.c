@@ -136,24 +136,48 @@ static int apply_remove(struct planner *p, const struct bx_plan_change *c)
 	return ret;
 }
 
+/*
+ * "DEVID=max": the size of the device (or image file) itself, rounded down
+ * to the sector as the kernel's resize does. A device the plan adds has no
+ * size but the one --add gave it.
+ */
+static int resize_max(const struct planner *p, size_t d, uint64_t *size)
+{
+	const struct bx_ks_dev *dev = &p->s.devs[d];
+	uint32_t sector = p->s.in->sectorsize ? p->s.in->sectorsize : 4096;
+
+	if (dev->added)
+		return bx_error(-EINVAL, "--resize: devid %llu=max: the plan adds devid %llu, whose "
+				"size is the one --add gives; resize it to a size",
+				(unsigned long long)dev->info.devid,
+				(unsigned long long)dev->info.devid);
+	if (!dev->info.device_size)
+		return bx_error(-EINVAL, "--resize: devid %llu=max: the size of its device is not "
+				"known; give a size", (unsigned long long)dev->info.devid);
+	*size = dev->info.device_size - dev->info.device_size % sector;
+	return 0;
+}
+
 static int apply_resize(struct planner *p, const struct bx_plan_change *c)
 {
 	struct bx_reloc_how rel = { .retry = true };
 	struct bx_reloc_list ml = { 0 };
 	long d = target_device(p, c);
-	uint64_t old;
+	uint64_t old, size = c->size;
 	int ret;
 
 	if (d < 0)
 		return (int)d;
-	ret = check_size("resize", c->size);
-	if (ret)
-		return ret;
 	if (p->s.devs[d].info.missing)
 		return bx_error(-EINVAL, "--resize: devid %llu is missing", (unsigned long long)c->devid);
+	ret = size == BX_PLAN_SIZE_MAX ? resize_max(p, (size_t)d, &size) : 0;
+	if (!ret)
+		ret = check_size("resize", size);
+	if (ret)
+		return ret;
 	p->step->devid = c->devid;
 	old = p->s.devs[d].info.total_bytes;
-	if (c->size > p->s.devs[d].info.device_size) {
+	if (size > p->s.devs[d].info.device_size) {
 		char now[32];
 
 		bx_pretty_size(p->s.devs[d].info.device_size, 0, now, sizeof(now));
@@ -162,10 +186,10 @@ static int apply_resize(struct planner *p, const struct bx_plan_change *c)
 	}
 	ret = bx_ks_commit(&p->s);
 	if (!ret)
-		ret = bx_ks_resize_device(&p->s, (size_t)d, c->size);
-	if (ret || c->size >= old)
+		ret = bx_ks_resize_device(&p->s, (size_t)d, size);
+	if (ret || size >= old)
 		return ret;
-	ret = bx_ks_chunks_on_device(&p->s, c->devid, c->size, &ml);
+	ret = bx_ks_chunks_on_device(&p->s, c->devid, size, &ml);
 	if (!ret)
 		ret = planner_relocate(p, &rel, &ml);
 	if (!ret && ml.nr) {
@@ -190,6 +214,10 @@ static int apply_resize(struct planner *p, const struct bx_plan_change *c)
  * device property set refuses such a hint). @set_devid: the device whose
  * hint the change sets to @hint (0: none). Returns false, with the step
  * impossible and the reason, when the rule refuses the change.
+ *
+ * A convert on a kernel that ignores the hints (the plan places its chunks
+ * without them, as that kernel does) is no refusal: the kernel makes it,
+ * so the verdict is possible, and the hints it breaks are a warning.
  */
 static bool guard_rails_pass(struct planner *p, uint64_t set_devid, uint64_t hint,
 			     const uint64_t *types, size_t nr_types, const char *what)
@@ -211,6 +239,13 @@ static bool guard_rails_pass(struct planner *p, uint64_t set_devid, uint64_t hin
 	if (fit)
 		return true;
 	bx_hint_shortfall_text(&why, text, sizeof(text));
+	if (!set_devid && !p->s.in->hints_effective) {
+		planner_warn(p, "%s breaks the allocation hints: %s; this kernel ignores the hints "
+			     "and makes it, but a kernel that honours them would fail it with ENOSPC "
+			     "(set the hints so that the profile fits before mounting the filesystem "
+			     "on such a kernel)", what, text);
+		return true;
+	}
 	planner_impossible(p, "the guard rails refuse %s: %s "
 		 "(btrfsx device property set refuses a hint that leaves a profile so, and a kernel "
 		 "that honours hints fails a convert to it with ENOSPC)", what, text);

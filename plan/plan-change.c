@@ -40,10 +40,9 @@ static int parse_devid(const char *op, const char *str, uint64_t *devid)
 
 static int parse_size(const char *op, const char *str, uint64_t *size)
 {
-	if (bx_parse_size(str, size))
-		return bx_error(-EINVAL, "--%s: '%s' is not a size (bytes, or with K, M, G, T, P, "
-				"E: 512G, 4T)", op, str);
-	return 0;
+	int ret = bx_parse_size(str, size);
+
+	return ret ? bx_error_wrap(ret, "--%s", op) : 0;
 }
 
 /* A hint by name or by its value (0 .. 4). */
@@ -212,9 +211,13 @@ static int parse_value(const char *op, const char *value, struct bx_plan_change 
 	case BX_PLAN_REMOVE:
 		return parse_devid(op, value, &c->devid);
 	case BX_PLAN_RESIZE:
-		ret = split(op, value, "DEVID=SIZE", devid, sizeof(devid), &right);
+		ret = split(op, value, "DEVID=SIZE or DEVID=max", devid, sizeof(devid), &right);
 		if (!ret)
 			ret = parse_devid(op, devid, &c->devid);
+		if (!ret && !strcmp(right, "max")) {
+			c->size = BX_PLAN_SIZE_MAX;
+			return 0;
+		}
 		return ret ? ret : parse_size(op, right, &c->size);
 	case BX_PLAN_HINT:
 		ret = split(op, value, "DEVID=HINT", devid, sizeof(devid), &right);
@@ -298,7 +301,8 @@ void bx_plan_describe_change(const struct bx_plan_change *c, char *buf, size_t l
 		snprintf(buf, len, "remove devid %llu", (unsigned long long)c->devid);
 		break;
 	case BX_PLAN_RESIZE:
-		snprintf(buf, len, "resize devid %llu to %s", (unsigned long long)c->devid, size);
+		snprintf(buf, len, "resize devid %llu to %s", (unsigned long long)c->devid,
+			 c->size == BX_PLAN_SIZE_MAX ? "its device's size (max)" : size);
 		break;
 	case BX_PLAN_HINT:
 		snprintf(buf, len, "set devid %llu to %s", (unsigned long long)c->devid, hint);

@@ -71,6 +71,8 @@
  */
 #define BX_PLAN_MIN_DEVICE (256ULL << 20)
 #define BX_PLAN_MAX_DEVICE (1ULL << 50)
+/* resize: the size of the device itself ("DEVID=max", as btrfs filesystem resize takes it). */
+#define BX_PLAN_SIZE_MAX UINT64_MAX
 
 enum bx_plan_op {
 	BX_PLAN_ADD,
@@ -116,7 +118,7 @@ struct bx_plan_change {
 /*
  * One change as the command line spells it: @op "add", "remove", "resize",
  * "hint", "convert", "replace", "relocate", "balance" or "resume", and its
- * value ("64G:metadata_only", "3", "3=10G", "3=data_only", "data=raid1",
+ * value ("64G:metadata_only", "3", "3=10G" or "3=max", "3=data_only", "data=raid1",
  * "2=1T[:hint]", "dusage=50,musage=10..30"; NULL for relocate and resume).
  * Returns 0 or -EINVAL with a message saying what is wrong.
  */

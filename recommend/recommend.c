@@ -18,6 +18,7 @@
 static const uint64_t rr_values[] = { 64 * 1024, 256 * 1024, 1024 * 1024 };
 /* The least a replay may last: below it a few slow reads decide. */
 #define MIN_REPLAY_SECONDS 0.1
+/* A round: every replay forwards, then backwards. */
 #define PASSES 2
 
 static double now_seconds(void)
@@ -83,6 +84,7 @@ struct run {
 	const struct bx_rec_options *opts;
 	struct bx_rec_result *res;
 	struct bx_probe_result *per;     /* [workload * nr_candidates + candidate] */
+	double *pass_rates;              /* [pass][workload * nr_candidates + candidate] */
 	struct bx_probe_result devs;     /* every replay's per-device figures */
 	size_t done, total;
 	double replay_seconds, start;
@@ -98,7 +100,11 @@ static int replay_one(struct run *r, size_t w, size_t c, unsigned int pass)
 	const struct bx_rec_candidate *cand = &r->res->candidates[c];
 	const struct bx_probe_workload *wl = &r->res->workloads[w].w;
 	unsigned int bases = cand->value.kind == BX_RP_PID ? r->map->max_copies : 1;
-	struct bx_probe_result *out = &r->per[w * r->res->nr_candidates + c];
+	size_t n = r->res->nr_workloads * r->res->nr_candidates;
+	size_t at = w * r->res->nr_candidates + c;
+	struct bx_probe_result *out = &r->per[at];
+	uint64_t bytes = 0;
+	double seconds = 0;
 	int ret = 0;
 
 	for (unsigned int base = 0; !ret && base < bases; base++) {
@@ -110,6 +116,8 @@ static int replay_one(struct run *r, size_t w, size_t c, unsigned int pass)
 		ret = bx_probe_replay(r->map, wl, &cand->value, base, pass * bases + base,
 				      r->replay_seconds / bases, r->opts->cancel, &one);
 		if (!ret) {
+			bytes += one.bytes;
+			seconds += one.seconds;
 			out->bytes += one.bytes;
 			out->seconds += one.seconds;
 			for (size_t i = 0; i < r->map->nr_devs; i++) {
@@ -120,18 +128,22 @@ static int replay_one(struct run *r, size_t w, size_t c, unsigned int pass)
 		}
 		bx_probe_result_free(&one);
 	}
+	r->pass_rates[pass * n + at] = seconds > 0 ? (double)bytes / seconds : 0;
 	r->done++;
 	if (!ret && r->opts->progress)
 		r->opts->progress(r->opts->progress_arg, r->done, r->total, now_seconds() - r->start);
 	return ret;
 }
 
-/* Every candidate on every workload, twice: forward, then backward (drift hits all alike). */
-static int replay_all(struct run *r)
+/*
+ * One round: every candidate on every workload, twice, forward, then
+ * backward (drift hits all alike); the rates are those of every round so far.
+ */
+static int replay_round(struct run *r, unsigned int round)
 {
 	size_t n = r->res->nr_workloads * r->res->nr_candidates;
 
-	for (unsigned int pass = 0; pass < PASSES; pass++) {
+	for (unsigned int pass = round * PASSES; pass < (round + 1) * PASSES; pass++) {
 		for (size_t k = 0; k < n; k++) {
 			size_t i = pass % 2 ? n - 1 - k : k;
 			int ret = replay_one(r, i / r->res->nr_candidates, i % r->res->nr_candidates,
@@ -166,6 +178,34 @@ static void account_devices(struct bx_rec_result *res, const struct bx_probe_res
 	}
 }
 
+/*
+ * Rounds until the pick is stable: until each pass of the last round alone
+ * picks what all rounds so far pick (or a tie of it). A host busy with
+ * other work slows some replays and not others, so a pass alone may pick
+ * differently; another round then measures again, up to BX_REC_MAX_ROUNDS,
+ * after which the result says the ranking is not stable.
+ */
+static int rounds_until_stable(struct run *r)
+{
+	size_t n = r->res->nr_workloads * r->res->nr_candidates;
+	int ret = 0;
+
+	for (unsigned int round = 0; round < BX_REC_MAX_ROUNDS && !ret; round++) {
+		ret = replay_round(r, round);
+		if (ret)
+			break;
+		r->res->rounds = round + 1;
+		bx_rec_decide(r->res);
+		r->res->stable = bx_rec_passes_agree(r->res, r->pass_rates + round * PASSES * n,
+						     PASSES);
+		if (r->res->stable)
+			break;
+		/* The progress counts the round to come. */
+		r->total += PASSES * n;
+	}
+	return ret;
+}
+
 static int probe(struct bx_probe_map *map, const struct bx_rec_options *opts,
 		 struct bx_rec_result *res)
 {
@@ -182,19 +222,20 @@ static int probe(struct bx_probe_map *map, const struct bx_rec_options *opts,
 				seconds, r.total, res->nr_candidates, res->nr_workloads,
 				MIN_REPLAY_SECONDS * (double)r.total + 0.5);
 	r.per = calloc(n, sizeof(*r.per));
-	if (!r.per)
-		return bx_error(-ENOMEM, "out of memory");
-	ret = bx_probe_result_init(&r.devs, map->nr_devs);
+	r.pass_rates = calloc(n * PASSES * BX_REC_MAX_ROUNDS, sizeof(*r.pass_rates));
+	ret = r.per && r.pass_rates ? bx_probe_result_init(&r.devs, map->nr_devs) :
+				      bx_error(-ENOMEM, "out of memory");
 	if (!ret)
 		ret = bx_probe_open(map);
 	r.start = now_seconds();
 	if (!ret)
-		ret = replay_all(&r);
+		ret = rounds_until_stable(&r);
 	res->seconds = now_seconds() - r.start;
 	if (!ret)
 		account_devices(res, &r.devs);
 	bx_probe_result_free(&r.devs);
 	free(r.per);
+	free(r.pass_rates);
 	return ret;
 }
 
@@ -268,6 +309,19 @@ static size_t runner_up(const struct bx_rec_result *res, size_t w, size_t not)
 	return best;
 }
 
+/*
+ * A candidate a little ahead of the pick (within BX_REC_TIE) lost a tie:
+ * say so where it is named, or the figures seem to contradict the pick.
+ */
+static void explain_tie(struct bx_rec_result *res, size_t p, double mine, double theirs)
+{
+	if (theirs <= mine)
+		return;
+	appendf(res->reason, sizeof(res->reason), " (within %.0f %% of %s: a tie, which goes "
+		"to the candidate tried first: pid, round-robin, then devid by devid)",
+		BX_REC_TIE * 100, res->candidates[p].policy);
+}
+
 static void reason_one(struct bx_rec_result *res, size_t p)
 {
 	const struct bx_rec_candidate *c = res->candidates;
@@ -280,9 +334,11 @@ static void reason_one(struct bx_rec_result *res, size_t p)
 	if (p != 0 && c[0].rates[0] > 0)
 		appendf(res->reason, sizeof(res->reason), ", %.2fx pid (%.1f MiB/s)",
 			c[p].rates[0] / c[0].rates[0], mib(c[0].rates[0]));
-	if (second != 0 || p == 0)
+	if (second != 0 || p == 0) {
 		appendf(res->reason, sizeof(res->reason), "; the next best, %s, %.1f MiB/s",
 			c[second].policy, mib(c[second].rates[0]));
+		explain_tie(res, p, c[p].rates[0], c[second].rates[0]);
+	}
 }
 
 static void reason_many(struct bx_rec_result *res, size_t p)
@@ -307,6 +363,7 @@ static void reason_many(struct bx_rec_result *res, size_t p)
 		bx_rec_workload_name(&res->workloads[c[second].worst_workload].w, wl, sizeof(wl));
 		appendf(res->reason, sizeof(res->reason), ", %s at worst %.2f (%s)",
 			c[second].policy, c[second].worst_ratio, wl);
+		explain_tie(res, p, c[p].worst_ratio, c[second].worst_ratio);
 	}
 }
 
@@ -346,6 +403,34 @@ void bx_rec_decide(struct bx_rec_result *res)
 	else
 		reason_many(res, p);
 	reason_devices(res);
+}
+
+bool bx_rec_passes_agree(const struct bx_rec_result *res, const double *pass_rates,
+			 size_t nr_passes)
+{
+	size_t nc = res->nr_candidates, nw = res->nr_workloads;
+	struct bx_rec_result one = *res;
+	bool agree = true;
+
+	one.candidates = malloc(nc * sizeof(*one.candidates));
+	if (!one.candidates)
+		return false;	/* not shown to agree */
+	for (size_t p = 0; p < nr_passes && agree; p++) {
+		size_t mine;
+
+		memcpy(one.candidates, res->candidates, nc * sizeof(*one.candidates));
+		for (size_t w = 0; w < nw; w++)
+			for (size_t c = 0; c < nc; c++)
+				one.candidates[c].rates[w] = pass_rates[(p * nw + w) * nc + c];
+		workload_bests(&one);
+		worst_ratios(&one);
+		mine = pick(&one);
+		agree = mine == (size_t)res->pick ||
+			one.candidates[res->pick].worst_ratio * (1 + BX_REC_TIE) >=
+			one.candidates[mine].worst_ratio;
+	}
+	free(one.candidates);
+	return agree;
 }
 
 /* ---- against the running kernel ---- */
@@ -445,7 +530,6 @@ int bx_rec_run(const char *path, const struct bx_rec_options *opts, struct bx_re
 		ret = probe(&map, opts, res);
 	if (ret)
 		goto out;
-	bx_rec_decide(res);
 	check_kernel(&st, &fs, res);
 	if (opts->apply)
 		ret = apply(opts, &fs, res);

@@ -33,6 +33,8 @@
 #define BX_REC_MAX_WORKLOADS 8
 /* Candidates within this fraction of each other are a tie: the earlier wins. */
 #define BX_REC_TIE 0.02
+/* Rounds of the probe at most, until a round's passes agree with the pick. */
+#define BX_REC_MAX_ROUNDS 3
 /* A device is disturbed when others moved more than this share of what the probe read there ... */
 #define BX_REC_DISTURBED_SHARE 0.05
 /* ... and more than this many bytes (a commit's few metadata writes do not count). */
@@ -102,7 +104,9 @@ struct bx_rec_device {
 	X(bool, applied, )		/* set and recorded for every mount */			\
 	X(bool, changed, )		/* the kernel's policy was another before */		\
 	X(char, persistent, [64])	/* the record for every mount, "" if none */		\
-	X(bool, disturbed, )		/* some device's figures are */
+	X(bool, disturbed, )		/* some device's figures are */				\
+	X(bool, stable, )		/* each pass of the last round alone picks the same */	\
+	X(uint8_t, rounds, )		/* of the probe, each every replay twice */
 
 struct bx_rec_result {
 	BX_REC_RESULT_FIELDS(BX_FIELD_MEMBER)
@@ -125,6 +129,14 @@ void bx_rec_result_free(struct bx_rec_result *res);
  * the kernel offers). Needs candidates and workloads.
  */
 void bx_rec_decide(struct bx_rec_result *res);
+
+/*
+ * Whether each of @nr_passes passes alone (their rates, laid out
+ * [pass][workload][candidate]) picks what @res picked (bx_rec_decide()
+ * first), or a candidate within BX_REC_TIE of it. Pure.
+ */
+bool bx_rec_passes_agree(const struct bx_rec_result *res, const double *pass_rates,
+			 size_t nr_passes);
 
 /* "1 sequential reader", "8 random readers". */
 void bx_rec_workload_name(const struct bx_probe_workload *w, char *buf, size_t len);

@@ -10,13 +10,11 @@
  * with what the model allocates from the state read before.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <linux/btrfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -24,7 +22,7 @@
 #include <uuid/uuid.h>
 
 #include "common/error.h"
-#include "common/atomic-file.h"
+#include "common/run-lock.h"
 #include "common/units.h"
 #include "fsops/balance-chunk.h"
 #include "fsops/condition.h"
@@ -163,37 +161,29 @@ static int open_filesystem(struct relocation *r)
 	return ret ? ret : check_policy(r, BX_CHECK_READ_ONLY);
 }
 
-/* One relocation per filesystem at a time: a lock file beside the rate record. */
+/*
+ * One relocation per filesystem at a time (common/run-lock.h). A dry run
+ * changes nothing: it takes no lock file, it only sees one held.
+ */
 static int take_lock(struct relocation *r)
 {
-	char path[PATH_MAX], uuid[37];
+	char uuid[37];
+	bool held = false;
 	int ret;
 
 	uuid_unparse_lower(r->mfs.fsid, uuid);
-	snprintf(path, sizeof(path), "%s/relocate", r->state_dir);
-	ret = bx_mkdir_parents(path);
-	if (!ret) {
-		snprintf(path, sizeof(path), "%s/relocate/%s.lock", r->state_dir, uuid);
-		r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-		ret = r->lock_fd < 0 ? bx_error(-errno, "%s: %m", path) : 0;
-	}
+	if (r->o->dry_run)
+		ret = bx_run_lock_held(r->state_dir, "relocate", uuid, &held);
+	else
+		ret = bx_run_lock_take(r->state_dir, "relocate", uuid, &r->lock_fd);
+	if (ret == -EBUSY || held)
+		return refuse(r, bx_error(-EBUSY, "%s: another 'balance misplaced' runs on "
+					  "this filesystem", r->path));
 	if (ret) {
 		/* The kernel still refuses a second balance while one runs. */
 		bx_warn("%s; another relocation of this filesystem is not kept out between "
 			"chunks", bx_error_message(ret));
 		bx_error_clear();
-		return 0;
-	}
-	if (flock(r->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno == EWOULDBLOCK)
-			return refuse(r, bx_error(-EBUSY, "%s: another 'balance misplaced' runs on "
-						  "this filesystem", r->path));
-		return bx_error(-errno, "%s: %m", path);
-	}
-	/* A dry run only looks: it keeps no real run out. */
-	if (r->o->dry_run) {
-		close(r->lock_fd);
-		r->lock_fd = -1;
 	}
 	return 0;
 }

@@ -3,19 +3,30 @@
 # The demo: builds btrfsx, makes a three-device filesystem from image files,
 # writes files through the kernel, looks at it with btrfsx, scrubs a damaged
 # copy back to health and runs a Python example. Needs root and
-# no existing disks; cleans up after itself.
+# no existing disks; cleans up after itself, the state the scrubs record
+# included. BTRFSX_DEMO_BUILD=<dir>: use that configured build (the test
+# suite's) instead of building build/.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/install-deps.sh"
-"$top/scripts/build.sh" "$top/build"
-btrfsx="$top/build/btrfsx"
+build=${BTRFSX_DEMO_BUILD:-$top/build}
+if [ -z "${BTRFSX_DEMO_BUILD:-}" ]; then
+	"$top/scripts/install-deps.sh"
+	"$top/scripts/build.sh" "$build"
+fi
+btrfsx="$build/btrfsx"
 
 work=$(mktemp -d /tmp/btrfsx-demo.XXXXXX)
+# btrfsx's offline scrub records its result for 'scrub status' in the state
+# directory: the demo's own, which goes with it.
+export BTRFSX_STATE_DIR="$work/state"
 loops=()
+fsid=
 cleanup() {
 	mountpoint -q "$work/mnt" && umount "$work/mnt"
 	for l in "${loops[@]}"; do losetup -d "$l"; done
 	rm -rf "$work"
+	# The kernel's scrub (btrfs scrub start) records its status there.
+	[ -z "$fsid" ] || rm -f "/var/lib/btrfs/scrub.status.$fsid" "/var/lib/btrfs/scrub.progress.$fsid"
 }
 trap cleanup EXIT
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -29,6 +40,7 @@ echo "${loops[@]}"
 
 step "mkfs.btrfs -d raid1 -m raid1, files written through the kernel"
 mkfs.btrfs -q -f -d raid1 -m raid1 "${loops[@]}"
+fsid=$(blkid -s UUID -o value "${loops[0]}")
 mkdir "$work/mnt"
 mount "${loops[0]}" "$work/mnt"
 head -c 64M /dev/urandom >"$work/mnt/big"
@@ -93,8 +105,8 @@ btrfs scrub start -B "$work/mnt" | grep -E "Error summary|Total to scrub"
 umount "$work/mnt"
 
 step "for scripts: the Python module (examples/metadata-room-alert, a cron check)"
-python=$(sed -n 's/^PYTHON = //p' "$top/build/Makefile")
-PYTHONPATH="$top/build/libbtrfsx/python" "${python:-python3}" "$top/examples/metadata-room-alert" \
+python=$(sed -n 's/^PYTHON = //p' "$build/Makefile")
+PYTHONPATH="$build/libbtrfsx/python" "${python:-python3}" "$top/examples/metadata-room-alert" \
 	"${loops[@]}" || true
 
 step "done; cleaning up"

@@ -225,6 +225,9 @@ static int next_window(struct dev_reader *r)
 		}
 		phys = job->physical + r->win * SCRUB_WINDOW;
 		r->win++;
+		/* A short member: what lies beyond its end is a finding of its own, not read. */
+		if (scrub_beyond_end(r->dev, phys, len))
+			continue;
 		ret = scrub_planner_window(p, logical, len, &r->pending);
 		if (ret)
 			return ret;
@@ -421,9 +424,8 @@ static void bad_data(struct dev_reader *r, struct slot *s, uint32_t i, enum bx_s
 	good = fetch_data(r, sec->logical, s->d->job->mirror,
 			  sec->kind == SEC_DATA_CSUM ? s->d->csum + (size_t)i * r->cs : NULL,
 			  r->w->tmp2);
-	e.fix = scrub_fix(r->ctx, good, r->dev, r->w->tmp2, r->ss, phys);
-	scrub_account_fix(r->ctx, r->c, e.fix, 1);
-	scrub_record(r->ctx, &e);
+	e.fix = scrub_fix(r->w, good, r->dev, r->w->tmp2, r->ss, phys);
+	scrub_settle(r->w, r->c, 1, &e);
 }
 
 static void verify_tree(struct dev_reader *r, struct slot *s, uint32_t i)
@@ -471,9 +473,8 @@ static void verify_tree(struct dev_reader *r, struct slot *s, uint32_t i)
 	good = fetch_tree(r, sec, s->d->job->mirror, r->w->tmp2);
 	if (good)
 		e.owner = le64toh(((const struct btrfs_header *)r->w->tmp2)->owner);
-	e.fix = scrub_fix(ctx, good, r->dev, r->w->tmp2, ctx->nodesize, phys);
-	scrub_account_fix(ctx, r->c, e.fix, affected);
-	scrub_record(ctx, &e);
+	e.fix = scrub_fix(r->w, good, r->dev, r->w->tmp2, ctx->nodesize, phys);
+	scrub_settle(r->w, r->c, affected, &e);
 }
 
 /* Verifies a read whose failed sectors check_read has found. */

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Offline scrub internals shared by scrub.c (the run, the checks every path
- * shares, superblocks, error records), scrub-plan.c (what each 64 KiB window
- * holds), scrub-dev.c (per-device readers and mirrored repair),
- * scrub-hash.c (the hashing threads), scrub-raid56.c (full stripes and
- * parity) and scrub-files.c (logical address -> file paths).
+ * Offline scrub internals shared by scrub.c (the run: superblocks, the
+ * threads, the result), scrub-plan.c (what each 64 KiB window holds),
+ * scrub-dev.c (per-device readers and mirrored repair), scrub-hash.c (the
+ * hashing threads), scrub-raid56.c (full stripes and parity) and what those
+ * threads call: scrub-check.c (the checks every path shares),
+ * scrub-repair.c (error records and the rewrite of a bad copy) and
+ * scrub-worker.c (each thread's reader, buffers, cancel, fatal errors,
+ * progress, timed reads). Calls go one way: the run calls the threads'
+ * files, which call the shared ones; nothing calls back into the run.
  */
 #ifndef BTRFSX_SCRUB_INTERNAL_H
 #define BTRFSX_SCRUB_INTERNAL_H
@@ -14,8 +18,9 @@
 #include <stdint.h>
 
 #include "disk/btree.h"
-#include "scrub/scrub.h"
 #include "disk/volumes.h"
+#include "disk/write.h"
+#include "scrub/scrub.h"
 
 /* The kernel scrubs (and counts extents) in 64 KiB stripes; so do we. */
 #define SCRUB_WINDOW BTRFS_STRIPE_LEN
@@ -134,7 +139,28 @@ struct scrub_tail {
 	uint64_t stripes;
 };
 
-/* What every scrubbing thread has: its own tree reader and counters. */
+/* A repair waiting in its worker's batch: the record and counters it changes. */
+struct scrub_repair_fix {
+	size_t record;                /* in ctx->errors; SIZE_MAX when beyond the cap */
+	struct bx_scrub_counters *c;
+	uint64_t nr;                  /* the sectors it counts */
+};
+
+/* A worker's rewrites not yet written (scrub-repair.c). */
+struct scrub_repairs {
+	struct bx_write_batch batch;
+	size_t queued;                /* requests in the batch */
+	uint8_t **copies;             /* per request: the good copy it writes (owned) */
+	size_t cap;
+	size_t *owner;                /* per request: its fix, SIZE_MAX for none */
+	size_t cap_owner;
+	size_t unsettled;             /* requests queued since the last scrub_settle() */
+	size_t bytes;
+	struct scrub_repair_fix *fixes;
+	size_t nr_fixes, cap_fixes;
+};
+
+/* What every scrubbing thread has: its own tree reader, counters and repairs. */
 struct scrub_worker {
 	struct scrub_ctx *ctx;
 	struct bx_fs *rfs;            /* a private reader of ctx->fs (own block cache) */
@@ -142,6 +168,7 @@ struct scrub_worker {
 	uint8_t *tmp;                 /* nodesize bytes, aligned, for repair reads */
 	uint8_t *tmp2;
 	struct scrub_planner planner;
+	struct scrub_repairs repairs;
 };
 
 int scrub_worker_init(struct scrub_worker *w, struct scrub_ctx *ctx);
@@ -156,6 +183,13 @@ enum scrub_pass { SCRUB_PASS_NONE, SCRUB_PASS_DEVICES, SCRUB_PASS_RAID56 };
 enum scrub_pass scrub_chunk_pass(const struct scrub_ctx *ctx, const struct bx_chunk *chunk);
 void scrub_set_fatal(struct scrub_ctx *ctx, int ret);
 size_t scrub_dev_index(const struct scrub_ctx *ctx, const struct bx_device *dev);
+
+/*
+ * Whether @len bytes at @physical of @dev lie (partly) beyond the device's
+ * real end, where a member shorter than its device item has nothing: not
+ * read, not counted, never written (bx_scrub_device.short_bytes).
+ */
+bool scrub_beyond_end(const struct bx_device *dev, uint64_t physical, uint64_t len);
 
 int scrub_planner_begin(struct scrub_planner *p, const struct bx_chunk *chunk);
 int scrub_planner_window(struct scrub_planner *p, uint64_t logical, uint32_t len,
@@ -182,22 +216,39 @@ bool scrub_data_ok(const struct scrub_ctx *ctx, const uint8_t *buf, const uint8_
 const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf,
 			   const struct scrub_sector *head, enum bx_scrub_fault *fault);
 
-void scrub_record(struct scrub_ctx *ctx, const struct bx_scrub_error *e);
+/* Keeps @e in the run's error records: its index, SIZE_MAX beyond the cap. */
+size_t scrub_record(struct scrub_ctx *ctx, const struct bx_scrub_error *e);
 
-/* Writes a good copy over a bad one through the write path (serialized). */
+/* Writes a good copy over a bad one through the write path, flushed (serialized). */
 int scrub_write(struct scrub_ctx *ctx, struct bx_device *dev, const void *buf, size_t len,
 		uint64_t physical);
 
-/* Counts the outcome for @nr sectors (corrected_errors or uncorrectable_errors). */
-void scrub_account_fix(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
-		       enum bx_scrub_fix fix, uint64_t nr);
-
 /*
  * What becomes of a bad copy at @physical of @dev when a good copy (@good,
- * in @buf) was or was not found: written back unless read-only.
+ * @len bytes in @buf) was or was not found: unless read-only, the good copy
+ * is queued in the worker's batch to be written over it (CORRECTED).
  */
-enum bx_scrub_fix scrub_fix(struct scrub_ctx *ctx, bool good, struct bx_device *dev,
+enum bx_scrub_fix scrub_fix(struct scrub_worker *w, bool good, struct bx_device *dev,
 			    const void *buf, size_t len, uint64_t physical);
+
+/* Queues one more piece of the repair being made (a tree block in pieces). */
+int scrub_queue_repair(struct scrub_worker *w, struct bx_device *dev, const void *buf,
+		       size_t len, uint64_t physical);
+
+/*
+ * The bad copy handled: its outcome counted for @nr sectors in @c and @e
+ * recorded; what was queued for it since the last call is its repair, whose
+ * record and count turn uncorrectable if it does not reach the device. A
+ * full batch is written here.
+ */
+void scrub_settle(struct scrub_worker *w, struct bx_scrub_counters *c, uint64_t nr,
+		  const struct bx_scrub_error *e);
+
+/* Writes the worker's batch (one flush per device) and settles each repair's outcome. */
+void scrub_flush_repairs(struct scrub_worker *w);
+/* Forgets what was queued, written or not; _free also releases the memory. */
+void scrub_repairs_clear(struct scrub_repairs *rp);
+void scrub_repairs_free(struct scrub_repairs *rp);
 
 /* pread of @len bytes until done; 0, -EIO (short or failed) or -ETIMEDOUT (stalled). */
 int scrub_pread(const struct scrub_ctx *ctx, int fd, void *buf, size_t len, uint64_t physical);

@@ -328,6 +328,12 @@ static uint64_t row_phys(struct row *w, int j)
 	return w->r->chunk->stripes[w->idx[j]].physical + w->row * SCRUB_WINDOW;
 }
 
+/* Whether stripe @j of the row is on a device that has it: not missing, not beyond a short one's end. */
+static bool present(struct row *w, int j)
+{
+	return row_dev(w, j) && !scrub_beyond_end(row_dev(w, j), row_phys(w, j), SCRUB_WINDOW);
+}
+
 static struct bx_scrub_counters *row_counters(struct row *w, int j)
 {
 	return &w->r->w->c[scrub_dev_index(w->r->ctx, row_dev(w, j))];
@@ -463,7 +469,6 @@ static void note_bad(struct row *w, int j, const struct scrub_window *win, uint3
 static void repair_item(struct row *w, const struct bad_item *it)
 {
 	struct raid56_chunk *r = w->r;
-	struct scrub_ctx *ctx = r->ctx;
 	int j = it->j;
 	const struct scrub_sector *sec = &it->win->sec[it->s0];
 	uint8_t *st = row_st(w, j);
@@ -485,7 +490,7 @@ static void repair_item(struct row *w, const struct bad_item *it)
 		e.extent_len = sec->extent.len;
 	}
 	good = rebuild_item(w, j, it->win, it->s0, it->s1);
-	e.fix = scrub_fix(ctx, good, row_dev(w, j), r->cand, e.len, phys);
+	e.fix = scrub_fix(r->w, good, row_dev(w, j), r->cand, e.len, phys);
 	if (good) {
 		/* The buffer now holds the good copy: parity and later rebuilds use it. */
 		memcpy(w->d[j] + (size_t)it->s0 * r->sectorsize, r->cand, e.len);
@@ -497,11 +502,10 @@ static void repair_item(struct row *w, const struct bad_item *it)
 		for (uint32_t s = it->s0; s < it->s1; s++)
 			st[s] |= ST_LOST;
 	}
-	scrub_account_fix(ctx, row_counters(w, j), e.fix, it->counted);
-	scrub_record(ctx, &e);
+	scrub_settle(r->w, row_counters(w, j), it->counted, &e);
 }
 
-/* Writes the good copy in r->w->tmp2 over every piece of a crossing tree block. */
+/* Queues the good copy in r->w->tmp2 over every piece of a crossing tree block. */
 static enum bx_scrub_fix rewrite_pieces(struct raid56_chunk *r, uint64_t logical)
 {
 	struct scrub_ctx *ctx = r->ctx;
@@ -514,7 +518,7 @@ static enum bx_scrub_fix rewrite_pieces(struct raid56_chunk *r, uint64_t logical
 		uint64_t piece = ctx->nodesize - done;
 
 		if (bx_map_logical(r->w->rfs, logical + done, &piece, 1, &loc) || !loc.dev ||
-		    scrub_write(ctx, loc.dev, r->w->tmp2 + done, piece, loc.physical)) {
+		    scrub_queue_repair(r->w, loc.dev, r->w->tmp2 + done, piece, loc.physical)) {
 			bx_error_clear();
 			return BX_SCRUB_UNCORRECTABLE;
 		}
@@ -593,8 +597,7 @@ static void odd_tree_block(struct row *w, int j, const struct scrub_window *win,
 	if (good)
 		e.owner = le64toh(((const struct btrfs_header *)r->w->tmp2)->owner);
 	skip_parity(r, sec->logical, ctx->nodesize);
-	scrub_account_fix(ctx, c, e.fix, nsec);
-	scrub_record(ctx, &e);
+	scrub_settle(r->w, c, nsec, &e);
 }
 
 static void verify_data_stripe(struct row *w, int j, const struct scrub_window *win)
@@ -661,10 +664,9 @@ static void parity_error(struct row *w, int which, uint32_t s, bool unreadable,
 						      "P differs from the data" };
 
 	row_counters(w, j)->parity_errors++;
-	e.fix = scrub_fix(r->ctx, true, row_dev(w, j), want, r->sectorsize, phys);
+	e.fix = scrub_fix(r->w, true, row_dev(w, j), want, r->sectorsize, phys);
 	/* Rewritten (or, with -r, rewritable) like any bad copy: in the totals too. */
-	scrub_account_fix(r->ctx, row_counters(w, j), e.fix, 1);
-	scrub_record(r->ctx, &e);
+	scrub_settle(r->w, row_counters(w, j), 1, &e);
 }
 
 static bool column_skipped(struct row *w, uint32_t s)
@@ -705,7 +707,7 @@ static void check_parity(struct row *w)
 					      (size_t)s * r->sectorsize;
 			int j = r->nr_data + which;
 
-			if (!row_dev(w, j))
+			if (!present(w, j))
 				continue;
 			if (row_st(w, j)[s] != ST_OK)
 				parity_error(w, which, s, true, want);
@@ -727,7 +729,7 @@ static void scrub_row(struct raid56_chunk *r, struct r56_batch *b, uint32_t rr)
 	}
 	/* Find every bad item first: a rebuild must know which stripes it cannot use. */
 	for (int j = 0; j < r->nr_data; j++)
-		if (row_dev(&w, j) && wins[j].first != wins[j].last)
+		if (present(&w, j) && wins[j].first != wins[j].last)
 			verify_data_stripe(&w, j, &wins[j]);
 	for (size_t i = 0; i < w.nr_items; i++)
 		repair_item(&w, &r->items[i]);

@@ -125,6 +125,7 @@ static struct json_object *device_json(const struct bx_scrub_device *d)
 	bool ok = add(obj, "devid", u64(d->devid)) && add_text(obj, "device", d->path) &&
 		  add(obj, "missing", json_object_new_boolean(d->missing)) &&
 		  add(obj, "bytes_to_scrub", u64(d->bytes_to_scrub)) &&
+		  add(obj, "short_bytes", u64(d->short_bytes)) &&
 		  add(obj, "bytes_scrubbed",
 		      u64(d->c.data_bytes_scrubbed + d->c.tree_bytes_scrubbed)) &&
 		  add_counters(obj, &d->c);
@@ -318,6 +319,7 @@ static void load_device(struct json_object *d, struct bx_scrub_device *dev)
 	dev->path = path ? strdup(path) : NULL;
 	dev->missing = json_object_get_boolean(json_get(d, "missing"));
 	dev->bytes_to_scrub = json_u64(d, "bytes_to_scrub");
+	dev->short_bytes = json_u64(d, "short_bytes");	/* 0 in files written before it */
 	load_counters(d, &dev->c);
 }
 

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Offline scrub: the run (threads, progress, result), the checks shared by
- * every path, superblocks, and the error records. The per-device readers are
- * in scrub-dev.c, RAID5/6 full stripes in scrub-raid56.c, the planning in
- * scrub-plan.c, file paths in scrub-files.c.
+ * Offline scrub: the run. It checks the superblocks, plans how much there
+ * is to read, starts the threads (a reader per device, scrub-dev.c; the
+ * RAID5/6 pass, scrub-raid56.c), reports progress and assembles the
+ * result. What the threads call is below it, never the run itself: the
+ * checks (scrub-check.c), the repair of a bad copy (scrub-repair.c), the
+ * workers' shared state and reads (scrub-worker.c), the planning
+ * (scrub-plan.c), the hashing threads (scrub-hash.c); and beside them the
+ * result's vocabulary (scrub-result.c), file paths (scrub-files.c) and the
+ * status file (scrub-status.c).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -12,392 +17,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/mman.h>
-#include <liburing.h>
 
 #include "common/error.h"
 #include "format/csum.h"
 #include "format/profiles.h"
 #include "disk/io.h"
 #include "scrub/scrub-internal.h"
-#include "disk/write.h"
-
-/* Each thread's own block cache: a path and the readahead window fit easily. */
-#define READER_CACHE_SLOTS 16
 
 /* How often a running scrub with a status file rewrites it, in seconds. */
 #define STATUS_SAVE_INTERVAL 2.0
-
-/* bx_scrub_counter() reads each as a uint64_t. */
-#define COUNTER_IS_U64(type, name, dims) \
-	_Static_assert(__builtin_types_compatible_p(type dims, uint64_t), #name " is a uint64_t");
-BX_SCRUB_COUNTERS_FIELDS(COUNTER_IS_U64)
-#undef COUNTER_IS_U64
-
-#define COUNTER_DESC(type, name, dims) { #name, offsetof(struct bx_scrub_counters, name) },
-const struct bx_scrub_counter_desc bx_scrub_counter_table[] = {
-	BX_SCRUB_COUNTERS_FIELDS(COUNTER_DESC)
-};
-#undef COUNTER_DESC
-const size_t bx_scrub_nr_counters = sizeof(bx_scrub_counter_table) /
-				    sizeof(bx_scrub_counter_table[0]);
-
-void bx_scrub_counters_add(struct bx_scrub_counters *dst, const struct bx_scrub_counters *src)
-{
-	for (size_t i = 0; i < bx_scrub_nr_counters; i++) {
-		uint64_t *d = bx_scrub_counter(dst, i);
-		uint64_t s = *bx_scrub_counter((struct bx_scrub_counters *)src, i);
-
-		if (bx_scrub_counter_table[i].offset == offsetof(struct bx_scrub_counters,
-								 last_physical))
-			*d = s > *d ? s : *d;
-		else
-			*d += s;
-	}
-}
-
-const char *bx_scrub_what_str(enum bx_scrub_what what)
-{
-	switch (what) {
-	case BX_SCRUB_DATA:
-		return "data";
-	case BX_SCRUB_TREE:
-		return "tree";
-	case BX_SCRUB_SUPER:
-		return "super";
-	case BX_SCRUB_PARITY:
-		return "parity";
-	}
-	return "unknown";
-}
-
-const char *bx_scrub_fault_str(enum bx_scrub_fault fault)
-{
-	switch (fault) {
-	case BX_SCRUB_READ_ERROR:
-		return "read";
-	case BX_SCRUB_CSUM_ERROR:
-		return "csum";
-	case BX_SCRUB_VERIFY_ERROR:
-		return "verify";
-	case BX_SCRUB_SUPER_ERROR:
-		return "super";
-	case BX_SCRUB_PARITY_ERROR:
-		return "parity";
-	}
-	return "unknown";
-}
-
-const char *bx_scrub_fix_str(enum bx_scrub_fix fix)
-{
-	switch (fix) {
-	case BX_SCRUB_CORRECTED:
-		return "corrected";
-	case BX_SCRUB_CORRECTABLE:
-		return "correctable";
-	case BX_SCRUB_UNCORRECTABLE:
-		return "uncorrectable";
-	}
-	return "unknown";
-}
-
-void *scrub_alloc_aligned(size_t len)
-{
-	void *p = NULL;
-
-	if (posix_memalign(&p, 4096, len ? len : 4096))
-		return NULL;
-	return p;
-}
-
-/*
- * Read buffers of 2 MiB and more are mapped on their own, aligned to 2 MiB,
- * and ask for huge pages: O_DIRECT requests are cut at the device's segment
- * limits, and a buffer of scattered 4 KiB pages needs a segment per page (a
- * loop device's 128 segments: 512 KiB requests, which the disk below no
- * longer merges). With huge pages the same reads go down in half as many
- * requests. A fresh mapping has no page touched before the advice (an
- * allocator may write its own bytes into what it hands out), and without
- * transparent huge pages the advice is ignored and nothing else changes.
- */
-#define HUGE_BUFFER (2u * 1024 * 1024)
-
-static size_t page_round(size_t len)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-
-	return (len + page - 1) / page * page;
-}
-
-void *scrub_alloc_read_buffer(size_t len)
-{
-	size_t map_len, head, tail;
-	uint8_t *map, *buf;
-
-	if (len < HUGE_BUFFER)
-		return scrub_alloc_aligned(len);
-	len = page_round(len);
-	map_len = len + HUGE_BUFFER;
-	map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
-		return NULL;
-	head = (HUGE_BUFFER - (uintptr_t)map % HUGE_BUFFER) % HUGE_BUFFER;
-	buf = map + head;
-	tail = map_len - head - len;
-	if (head)
-		munmap(map, head);
-	if (tail)
-		munmap(buf + len, tail);
-	madvise(buf, len, MADV_HUGEPAGE);
-	return buf;
-}
-
-void scrub_free_read_buffer(void *buf, size_t len)
-{
-	if (len < HUGE_BUFFER)
-		free(buf);
-	else if (buf)
-		munmap(buf, page_round(len));
-}
-
-bool scrub_cancelled(const struct scrub_ctx *ctx)
-{
-	return __atomic_load_n(&ctx->stop, __ATOMIC_RELAXED) ||
-	       (ctx->opts->cancel && __atomic_load_n(ctx->opts->cancel, __ATOMIC_RELAXED));
-}
-
-enum scrub_pass scrub_chunk_pass(const struct scrub_ctx *ctx, const struct bx_chunk *chunk)
-{
-	if (ctx->opts->metadata_only &&
-	    !(chunk->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)))
-		return SCRUB_PASS_NONE;
-	return chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK ? SCRUB_PASS_RAID56 : SCRUB_PASS_DEVICES;
-}
-
-void scrub_set_fatal(struct scrub_ctx *ctx, int ret)
-{
-	pthread_mutex_lock(&ctx->lock);
-	if (!ctx->fatal) {
-		ctx->fatal = ret;
-		snprintf(ctx->fatal_msg, sizeof(ctx->fatal_msg), "%s", bx_error_message(ret));
-	}
-	__atomic_store_n(&ctx->stop, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&ctx->lock);
-}
-
-size_t scrub_dev_index(const struct scrub_ctx *ctx, const struct bx_device *dev)
-{
-	for (size_t i = 0; i < ctx->fs->nr_devs; i++)
-		if (ctx->fs->devs[i] == dev)
-			return i;
-	return 0;
-}
-
-void scrub_progress_add(struct scrub_ctx *ctx, uint64_t bytes)
-{
-	__atomic_fetch_add(&ctx->bytes_done, bytes, __ATOMIC_RELAXED);
-}
-
-void scrub_record(struct scrub_ctx *ctx, const struct bx_scrub_error *e)
-{
-	pthread_mutex_lock(&ctx->lock);
-	if (ctx->nr_errors < BX_SCRUB_MAX_ERRORS)
-		ctx->errors[ctx->nr_errors++] = *e;
-	else
-		ctx->errors_dropped++;
-	pthread_mutex_unlock(&ctx->lock);
-}
-
-int scrub_write(struct scrub_ctx *ctx, struct bx_device *dev, const void *buf, size_t len,
-		uint64_t physical)
-{
-	int ret;
-
-	pthread_mutex_lock(&ctx->lock);
-	ret = bx_write_physical(ctx->fs, dev, buf, len, physical);
-	/* The copy stays bad and is counted uncorrectable; the cause is told once, at the end. */
-	if (ret && !ctx->failed_repairs++)
-		snprintf(ctx->first_repair_error, sizeof(ctx->first_repair_error), "%s",
-			 bx_error_message(ret));
-	pthread_mutex_unlock(&ctx->lock);
-	return ret;
-}
-
-void scrub_account_fix(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
-		       enum bx_scrub_fix fix, uint64_t nr)
-{
-	if (fix == BX_SCRUB_UNCORRECTABLE)
-		c->uncorrectable_errors += nr;
-	else
-		c->corrected_errors += nr;
-}
-
-enum bx_scrub_fix scrub_fix(struct scrub_ctx *ctx, bool good, struct bx_device *dev,
-			    const void *buf, size_t len, uint64_t physical)
-{
-	if (!good)
-		return BX_SCRUB_UNCORRECTABLE;
-	if (ctx->opts->readonly)
-		return BX_SCRUB_CORRECTABLE;
-	if (scrub_write(ctx, dev, buf, len, physical)) {
-		bx_error_clear();
-		return BX_SCRUB_UNCORRECTABLE;
-	}
-	return BX_SCRUB_CORRECTED;
-}
-
-int scrub_pread(const struct scrub_ctx *ctx, int fd, void *buf, size_t len, uint64_t physical)
-{
-	ssize_t n = bx_pread_timed(fd, buf, len, physical, ctx->fs->io_timeout);
-
-	if (n == -ETIMEDOUT)
-		return -ETIMEDOUT;
-	return n == (ssize_t)len ? 0 : -EIO;
-}
-
-bool scrub_stalled(struct scrub_ctx *ctx, int ret, const struct bx_device *dev)
-{
-	if (ret != -ETIMEDOUT)
-		return false;
-	scrub_set_fatal(ctx, bx_error(-ETIMEDOUT, "%s: a read did not complete within %u s (the "
-				      "device stalls); see --io-timeout", dev->path,
-				      dev->io_timeout));
-	return true;
-}
-
-int scrub_wait_cqe(const struct scrub_ctx *ctx, struct io_uring *ring, struct io_uring_cqe **cqe)
-{
-	unsigned int timeout = ctx->fs->io_timeout;
-	struct __kernel_timespec ts = { .tv_sec = timeout };
-	int ret;
-
-	do
-		ret = timeout ? io_uring_wait_cqe_timeout(ring, cqe, &ts) : io_uring_wait_cqe(ring, cqe);
-	while (ret == -EINTR);
-	return ret == -ETIME ? -ETIMEDOUT : ret;
-}
-
-bool scrub_data_ok(const struct scrub_ctx *ctx, const uint8_t *buf, const uint8_t *csum)
-{
-	uint8_t got[BTRFS_CSUM_SIZE];
-
-	if (btrfsx_csum(ctx->fs->csum_type, buf, ctx->sectorsize, got))
-		return false;
-	return !memcmp(got, csum, ctx->fs->csum_size);
-}
-
-/* Tree ids a tree block may belong to. */
-static bool owner_valid(uint64_t owner)
-{
-	if (owner >= BTRFS_ROOT_TREE_OBJECTID && owner <= BTRFS_RAID_STRIPE_TREE_OBJECTID)
-		return true;
-	if (owner >= BTRFS_FIRST_FREE_OBJECTID && owner <= BTRFS_LAST_FREE_OBJECTID)
-		return true;
-	return owner == BTRFS_TREE_LOG_OBJECTID || owner == BTRFS_TREE_RELOC_OBJECTID ||
-	       owner == BTRFS_DATA_RELOC_TREE_OBJECTID || owner == BTRFS_TREE_LOG_FIXUP_OBJECTID;
-}
-
-const char *scrub_tree_bad(const struct scrub_ctx *ctx, const uint8_t *buf,
-			   const struct scrub_sector *head, enum bx_scrub_fault *fault)
-{
-	const struct btrfs_header *hdr = (const struct btrfs_header *)buf;
-	struct bx_block_expect expect = { head->tree.generation, (int)head->tree.level };
-	uint64_t logical = head->logical;
-
-	/* The kernel's order, so the same damage lands in the same counter. */
-	*fault = BX_SCRUB_CSUM_ERROR;
-	if (le64toh(hdr->bytenr) != logical)
-		return "bytenr mismatch";
-	*fault = BX_SCRUB_VERIFY_ERROR;
-	if (!bx_fs_block_fsid_ok(ctx->fs, hdr->fsid))
-		return "fsid mismatch";
-	if (ctx->have_chunk_tree_uuid &&
-	    memcmp(hdr->chunk_tree_uuid, ctx->chunk_tree_uuid, BTRFS_UUID_SIZE))
-		return "chunk tree uuid mismatch";
-	switch (bx_check_tree_block(ctx->fs, buf, logical, &expect)) {
-	case BX_EB_OK:
-		break;
-	case BX_EB_BAD_CSUM:
-		return "checksum mismatch";
-	case BX_EB_BAD_GENERATION:
-		return "generation differs from the extent item";
-	case BX_EB_BAD_LEVEL:
-		return "level differs from the extent item";
-	case BX_EB_BAD_ITEMS:
-		return "item offsets out of bounds";
-	case BX_EB_BAD_KEY_ORDER:
-		return "keys out of order";
-	default:
-		return "bad header";
-	}
-	if (le64toh(hdr->generation) > ctx->sb_generation)
-		return "generation newer than the superblock";
-	if (!owner_valid(le64toh(hdr->owner)))
-		return "invalid owner";
-	return NULL;
-}
-
-/* A private reader: the same devices and chunk map, its own block cache. */
-int scrub_worker_init(struct scrub_worker *w, struct scrub_ctx *ctx)
-{
-	memset(w, 0, sizeof(*w));
-	w->ctx = ctx;
-	w->rfs = malloc(sizeof(*w->rfs));
-	w->c = calloc(ctx->fs->nr_devs ? ctx->fs->nr_devs : 1, sizeof(*w->c));
-	w->tmp = scrub_alloc_aligned(ctx->nodesize > SCRUB_WINDOW ? ctx->nodesize : SCRUB_WINDOW);
-	w->tmp2 = scrub_alloc_aligned(ctx->nodesize > SCRUB_WINDOW ? ctx->nodesize : SCRUB_WINDOW);
-	if (!w->rfs || !w->c || !w->tmp || !w->tmp2)
-		goto nomem;
-	*w->rfs = *ctx->fs;
-	w->rfs->cache = bx_block_cache_new(READER_CACHE_SLOTS);
-	if (!w->rfs->cache)
-		goto nomem;
-	w->planner.fs = w->rfs;
-	w->planner.reada = ctx->opts->readahead;
-	w->planner.tree_only = ctx->opts->metadata_only;
-	if (bx_find_root(w->rfs, BTRFS_EXTENT_TREE_OBJECTID, &w->planner.extent_root)) {
-		int ret = bx_error_wrap(-EUCLEAN, "the extent tree is needed to scrub");
-
-		scrub_worker_release(w);
-		return ret;
-	}
-	w->planner.have_csum_root =
-		!bx_find_root(w->rfs, BTRFS_CSUM_TREE_OBJECTID, &w->planner.csum_root);
-	bx_error_clear();
-	return 0;
-nomem:
-	scrub_worker_release(w);
-	return bx_error(-ENOMEM, "out of memory");
-}
-
-void scrub_worker_release(struct scrub_worker *w)
-{
-	if (w->rfs)
-		bx_block_cache_free(w->rfs->cache);
-	free(w->rfs);
-	free(w->c);
-	free(w->tmp);
-	free(w->tmp2);
-	w->rfs = NULL;
-	w->c = NULL;
-	w->tmp = w->tmp2 = NULL;
-}
-
-void scrub_count_window(struct scrub_ctx *ctx, struct bx_scrub_counters *c,
-			const struct scrub_window *w, const struct bx_device *dev, uint64_t phys)
-{
-	struct scrub_tail *tail = &ctx->tails[scrub_dev_index(ctx, dev)];
-
-	c->data_extents_scrubbed += w->data_extents;
-	c->tree_extents_scrubbed += w->tree_extents;
-	c->data_bytes_scrubbed += (uint64_t)w->data_sectors * ctx->sectorsize;
-	c->tree_bytes_scrubbed += (uint64_t)w->tree_sectors * ctx->sectorsize;
-	c->no_csum += w->nocsum_sectors;
-	if (phys + w->len > c->last_physical)
-		c->last_physical = phys + w->len;
-	if (phys >= tail->start && phys < tail->end)
-		__atomic_add_fetch(&tail->stripes, 1, __ATOMIC_RELAXED);
-}
 
 /* ---- superblocks ---- */
 
@@ -574,6 +202,8 @@ static void *thread_main(void *arg)
 	t->ret = t->dev ? scrub_device(&t->w, t->dev) : scrub_raid56_all(&t->w);
 	if (t->ret < 0)
 		scrub_set_fatal(ctx, t->ret);
+	/* The good copies found are written even when the run stops early. */
+	scrub_flush_repairs(&t->w);
 	bx_warnings_clear();
 	pthread_mutex_lock(&ctx->lock);
 	ctx->running--;
@@ -865,10 +495,14 @@ static int result_devices(struct bx_fs *fs, struct bx_scrub_result *res)
 	if (!res->devs)
 		return bx_error(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < fs->nr_devs; i++) {
-		res->devs[i].devid = fs->devs[i]->devid;
-		res->devs[i].path = strdup(fs->devs[i]->path);
+		const struct bx_device *dev = fs->devs[i];
+		uint64_t claimed = le64toh(dev->item.total_bytes);
+
+		res->devs[i].devid = dev->devid;
+		res->devs[i].path = strdup(dev->path);
 		if (!res->devs[i].path)
 			return bx_error(-ENOMEM, "out of memory");
+		res->devs[i].short_bytes = dev->listed && claimed > dev->size ? claimed - dev->size : 0;
 	}
 	res->nr_devs = fs->nr_devs;
 	/* Missing members: the devids the chunk map names without a device. */
@@ -1069,28 +703,4 @@ out:
 	free(ctx.tails);
 	bx_scrub_result_free(res);
 	return ret;
-}
-
-void bx_scrub_result_free(struct bx_scrub_result *res)
-{
-	if (!res)
-		return;
-	for (size_t i = 0; i < res->nr_devs; i++)
-		free(res->devs[i].path);
-	for (size_t i = 0; i < res->nr_files; i++)
-		free(res->files[i].path);
-	free(res->devs);
-	free(res->errors);
-	free(res->files);
-	free(res);
-}
-
-bool bx_scrub_has_uncorrectable(const struct bx_scrub_result *res)
-{
-	if (res->total.uncorrectable_errors)
-		return true;
-	for (size_t i = 0; i < res->nr_errors; i++)
-		if (res->errors[i].fix == BX_SCRUB_UNCORRECTABLE)
-			return true;
-	return false;
 }

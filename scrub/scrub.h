@@ -16,10 +16,11 @@
  *   are verified, and P (and Q) are recomputed and compared.
  *
  * Repair (unless read-only): a bad copy is overwritten with a good one from
- * another mirror or a RAID5/6 rebuild, through the write path (each write
- * flushed before the next), one copy at a time. Writing a good copy over a
- * bad one can only make it good, so a crash in the middle loses nothing and
- * the next run finishes the job. A RAID5/6 data sector is rebuilt before its
+ * another mirror or a RAID5/6 rebuild, through the write path, in batches
+ * with one flush per device each (scrub-repair.c). Writing a good copy over
+ * a bad one can only make it good, and a batch's copies never overlap, so a
+ * crash in the middle loses nothing and the next run finishes the job; a
+ * repair counts as corrected once its copy is written, flushed and read back. A RAID5/6 data sector is rebuilt before its
  * parity is touched; parity is rewritten only when every data sector of its
  * column is good.
  *
@@ -157,11 +158,18 @@ struct bx_scrub_file {
 	char *path;                 /* from the top-level subvolume; NULL if not resolved */
 };
 
-/* What struct btrfsx_scrub_device and Python's ScrubDevice take as it is. */
+/*
+ * What struct btrfsx_scrub_device and Python's ScrubDevice take as it is.
+ * short_bytes: how much shorter the device is than its device item says (a
+ * truncated image, a shrunk partition; the kernel does not mount such a
+ * filesystem). What the chunks place beyond its end is not read: one
+ * finding, not a read error per sector, and nothing is written there.
+ */
 #define BX_SCRUB_DEVICE_FIELDS(X)	\
 	X(uint64_t, devid, )		\
 	X(bool, missing, )		\
-	X(uint64_t, bytes_to_scrub, )	/* planned (sum of used bytes of its stripes) */
+	X(uint64_t, bytes_to_scrub, )	/* planned (sum of used bytes of its stripes) */	\
+	X(uint64_t, short_bytes, )
 
 struct bx_scrub_device {
 	BX_SCRUB_DEVICE_FIELDS(BX_FIELD_MEMBER)
@@ -267,7 +275,7 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 
 void bx_scrub_result_free(struct bx_scrub_result *res);
 
-/* True when something found is left bad (the scrub's exit status 3). */
+/* True when something found is left bad, a short member too (the scrub's exit status 3). */
 bool bx_scrub_has_uncorrectable(const struct bx_scrub_result *res);
 
 const char *bx_scrub_what_str(enum bx_scrub_what what);

@@ -183,6 +183,28 @@ def test_text_output_progress_and_exit_codes(misplaced_fs, run_btrfsx, state):
     assert "hints_effective              yes" in out
 
 
+def state_files(state):
+    root = state["BTRFSX_STATE_DIR"]
+    return sorted(os.path.relpath(os.path.join(d, n), root)
+                  for d, dirs, files in os.walk(root) for n in dirs + files)
+
+
+def test_read_only_runs_leave_the_state_dir_alone(misplaced_fs, run_btrfsx, state):
+    """Issue 39, defect 5: a run that changes nothing takes no lock file and writes
+    nothing in the state directory ('balance misplaced --dry-run' made
+    relocate/<fsid>.lock)."""
+    devs, mnt, _ = misplaced_fs
+    os.makedirs(state["BTRFSX_STATE_DIR"])
+    for args, rc in ((["balance", "misplaced", "--dry-run", mnt], 0),
+                     (["balance", "misplaced", "--dry-run", "--force", mnt], 0),
+                     (["filesystem", "misplaced", mnt], 4),
+                     (["filesystem", "plan", mnt, "--relocate"], 5),
+                     (["filesystem", "usage", mnt], 0),
+                     (["device", "usage", mnt], 0)):
+        run_btrfsx(*args, check=rc, env=state)
+        assert state_files(state) == [], (args, state_files(state))
+
+
 def test_second_run_refused_and_sigint_between_chunks(misplaced_fs, btrfsx, run_btrfsx,
                                                       state, tmp_path):
     devs, mnt, _ = misplaced_fs
@@ -199,6 +221,9 @@ def test_second_run_refused_and_sigint_between_chunks(misplaced_fs, btrfsx, run_
         assert '"chunks_done": 1' in errfile.read_text()
         rc, out, err = run_btrfsx("balance", "misplaced", "--force", mnt, check=1, env=state)
         assert "another 'balance misplaced' runs on this filesystem" in err
+        # a dry run takes no lock, but still sees the one held
+        plan, _ = balance(run_btrfsx, mnt, "--dry-run", "--force", env=state)
+        assert "another 'balance misplaced' runs on this filesystem" in plan["refused"]
         first.send_signal(signal.SIGINT)
         out, _ = first.communicate(timeout=60)
     finally:

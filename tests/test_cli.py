@@ -210,6 +210,41 @@ def test_bad_values_are_usage_errors(run_btrfsx, small_image, args, message):
     assert img.read_bytes() == before
 
 
+SI_SIZES = [
+    (["mkfs", "-b", "1GB", "IMG"], "1GB", "1000000000 (bytes) for 1 GB"),
+    (["mkfs", "-n", "16kB", "IMG"], "16kB", "16000 (bytes) for 16 kB"),
+    (["filesystem", "plan", "IMG", "--add", "4TB"], "4TB", "4000000000000 (bytes) for 4 TB"),
+    (["filesystem", "plan", "IMG", "--replace", "1=2tb"], "2tb", "2000000000000"),
+    (["balance", "misplaced", "--max-bytes", "20GB", "IMG"], "20GB", "20000000000"),
+    (["scrub", "start", "--offline", "--memory", "64MB", "IMG"], "64MB", "64000000"),
+    (["filesystem", "plan", "IMG", "--resize", "1=1PB"], "1PB", "1000000000000000 (bytes)"),
+    (["filesystem", "plan", "IMG", "--add", "1EB"], "1EB", "1000000000000000000"),
+]
+
+
+@pytest.mark.parametrize("args, value, decimal", SI_SIZES)
+def test_si_size_suffixes_are_refused_everywhere(run_btrfsx, small_image, args, value, decimal):
+    """Issue 39, defect 2: an SI suffix (kB, MB, GB, TB, PB, EB) is refused by every
+    command, as mkfs.btrfs refuses '-b 1GB', with what to write instead; never read as
+    binary ('plan --add 4TB' planned 4 TiB)."""
+    img = small_image
+    before = img.read_bytes()
+    args = [a.replace("IMG", str(img)) for a in args]
+    rc, out, err = run_btrfsx(*args, check=2)
+    assert f"'{value}' is not a size btrfsx takes" in err, err
+    assert "decimal (SI) suffix" in err and decimal in err, err
+    assert img.read_bytes() == before
+
+
+def test_binary_size_suffixes_still_taken(run_btrfsx, small_image):
+    """K, M, G, T with and without iB, in any case, are powers of 1024 (as before)."""
+    img = small_image
+    for add in ("1T", "1TiB", "1tib", "1024G", "1048576m"):
+        doc = json.loads(run_btrfsx("--format", "json", "filesystem", "plan", str(img),
+                                    "--add", add)[1])
+        assert doc["after"]["devices"][-1]["size"] == 1 << 40, add
+
+
 def test_top_man_page_names_every_group_and_variable(run_btrfsx):
     """btrfsx(8) lists every command group and every BTRFSX_* variable the code reads."""
     page = (DOC / "btrfsx.adoc").read_text()
@@ -222,6 +257,38 @@ def test_top_man_page_names_every_group_and_variable(run_btrfsx):
     assert names
     for name in names:
         assert f"*{name}*" in page, name
+
+
+def test_exit_status_lists_every_code():
+    """Issue 39, defect 8: btrfsx(8)'s EXIT STATUS has every code the commands use,
+    5 (a planned change would fail) included."""
+    page = (DOC / "btrfsx.adoc").read_text()
+    section = page.split("== EXIT STATUS", 1)[1].split("\n== ", 1)[0]
+    src = (Path(__file__).resolve().parent.parent / "cmds" / "commands.h").read_text()
+    codes = {int(c) for c in re.findall(r"#define BX_EXIT_\w+\s+(\d+)", src)}
+    assert codes >= {2, 3, 4, 5}, codes
+    for code in codes | {0, 1}:
+        assert f"*{code}*::" in section, code
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["filesytem", "show"], "unknown command 'filesytem'; did you mean 'filesystem'?"),
+    (["filesystem", "plna", "IMG"], "unknown command 'filesystem plna'; did you mean 'plan'?"),
+    (["scurb", "status"], "did you mean 'scrub'?"),
+    (["balance", "misplaced", "--dry-rn", "IMG"],
+     "unknown option '--dry-rn'; did you mean '--dry-run'?"),
+    (["filesystem", "usage", "--stirct", "IMG"], "did you mean '--strict'?"),
+    (["inspect", "dump-super", "--fulll", "IMG"], "did you mean '--full'?"),
+    (["--formt", "json", "inspect"], "unknown global option '--formt'; did you mean '--format'?"),
+    (["frobnicate"], "unknown command 'frobnicate'\n"),
+    (["balance", "misplaced", "--zzzzzz", "IMG"], "unknown option '--zzzzzz'\n"),
+])
+def test_did_you_mean(run_btrfsx, small_image, args, hint):
+    """Issue 39, defect 8: a mistyped command or long option gets a "did you mean" when
+    one word is close enough (edit distance), and nothing when none is."""
+    args = [a.replace("IMG", str(small_image)) for a in args]
+    _, out, err = run_btrfsx(*args, check=2)
+    assert hint in err, err
 
 
 def test_man_pages_lose_no_plus_sign():

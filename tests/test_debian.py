@@ -82,10 +82,26 @@ def test_version_is_the_changelogs():
     assert ac and log and ac.group(1) == log.group(1)
 
 
-def test_lintian_finds_no_error(debs):
-    p = run(["lintian", "--fail-on", "error", debs["changes"]])
+def test_lintian_finds_no_error_and_no_warning(debs):
+    """Issue 39: lintian clean of warnings too (it warned about groff in
+    btrfsx-monitor.8 and WantedBy=local-fs.target)."""
+    p = run(["lintian", "--fail-on", "error,warning", debs["changes"]])
     print(p.stdout)
-    assert p.returncode == 0 and not re.search(r"^E: ", p.stdout, re.M), p.stdout + p.stderr
+    assert p.returncode == 0 and not re.search(r"^[EW]: ", p.stdout, re.M), p.stdout + p.stderr
+
+
+def test_symbols_file_checked_at_build():
+    """libbtrfsx0's symbols file lists every exported symbol and its version node,
+    and the build fails on a change (dpkg-gensymbols -c4)."""
+    symbols = (REPO / "debian" / "libbtrfsx0.symbols").read_text()
+    assert symbols.startswith("libbtrfsx.so.0 libbtrfsx0 #MINVER#\n")
+    listed = set(re.findall(r"^ (\w+)@(LIBBTRFSX_[\d.]+) ", symbols, re.M))
+    header = (REPO / "libbtrfsx" / "btrfsx.h").read_text()
+    functions = set(re.findall(r"\b(btrfsx_\w+)\(", re.sub(r"/\*.*?\*/", "", header,
+                                                            flags=re.S)))
+    assert {name for name, _ in listed} >= functions
+    rules = (REPO / "debian" / "rules").read_text()
+    assert "dh_makeshlibs -- -c4" in rules
 
 
 def contents(deb: Path) -> set[str]:
@@ -97,12 +113,16 @@ def test_what_each_package_holds(debs):
     tool, lib, dev, py, web = (contents(debs[name]) for name in PACKAGES)
     assert {"/usr/bin/btrfsx", "/lib/systemd/system/btrfsx-monitor.service",
             "/lib/systemd/system/btrfsx-monitor.timer",
+            "/lib/systemd/system/btrfsx-maintain.service",
+            "/lib/systemd/system/btrfsx-maintain.timer",
+            "/usr/share/man/man8/btrfsx-maintain.8.gz",
+            "/usr/share/btrfsx/json/maintain-run.schema.json",
             "/lib/systemd/system/btrfsx-read-policy.service",
             "/usr/share/btrfsx/prometheus/btrfsx.rules.yml",
             "/usr/share/bash-completion/completions/btrfsx",
             "/usr/share/man/man8/btrfsx-monitor.8.gz", "/usr/share/btrfsx/json/common.schema.json",
             "/usr/share/doc/btrfsx/examples/grafana-btrfsx-monitor.json",
-            "/var/lib/btrfsx/"} <= tool
+            "/usr/lib/nagios/plugins/check_btrfsx", "/var/lib/btrfsx/"} <= tool
     assert any(re.fullmatch(r"/usr/lib/[^/]+/libbtrfsx\.so\.0", f) for f in lib)
     assert {"/usr/include/btrfsx.h", "/usr/share/man/man3/libbtrfsx.3.gz"} <= dev
     assert any(f.endswith("/pkgconfig/btrfsx.pc") for f in dev)
@@ -136,9 +156,10 @@ def exercise(tmp_path: Path):
     for binary in [Path("/usr/bin/btrfsx")] + library[:1]:
         strings = run(["strings", binary]).stdout.split()
         assert "/etc/btrfsx" in strings and "/usr/etc/btrfsx" not in strings, binary
-    p = run(["/usr/bin/btrfsx", "monitor", "report", "--check", "--db", tmp_path / "none.db"],
-            env=clean)
-    assert p.returncode == 3 and p.stdout.startswith("BTRFSX UNKNOWN - "), p
+    for check in (["/usr/bin/btrfsx", "monitor", "report", "--check"],
+                  ["/usr/lib/nagios/plugins/check_btrfsx"]):
+        p = run([*check, "--db", tmp_path / "none.db"], env=clean)
+        assert p.returncode == 3 and p.stdout.startswith("BTRFSX UNKNOWN - "), p
     if shutil.which("man"):
         p = run(["man", "-w", "btrfsx-monitor"], env=clean)
         assert p.stdout.strip() == "/usr/share/man/man8/btrfsx-monitor.8.gz", p
@@ -183,6 +204,10 @@ def test_installed_exercised_and_purged(debs, tmp_path):
         # (/var/lib/btrfsx may be there already: the tests' own runs use it)
         watched = [f for f in ("/usr/bin/btrfsx", "/var/lib/btrfsx", "/usr/share/btrfsx",
                                "/lib/systemd/system/btrfsx-monitor.timer",
+            "/lib/systemd/system/btrfsx-maintain.service",
+            "/lib/systemd/system/btrfsx-maintain.timer",
+            "/usr/share/man/man8/btrfsx-maintain.8.gz",
+            "/usr/share/btrfsx/json/maintain-run.schema.json",
                                "/usr/share/cockpit/btrfsx",
                                "/usr/lib/python3/dist-packages/btrfsx") if not Path(f).exists()]
         try:

@@ -21,7 +21,8 @@ from helpers import fsutil
 from helpers.bashcomp import complete
 
 DIRS = ("prefix", "bindir", "libdir", "includedir", "mandir", "datadir", "pkgdatadir", "docdir",
-        "bashcompletiondir", "systemdsystemunitdir", "CC", "SANITIZER_CFLAGS")
+        "bashcompletiondir", "systemdsystemunitdir", "nagiospluginsdir", "CC",
+        "SANITIZER_CFLAGS")
 
 
 def build_dir() -> Path:
@@ -94,10 +95,12 @@ def test_json_schemas_installed(installed):
 
 
 def test_guides_installed(installed):
-    """Every guide the README links, under docdir/guides."""
-    source = sorted(p.name for p in (Path(__file__).parent.parent / "Documentation" / "guides")
-                    .glob("*.md"))
-    assert sorted(p.name for p in installed.path("docdir", "guides").iterdir()) == source
+    """Every guide the README links, under docdir/guides, and the images they show."""
+    guides = Path(__file__).parent.parent / "Documentation" / "guides"
+    source = sorted(p.relative_to(guides) for p in guides.rglob("*")
+                    if p.suffix in (".md", ".png"))
+    target = installed.path("docdir", "guides")
+    assert sorted(p.relative_to(target) for p in target.rglob("*") if p.is_file()) == source
 
 
 def test_library_soname_and_exports(installed):
@@ -182,10 +185,23 @@ def test_systemd_monitor_units(installed):
         assert not re.search(r"@\w+@", text), "unsubstituted"
 
 
+def test_systemd_maintain_units(installed):
+    """The timer starts the service daily; the service runs maintain on each
+    mounted btrfs with the metrics beside the monitor's."""
+    bindir = installed.vars["bindir"]
+    service = installed.path("systemdsystemunitdir", "btrfsx-maintain.service").read_text()
+    timer = installed.path("systemdsystemunitdir", "btrfsx-maintain.timer").read_text()
+    assert f"{bindir}/btrfsx maintain run" in service and "--textfile" in service
+    assert "Type=oneshot" in service and "EnvironmentFile=-" in service
+    assert "OnCalendar=*-*-* 03:00" in timer and "WantedBy=timers.target" in timer
+    for text in (service, timer):
+        assert not re.search(r"@\w+@", text), "unsubstituted"
+
+
 def test_completion_from_destdir(installed, tmp_path):
     script = installed.path("bashcompletiondir", "btrfsx")
     assert complete("btrfsx ", script) == \
-        "filesystem inspect read-policy property device scrub monitor balance mkfs".split()
+        "filesystem inspect read-policy property device scrub monitor balance maintain mkfs".split()
     assert complete("btrfsx dev prop set /dev/sdb allocation_hint m", script) == \
         ["metadata_preferred", "metadata_only"]
     assert complete("btrfsx read-policy set /mnt ", script) == ["pid", "round-robin", "devid"]
@@ -235,6 +251,25 @@ def test_uninstall_leaves_nothing(tmp_path):
     make_install(build, destdir, "uninstall")
     left = [str(p.relative_to(destdir)) for p in destdir.rglob("*") if not p.is_dir()]
     assert left == []
+
+
+def test_monitoring_plugin_installed(installed):
+    """check_btrfsx where Nagios and Icinga look for plugins: the monitor's check."""
+    assert installed.vars["nagiospluginsdir"] == installed.vars["prefix"] + "/lib/nagios/plugins"
+    plugin = installed.path("nagiospluginsdir", "check_btrfsx")
+    assert os.access(plugin, os.X_OK)
+    text = plugin.read_text()
+    assert f'exec {installed.vars["bindir"]}/btrfsx monitor report --check "$@"' in text
+
+
+def test_libtool_files_are_in_the_install_guide(installed):
+    """Issue 39: what make install puts there that is no program, page or module of
+    ours (libtool's .la, a static .a) is named in the install guide's table."""
+    guide = (fsutil.REPO / "Documentation" / "guides" / "install.md").read_text()
+    found = {p.name for p in installed.destdir.rglob("*") if p.suffix in (".la", ".a")}
+    assert found, "no .la installed?"
+    for name in found:
+        assert f"`{name}`" in guide, name
 
 
 def test_prometheus_rules_installed(installed):

@@ -126,3 +126,62 @@ def test_every_layer_is_a_folder_and_in_the_architecture_document():
     for layer in ns["MAY_INCLUDE"]:
         assert (TOP / layer).is_dir(), layer
         assert f"`{layer}/`" in doc, layer
+
+
+# Folders whose files call one another in one direction only: no file is both
+# the caller of another and a library that other calls back into (issue 40:
+# scrub.c was the run and the library its workers called).
+ACYCLIC_FOLDERS = ["scrub"]
+
+
+def call_graph(objects):
+    """{file: {files whose functions it calls}} from the objects' symbol tables."""
+    defined, used = {}, {}
+    for obj in objects:
+        name = obj.name.split("-", 1)[-1].removesuffix(".o")
+        nm = subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True).stdout
+        for line in nm.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TDRB":
+                defined[parts[2]] = name
+            elif len(parts) == 2 and parts[0] == "U":
+                used.setdefault(name, set()).add(parts[1])
+    return {name: {defined[s] for s in syms if s in defined and defined[s] != name}
+            for name, syms in used.items()}
+
+
+def find_circle(graph):
+    """One circle of @graph as a list of files, or None."""
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt, path + [nxt])
+                if found:
+                    return found
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node, [node])
+            if found:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("folder", ACYCLIC_FOLDERS)
+def test_files_call_one_another_without_a_circle(folder):
+    import os
+
+    build = Path(os.environ.get("BTRFSX_BUILD_DIR", TOP / "build"))
+    objects = sorted((build / folder / ".libs").glob("*.o"))
+    if not objects:
+        pytest.skip(f"no objects of {folder}/ in {build} (build first, BTRFSX_BUILD_DIR)")
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    circle = find_circle(call_graph(objects))
+    assert circle is None, f"{folder}/: " + " -> ".join(circle)

@@ -364,3 +364,98 @@ def test_bad_options(run_btrfsx, env, tmp_path):
     rc, out, err = run_btrfsx("maintain", "plan", "--policy", tmp_path / "none.conf", tmp_path,
                               check=1, env=env)
     assert "none.conf" in err
+
+
+def test_pace_from_the_monitors_history(loopdevs, run_btrfsx, env, tmp_path):
+    """Samples every 6 hours of simulated time (BTRFSX_MONITOR_NOW) while small
+    files grow the metadata: the pace, the days left, and a target in days."""
+    loops = loopdevs(sizes=["1G"])
+    fsutil.mkfs(loops.devs)
+    t0 = 1_790_000_000
+    with fsutil.mounted(loops.devs) as mnt:
+        for i in range(12):
+            d = mnt / f"d{i}"
+            d.mkdir()
+            for j in range(300):
+                (d / f"f{j}").write_bytes(SMALL)
+            os.sync()
+            run_btrfsx("monitor", "record", mnt, env={**env, "BTRFSX_MONITOR_NOW": t0 + i * 21600})
+        now = {**env, "BTRFSX_MONITOR_NOW": t0 + 12 * 21600}
+        doc, _ = maintain(run_btrfsx, "plan", mnt, env=now)
+        m = doc["maintain"]
+        assert m["pace"] > 0 and m["before"]["days_left"] > 0
+        assert abs(m["before"]["days_left"] - m["before"]["metadata_room"] / m["pace"]) < 0.1
+        policy = tmp_path / "days.conf"
+        policy.write_text("[default]\nmetadata-room-days = 3650\n")
+        doc, _ = maintain(run_btrfsx, "plan", "--policy", policy, mnt, env=now, check=5)
+        m = doc["maintain"]
+        assert m["target_why"].startswith("metadata-room-days: 3650 days")
+        assert m["target"] == pytest.approx(3650 * m["pace"], rel=0.01)
+        # another history, empty of this filesystem: no pace
+        doc, _ = maintain(run_btrfsx, "plan", "--db", tmp_path / "none.db", mnt, env=now)
+        assert doc["maintain"]["pace"] is None and doc["maintain"]["before"]["days_left"] is None
+
+
+def test_python_plan_and_run(trap, run_btrfsx, env):
+    """btrfsx.maintain() (libbtrfsx's btrfsx_maintain()): the plan the
+    command line shows, then the run."""
+    import test_python as tp
+    devs, mnt = trap
+    pyenv = dict(os.environ, PYTHONPATH=str(tp.build_dir() / "libbtrfsx" / "python"),
+                 PYTHONDONTWRITEBYTECODE="1", ASAN_OPTIONS="detect_leaks=0", **env)
+    runtime = tp.sanitizer_runtime()
+    if runtime:
+        pyenv["LD_PRELOAD"] = runtime
+    cli, _ = maintain(run_btrfsx, "plan", mnt, env=env)
+    code = """
+import json, math, sys, btrfsx
+mnt, state, conf = sys.argv[1:4]
+plan = btrfsx.maintain(mnt, plan_only=True, state_dir=state, policy_file=None)
+run = btrfsx.maintain(mnt, state_dir=state)
+print(json.dumps({
+    "plan": {"status": plan.status.name, "actions": [(c.logical, c.used, c.reason.name, c.kind)
+                                                   for c in plan.actions],
+             "target": plan.target, "room": plan.before.metadata_room,
+             "after": plan.after.metadata_room, "days": plan.before.days_left},
+    "run": {"status": run.status.name, "moved": [c.logical for c in run.moved],
+            "met": run.target_met, "fsid": run.fsid}}))
+"""
+    p = subprocess.run([tp.make_variable("PYTHON") or "python3", "-c", code, str(mnt),
+                        env["BTRFSX_STATE_DIR"], env["BTRFSX_CONFIG_DIR"]],
+                       capture_output=True, text=True, env=pyenv, timeout=300)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    m = cli["maintain"]
+    assert got["plan"]["status"] == "PLANNED" and got["plan"]["days"] is None
+    assert got["plan"]["actions"] == [[a["logical"], a["used"], "ROOM", "data"]
+                                      for a in m["actions"]]
+    assert got["plan"]["target"] == m["target"] and got["plan"]["room"] == \
+        m["before"]["metadata_room"]
+    assert got["run"]["status"] == "MET" and got["run"]["met"]
+    assert got["run"]["moved"] == [a["logical"] for a in m["actions"]]
+    assert got["run"]["fsid"] == m["fsid"]
+
+
+def test_busy_device_pauses_the_run(trap, btrfsx, env, tmp_path):
+    """A reader keeps the device busy (its io_ticks) while the run is about to
+    move its first chunk: the run pauses until the reader stops."""
+    devs, mnt = trap
+    policy = tmp_path / "busy.conf"
+    # busy a fifth of the second: a reader of a loop device keeps it far busier
+    policy.write_text("[default]\nbudget = none\nbusy-pressure = 40\nbusy-device = 20\n")
+    reader = subprocess.Popen(["sh", "-c", f"while :; do dd if={devs[0]} of=/dev/null bs=1M "
+                               "iflag=direct status=none; done"], start_new_session=True)
+    try:
+        run = subprocess.Popen([btrfsx, "--format", "json", "maintain", "run", "--policy",
+                                str(policy), str(mnt)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+        time.sleep(4)
+    finally:
+        os.killpg(reader.pid, signal.SIGTERM)
+        reader.wait()
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err
+    doc = json.loads(out)["maintain"]
+    assert doc["status"] == "target-met"
+    # at least one pause of 5 seconds while the reader ran
+    assert doc["paused_seconds"] >= 5, doc

@@ -326,6 +326,31 @@ def test_hints_text_output(loopdevs, run_btrfsx):
     assert "type metadata profile dup" in out
 
 
+def test_fallback_warning_says_what_happens(images, btrfsx_json):
+    """Issue 39, defect 3: two small metadata_only devices and three larger
+    data_preferred ones, raid1c3 metadata: the allocator takes whole tiers until
+    it has three devices, then picks by free space, so no metadata or system
+    stripe lands on a metadata_only device. The warning says so, and why."""
+    imgs = images(["512M", "512M", "1G", "1G", "1G"])
+    doc = mkfs_json(btrfsx_json, "-q", "-m", "raid1c3", "-d", "raid1",
+                    f"{imgs[0]}:monly", f"{imgs[1]}:monly", *map(str, imgs[2:]))
+    for bg in doc["block_groups"]:
+        if bg["type"] in ("system", "metadata"):
+            assert bg["fallback"] is True
+            assert {s["devid"] for s in bg["stripes"]} == {3, 4, 5}, bg
+    warnings = [w for w in doc["warnings"] if "raid1c3" in w]
+    assert len(warnings) == 2, doc["warnings"]
+    for kind, warning in zip(("system", "metadata"), warnings):
+        assert warning.startswith(f"the raid1c3 {kind} chunk uses none of the 2 "
+                                  "metadata_only devices: they are 2 and raid1c3 needs 3 "
+                                  "devices;"), warning
+        assert "whole preference tiers" in warning and "3 data_preferred devices" in warning
+        assert "by free space alone" in warning
+    page = (Path(__file__).resolve().parent.parent / "Documentation" /
+            "btrfsx-mkfs.adoc").read_text()
+    assert "none of the metadata_only devices" in " ".join(page.split())
+
+
 def test_no_hints_default_profiles(loopdevs, btrfsx_json):
     loops = loopdevs(2, size=SIZE)
     doc = mkfs_json(btrfsx_json, "-q", *loops.devs)
@@ -390,7 +415,8 @@ def test_refuse_bad_input(loopdevs, run_btrfsx, tmp_path):
     alias = tmp_path / "alias"
     alias.symlink_to(d[0])
     refused(run_btrfsx, imgs, f"{d[0]}:m", alias, msg="named twice")
-    refused(run_btrfsx, imgs, "-m", "raid1", d[0], msg="raid1 metadata needs at least 2 devices")
+    refused(run_btrfsx, imgs, "-m", "raid1", d[0], msg="raid1 metadata needs at least 2 devices",
+            rc=2)
     refused(run_btrfsx, imgs, "--bogus", d[0], msg="unknown option '--bogus'", rc=2)
     refused(run_btrfsx, imgs, msg="no device given", rc=2)
     # An image file attached to a loop device is written through the loop device only.
@@ -401,12 +427,23 @@ def test_refuse_unsatisfiable_hints(loopdevs, run_btrfsx):
     loops = loopdevs(3, size=SIZE)
     d = loops.devs
     err = refused(run_btrfsx, loops.images, "-m", "raid1", f"{d[0]}:monly", f"{d[1]}:donly",
-                  f"{d[2]}:donly", msg="raid1 metadata needs 2 devices that allow metadata")
+                  f"{d[2]}:donly", msg="raid1 metadata needs 2 devices that allow metadata",
+                  rc=2)
     assert "leave 1" in err
     refused(run_btrfsx, loops.images, "-d", "raid1", f"{d[0]}:monly", f"{d[1]}:monly",
-            f"{d[2]}:donly", msg="raid1 data needs 2 devices that allow data")
+            f"{d[2]}:donly", msg="raid1 data needs 2 devices that allow data", rc=2)
     refused(run_btrfsx, loops.images, "-m", "dup", "-d", "single", f"{d[0]}:monly",
-            f"{d[1]}:monly", msg="single data needs 1 device that allows data")
+            f"{d[1]}:monly", msg="single data needs 1 device that allows data", rc=2)
+
+
+def test_profile_too_few_devices_is_a_usage_error(run_btrfsx, tmp_path):
+    """Issue 39, defect 8: a profile the number of devices (or their hints) cannot hold is
+    refused from the arguments alone, so it is a usage error (exit 2, btrfsx(8)'s rule),
+    before any device is looked at: the image named is not even created."""
+    one = tmp_path / "one.img"
+    _, _, err = btrfsx_mkfs(run_btrfsx, "-d", "raid5", "-b", "1G", one, check=2)
+    assert "raid5 data needs at least 2 devices, 1 given" in err, err
+    assert not one.exists()
 
 
 def test_refuse_too_small(loopdevs, run_btrfsx, tmp_path):

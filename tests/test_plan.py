@@ -189,6 +189,38 @@ def test_issue_30_remove_on_a_refilled_raid1(loopdevs, btrfsx_json, tools):
         assert not out.problems, out.problems
 
 
+def test_a_plan_right_after_deletions(loopdevs, btrfsx_json, run_btrfsx):
+    """Issue 39, defect 0: raid1 data, raid1c3 metadata on 1, 1, 1.5 and 2 GiB, mounted
+    commit=300; 26 files of 64 MiB synced, 8 deleted; at once `plan --remove 1` read the
+    last commit (IMPOSSIBLE, exit 5) where `btrfs device remove 1`, which commits first,
+    succeeded. The plan starts where the remove starts: committed, the same plan as after
+    `btrfs filesystem sync`. A deleted subvolume the kernel has not cleaned up yet is a
+    warning of the reader, so usage, plan and misplaced say it alike."""
+    loops = loopdevs(sizes=["1G", "1G", "1536M", "2G"])
+    fsutil.mkfs(loops.devs, data="raid1", metadata="raid1c3")
+    with fsutil.mounted(loops.devs, "commit=300") as mnt:
+        _fallocate_files(mnt, "f", 26, 64 * MiB)
+        fsutil.run(["sync"])
+        for i in range(8):
+            (mnt / f"f{i}").unlink()
+        at_once = btrfsx_json("filesystem", "plan", str(mnt), "--remove", "1", check=False)
+        fsutil.run(["btrfs", "filesystem", "sync", str(mnt)])
+        synced = btrfsx_json("filesystem", "plan", str(mnt), "--remove", "1", check=False)
+        fsutil.run(["btrfs", "subvolume", "create", str(mnt / "sub")])
+        _fallocate_files(mnt / "sub", "s", 2, 16 * MiB)
+        fsutil.run(["btrfs", "filesystem", "sync", str(mnt)])
+        fsutil.run(["btrfs", "subvolume", "delete", str(mnt / "sub")])
+        _, _, usage_err = run_btrfsx("filesystem", "usage", str(mnt))
+    assert at_once["possible"] is synced["possible"] is True
+    for side in ("before", "after"):
+        for key in ("free_estimated", "free_strict", "metadata_room", "used"):
+            assert at_once[side][key] == synced[side][key], (side, key)
+    # usage commits nothing, so the cleaner has not started (commit=300); a plan's commit
+    # wakes it, and a subvolume this small is gone before the plan reads the root tree
+    assert "1 deleted subvolume is not cleaned up yet" in usage_err, usage_err
+    assert f"'btrfs subvolume sync {mnt}' waits for it" in usage_err
+
+
 # ----------------------------------------------------------------- the command
 
 @pytest.fixture(scope="module")
@@ -316,6 +348,32 @@ def test_one_chunk_breaking_the_hints_is_one(tmp_path, run_btrfsx, btrfsx_json):
         "moves it" in err
 
 
+def test_convert_a_kernel_without_hints_makes(tmp_path, run_btrfsx, btrfsx_json):
+    """Issue 39, defect 1: raid1 on three devices, one metadata_only, mounted on a kernel
+    that ignores hints; data to raid1c3 needs all three. The plan called it impossible
+    ("the guard rails refuse the convert") and the kernel made it. The verdict is the
+    kernel's now: possible, the hint it breaks a warning with its reason."""
+    images = fsutil.make_images(tmp_path, ["1G", "1G", "1G"])
+    with fsutil.LoopDevices(images) as loops:
+        run_btrfsx("mkfs", "-q", "-d", "raid1", "-m", "raid1", loops.devs[0], loops.devs[1],
+                   f"{loops.devs[2]}:monly")
+        with fsutil.mounted(loops.devs) as mnt:
+            if btrfsx_json("filesystem", "usage", str(mnt))["model"]["kernel_honours_hints"]:
+                pytest.skip("the running kernel honours allocation hints")
+            fsutil.run(["fallocate", "-l", "100M", str(mnt / "a")])
+            fsutil.run(["sync"])
+            _, out, err = run_btrfsx("filesystem", "plan", str(mnt), "--convert",
+                                     "data=raid1c3")
+            doc = btrfsx_json("filesystem", "plan", str(mnt), "--convert", "data=raid1c3")
+            fsutil.run(["btrfs", "balance", "start", "-dconvert=raid1c3", str(mnt)])
+            df = fsutil.run(["btrfs", "filesystem", "df", str(mnt)]).stdout
+    assert "IMPOSSIBLE" not in out and "guard rails refuse" not in out
+    assert "the convert breaks the allocation hints" in err
+    assert "this kernel ignores the hints and makes it" in err
+    assert doc["possible"] is True and doc["changes"][0]["status"] == "possible"
+    assert doc["after"]["data_profile"] == "raid1c3" and "Data, RAID1C3" in df, df
+
+
 def test_impossible_remove_exits_5(small_fs, run_btrfsx, btrfsx_json):
     """The 3 GiB device holds a copy of every raid1 chunk: 1 and 2 GiB cannot take them."""
     rc, out, _ = run_btrfsx("filesystem", "plan", *small_fs.devs, "--remove", "3",
@@ -361,3 +419,23 @@ def test_not_btrfs_and_missing(tmp_path, run_btrfsx):
     _, _, err = run_btrfsx("filesystem", "plan", str(tmp_path / "nope"), "--remove", "1",
                            check=1)
     assert "nope" in err
+
+
+def test_resize_to_max(tmp_path, run_btrfsx, btrfsx_json):
+    """Issue 39, defect 2: '--resize DEVID=max' as btrfs filesystem resize takes it: the
+    size of the device itself (an image file: its length); refused for a device the plan
+    adds, whose size is the one --add gives."""
+    img = tmp_path / "grown.img"
+    with open(img, "wb") as f:
+        f.truncate(400 * MiB)
+    fsutil.run(["mkfs.btrfs", "-q", "-f", "-b", str(300 * MiB), str(img)])
+    doc = btrfsx_json("filesystem", "plan", str(img), "--resize", "1=max")
+    assert doc["possible"] is True
+    assert doc["changes"][0]["description"] == "resize devid 1 to its device's size (max)"
+    assert doc["before"]["device_size"] == 300 * MiB
+    assert doc["after"]["device_size"] == 400 * MiB
+    _, _, err = run_btrfsx("filesystem", "plan", str(img), "--add", "1G", "--resize", "2=max",
+                           check=2)
+    assert "devid 2=max: the plan adds devid 2" in err, err
+    _, _, err = run_btrfsx("filesystem", "plan", str(img), "--resize", "1=maximum", check=2)
+    assert "'maximum' is not a size" in err, err

@@ -87,17 +87,9 @@ def dashboard_queries() -> list[str]:
 
 
 def manpage_metrics() -> set[str]:
-    table = MANPAGE.read_text().split("=== metrics", 1)[1].split("|===")[1]
-    names = set()
-    for cell in re.findall(r"^\|(btrfsx_[^|]+)\|", table, re.M):
-        first = None
-        for part in re.split(r",\s*|;\s*", cell.strip()):
-            if part.startswith("btrfsx_"):
-                first = part
-                names.add(part)
-            elif first and part.startswith("_"):     # btrfsx_a_lower, _upper
-                names.add(first.rsplit("_", 1)[0] + part)
-    return names
+    """The names btrfsx-monitor(8)'s metrics section defines, one '*name*::' term each."""
+    section = MANPAGE.read_text().split("=== metrics", 1)[1].split("\n== ", 1)[0]
+    return set(re.findall(r"^\*(btrfsx_\w+)\*::", section, re.M))
 
 
 # --------------------------------------------------------------------------- a filesystem in every state

@@ -435,3 +435,42 @@ def test_busy_device_refused(three_devs, run_btrfsx):
         os.close(fd)
     assert f"{three_devs.devs[1]}: is in use by pid {os.getpid()} (" in err
     assert fsutil.images_state(three_devs.images) == before
+
+
+def test_short_member_refused_as_readers_refuse(run_btrfsx, btrfsx_json, tmp_path):
+    """Issue 39, defect 4: a member truncated below the size its device item claims.
+    The readers (usage, plan, misplaced) refuse it, so the offline writer refuses it
+    with the same message and writes nothing; filesystem show warns."""
+    imgs = fsutil.make_images(tmp_path, ["512M", "512M", "512M"])
+    run_btrfsx("mkfs", "-q", "-d", "raid1", "-m", "raid1", *imgs)
+    os.truncate(imgs[1], 300 << 20)
+    _, _, reader = run_btrfsx("filesystem", "usage", *imgs, check=1)
+    claim = f"devid 2: the device item claims {512 << 20} bytes, but {imgs[1]} has {300 << 20}"
+    assert claim in reader, reader
+    before = fsutil.images_state(imgs)
+    _, out, err = run_btrfsx("device", "property", "set", imgs[1], "allocation_hint",
+                             "data_only", check=1)
+    assert claim in err and not out, err
+    assert fsutil.images_state(imgs) == before
+    # Another member named: the filesystem is refused, not just the short device.
+    _, _, err = run_btrfsx("property", "set", imgs[0], "allocation_hint", "m", check=1)
+    assert claim in err, err
+    assert fsutil.images_state(imgs) == before
+    _, out, err = run_btrfsx("filesystem", "show", *imgs)
+    assert f"warning: {claim}" in err, err
+    doc = btrfsx_json("filesystem", "show", *imgs)
+    assert any(claim in w for w in doc["warnings"]), doc
+
+
+def test_filesystem_show_says_hints_need_root(three_devs, run_btrfsx):
+    """Issue 39, defect 8: as a user who cannot read the member devices, filesystem show
+    says that reading the hints needs root, not 'allocation_hint -' alone."""
+    with fsutil.mounted(three_devs.devs) as mnt:
+        os.chmod(mnt, 0o755)
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        p = subprocess.run([*as_nobody, fsutil.btrfsx_path(), "filesystem", "show", str(mnt)],
+                           capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("allocation_hint -") == 3, p.stdout
+    assert "reading the allocation hints needs root" in p.stderr, p.stderr
+    assert p.stderr.count("warning:") == 1, p.stderr

@@ -568,7 +568,7 @@ def test_apply_watch_refuses_json(run_btrfsx):
 def test_systemd_unit_runs_apply_watch():
     unit = (TESTS.parent / "systemd" / "btrfsx-read-policy.service.in").read_text()
     assert "ExecStart=@bindir@/btrfsx read-policy apply --watch" in unit
-    assert "WantedBy=local-fs.target" in unit
+    assert "Before=local-fs.target" in unit and "WantedBy=sysinit.target" in unit
 
 
 def test_man_page_documents_persistence():

@@ -22,7 +22,7 @@ import pytest
 TOP = Path(__file__).resolve().parent.parent
 LIST = re.compile(r"^#define (BX_\w+_FIELDS)\(X\)", re.M)
 ENGINE_DIRS = ("common", "format", "disk", "model", "fsops", "mkfs", "scrub", "monitor",
-               "relocate", "plan", "recommend")
+               "relocate", "maintain", "plan", "recommend")
 
 
 def field_lists() -> dict[str, Path]:

@@ -891,9 +891,11 @@ def test_crash_at_every_repair_write(tmp_path, btrfsx_json, scrub, data, ndevs):
         wait_detached(images)
 
     tally = crashutil.sweep(reset, run, verify, crash_rc=3)
-    # One write per bad copy, each flushed before the next: only ever one to lose.
-    assert tally.writes == len(targets) and tally.max_unflushed == 1
     print(f"scrub repair {data}: {tally}")
+    # The repairs go in batches, one flush per device per batch (the superblock
+    # copy alone, before them): fewer flushes than bad copies, and a batch's
+    # writes are lost together or in part.
+    assert len(tally.batches) < len(targets) and tally.max_unflushed >= 2, tally
     # After a stop anywhere, the next run repairs the rest.
     for n in range(1, tally.writes):
         reset()
@@ -901,6 +903,39 @@ def test_crash_at_every_repair_write(tmp_path, btrfsx_json, scrub, data, ndevs):
         rc, doc = scrub(images, rc=0)
         assert fsutil.images_state(images) == fsutil.images_state(
             [good / Path(i).name for i in images]), n
+
+
+@pytest.mark.parametrize("data", ["raid1", "raid5"])
+def test_short_member_is_one_summary(tmp_path, scrub, run_btrfsx, state_env, data):
+    """Issue 39, defect 7: a member shorter than its device item (an image
+    truncated) is one summary line, "devid 2 is ... shorter than its device item",
+    and a JSON field, not a read error per sector of the missing end; nothing is
+    written beyond the end; exit 3 (the kernel does not mount such a filesystem)."""
+    images, _ = fresh_fs(tmp_path, data, "raid1", 3, big_files=2, big_size=150 * 1024 * 1024)
+    dev = run_btrfsx("inspect", "dump-tree", "-t", "dev", images[1], fmt="json")[1]
+    extents = [i for b in json.loads(dev)["trees"][0]["blocks"] for i in b["items"]
+               if i["type_name"] == "DEV_EXTENT" and i["key"]["objectid"] == 2]
+    # the start of devid 2's last device extent: what lies there is cut off
+    cut = max(i["key"]["offset"] for i in extents)
+    size = os.path.getsize(images[1])
+    os.truncate(images[1], cut)
+    shorter = size - cut
+    for opts, rc in ((["-r"], 3), ([], 3)):
+        before = fsutil.images_state(images) if not opts else None
+        code, doc = scrub(images, *opts, rc=rc)
+        devs = {d["devid"]: d for d in doc["scrub"]["devices"]}
+        assert devs[2]["short_bytes"] == shorter and devs[1]["short_bytes"] == 0
+        assert devs[2]["read_errors"] == 0, devs[2]
+        assert not [e for e in doc["scrub"]["errors"] if e["devid"] == 2], doc["scrub"]["errors"]
+        assert not any("repair write" in w for w in doc.get("warnings", [])), doc
+        assert os.path.getsize(images[1]) == cut
+        if before is not None:
+            assert fsutil.images_state(images)[1] == before[1]
+    _, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "-r", *images, check=3,
+                             env=state_env)
+    line = f"devid 2 is {shorter / (1024 * 1024):.2f}MiB shorter than its device item"
+    assert (out + err).count(line) == 1 and "short=1" in out, out + err
+    assert len([ln for ln in out.splitlines() if "read" in ln and "devid 2" in ln]) <= 1, out
 
 
 # --------------------------------------------------------------------------- bad input
@@ -945,13 +980,15 @@ def test_missing_device_scrubs_what_is_there(tmp_path, scrub):
 def test_truncated_image(tmp_path, scrub, run_btrfsx, state_env):
     images, _ = fresh_fs(tmp_path, "raid1", "raid1", 2)
     lay_end = max(os.path.getsize(i) for i in images)
+    size = os.path.getsize(images[1])
     os.truncate(images[1], 100 << 20)          # cuts into the data chunks of devid 2
-    code, doc = scrub(images, "-r", rc=0)
-    dev2 = per_device(doc)[2]
-    assert dev2["read_errors"] > 0 and dev2["uncorrectable_errors"] == 0
-    assert dev2["corrected_errors"] == dev2["read_errors"]
-    code, doc = scrub(images, rc=3)            # nothing can be written past the end
-    assert per_device(doc)[2]["uncorrectable_errors"] == per_device(doc)[2]["read_errors"]
+    # What lies beyond the end is one finding (short_bytes), not read errors.
+    for opts in (["-r"], []):
+        code, doc = scrub(images, *opts, rc=3)
+        dev2 = per_device(doc)[2]
+        assert dev2["short_bytes"] == size - (100 << 20)
+        assert dev2["read_errors"] == dev2["uncorrectable_errors"] == 0
+    assert os.path.getsize(images[1]) == 100 << 20     # nothing written past the end
     assert lay_end > 100 << 20
     single, _ = fresh_fs(tmp_path, "single", "dup", 1)
     os.truncate(single[0], 24 << 20)
@@ -978,7 +1015,7 @@ def test_bad_arguments(run_btrfsx, tmp_path, state_env):
     for memory in ("512K", "0", "abc", "-1M", "16E"):
         rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--memory", memory,
                                   str(zero), check=2, env=state_env)
-        assert f"--memory: '{memory}' is not a size of at least 1MiB" in err, err
+        assert f"--memory: '{memory}' is not a size" in err, err
     for seconds in ("abc", "-5", "4294967296", "1.5"):
         rc, out, err = run_btrfsx("scrub", "start", "--offline", "-B", "--io-timeout", seconds,
                                   str(zero), check=2, env=state_env)

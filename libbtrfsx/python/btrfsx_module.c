@@ -550,13 +550,16 @@ static const struct constant constants[] = {
 	CONSTANT(PLAN_BALANCE), CONSTANT(PLAN_RESUME),
 	CONSTANT(PLAN_POSSIBLE), CONSTANT(PLAN_IMPOSSIBLE), CONSTANT(PLAN_NOT_REACHED),
 	CONSTANT(IO_TIMEOUT_NONE),
+	CONSTANT(MAINTAIN_ROOM), CONSTANT(MAINTAIN_EMPTY), CONSTANT(MAINTAIN_MISPLACED),
+	CONSTANT(MAINTAIN_NOTHING), CONSTANT(MAINTAIN_PLANNED), CONSTANT(MAINTAIN_MET),
+	CONSTANT(MAINTAIN_CANNOT), CONSTANT(MAINTAIN_STOPPED), CONSTANT(MAINTAIN_FAILED),
 	{ NULL, 0 }
 };
 
 /* Each area's functions and tables, in the order its Python module imports. */
 static const struct py_area *const areas[] = {
 	&py_hints_area, &py_usage_area, &py_read_policy_area, &py_scrub_area, &py_monitor_area,
-	&py_misplaced_area, &py_plan_area, &py_kernel_area,
+	&py_misplaced_area, &py_plan_area, &py_kernel_area, &py_maintain_area,
 };
 
 /*

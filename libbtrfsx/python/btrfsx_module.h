@@ -148,6 +148,6 @@ PyObject *misplaced_to_dict(const struct btrfsx_misplaced *m);
 PyObject *misplaced_chunks_to_list(const struct btrfsx_misplaced_chunk *chunks, size_t n);
 
 extern const struct py_area py_hints_area, py_usage_area, py_read_policy_area, py_scrub_area,
-	py_monitor_area, py_misplaced_area, py_plan_area, py_kernel_area;
+	py_monitor_area, py_misplaced_area, py_plan_area, py_kernel_area, py_maintain_area;
 
 #endif

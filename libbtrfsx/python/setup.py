@@ -58,7 +58,7 @@ def header_version(include_dirs):
 
 # the C module: the shared part and one file per area
 SOURCES = ["btrfsx_module.c", "hints.c", "usage.c", "read-policy.c", "scrub.c", "monitor.c",
-           "misplaced.c", "plan.c", "kernel.c"]
+           "misplaced.c", "plan.c", "kernel.c", "maintain.c"]
 
 build_dir = os.environ.get("BTRFSX_BUILD_DIR")
 flags = from_build_tree(build_dir) if build_dir else from_pkg_config()

@@ -86,9 +86,9 @@ static void test_trap_half_full(void)
 	 */
 	CHECK_EQ_U64(p.actions[0].logical, f.in.chunks[2].logical);
 	CHECK_EQ_U64(p.actions[1].logical, f.in.chunks[4].logical);
-	CHECK_EQ_U64(p.bytes, p.nr_actions * 56 * MiB);
-	CHECK(p.seconds < 0 && p.actions[0].seconds < 0);
-	CHECK(p.created == 0);
+	CHECK_EQ_U64(p.bytes_planned, p.nr_actions * 56 * MiB);
+	CHECK(p.seconds_planned < 0 && p.actions[0].seconds < 0);
+	CHECK(p.chunks_created == 0);
 	bx_maintain_plan_release(&p);
 	bx_snapshot_release(&f.in);
 }
@@ -200,6 +200,38 @@ static void test_days_at_pace(void)
 	bx_snapshot_release(&f.in);
 }
 
+/*
+ * A data chunk with a stripe on a metadata_only device: moved first, for
+ * its placement, and none is misplaced afterwards; placement off leaves it.
+ */
+static void test_misplaced_first(void)
+{
+	uint64_t sizes[4] = { 4 * GiB, 4 * GiB, 4 * GiB, 4 * GiB };
+	uint64_t hints[4] = { BX_HINT_METADATA_ONLY, BX_HINT_METADATA_ONLY, BX_HINT_DATA_ONLY,
+			      BX_HINT_DATA_ONLY };
+	struct bx_maintain_policy pol;
+	struct bx_maintain_plan p;
+	struct fs f;
+
+	fs_init(&f, 4, sizes, hints);
+	raid1(&f, BTRFS_BLOCK_GROUP_SYSTEM, 8 * MiB, 16384, 1, 2, 1 * MiB);
+	raid1(&f, BTRFS_BLOCK_GROUP_METADATA, 256 * MiB, 64 * MiB, 1, 2, 9 * MiB);
+	raid1(&f, DATA, 1 * GiB, 512 * MiB, 3, 4, 265 * MiB);
+	raid1(&f, DATA, 1 * GiB, 256 * MiB, 1, 3, 1289 * MiB);
+	defaults(&pol);
+	CHECK(bx_maintain_choose(&f.in, &pol, &no_history, &p) == 0);
+	CHECK(p.status == BX_MAINTAIN_PLANNED && p.placement_wanted && !p.room_below);
+	CHECK(p.nr_actions == 1 && p.actions[0].reason == BX_MAINTAIN_MISPLACED);
+	CHECK_EQ_U64(p.actions[0].logical, f.in.chunks[3].logical);
+	CHECK(p.before.misplaced == 1 && p.after.misplaced == 0);
+	bx_maintain_plan_release(&p);
+	pol.placement = BX_MAINTAIN_PLACEMENT_OFF;
+	CHECK(bx_maintain_choose(&f.in, &pol, &no_history, &p) == 0);
+	CHECK(p.status == BX_MAINTAIN_NOTHING && p.nr_actions == 0 && p.before.misplaced == 1);
+	bx_maintain_plan_release(&p);
+	bx_snapshot_release(&f.in);
+}
+
 static void test_policy_file(void)
 {
 	struct bx_maintain_policy p;
@@ -235,6 +267,7 @@ static void test_policy_file(void)
 		{ "[default]\nmetadata-room-days = nan\n", "metadata-room-days: 'nan'" },
 		{ "[default]\nquiet-hours = 6:0-7:00\n", "quiet-hours:" },
 		{ "[elsewhere]\nbudget = -1\n", "budget: '-1'" },
+		{ "[default]\nbusy-device = 0\n", "busy-device: '0'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		bx_maintain_policy_defaults(&p);
@@ -268,6 +301,7 @@ int main(void)
 	test_full_cannot();
 	test_young_and_no_target();
 	test_days_at_pace();
+	test_misplaced_first();
 	test_policy_file();
 	test_window_and_budget();
 	return unit_summary();

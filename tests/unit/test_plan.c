@@ -239,6 +239,40 @@ static void test_convert(void)
 	bx_snapshot_release(&f.in);
 }
 
+/*
+ * Issue 39, defect 1: raid1 on three devices, one metadata_only; data to
+ * raid1c3 needs all three. A kernel that honours hints would fail it (the
+ * guard rails refuse); mounted on one that ignores them the convert is
+ * made, so the verdict is possible and the broken hint a warning.
+ */
+static void test_convert_guard_rails_follow_the_kernel(void)
+{
+	static const char *const ch[] = { "convert", "data=raid1c3" };
+	uint64_t hints[3] = { 0, 0, BX_HINT_METADATA_ONLY };
+	struct bx_plan_result res;
+	bool warned = false;
+	struct fs f;
+
+	three_raid1(&f, 4 * GiB, hints, 64 * MiB);
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(!res.possible);
+	CHECK(strstr(res.steps[0].reason, "guard rails refuse the convert") != NULL);
+	bx_plan_result_release(&res);
+	f.in.mounted = true;
+	f.in.hints_effective = false;
+	CHECK(plan(&f.in, ch, 1, &res) == 0);
+	CHECK(res.possible);
+	CHECK_EQ_U64(res.steps[0].status, BX_PLAN_STEP_DONE);
+	CHECK(chunks_with(&res.after_in, DATA, BTRFS_BLOCK_GROUP_RAID1C3) >= 1);
+	CHECK_EQ_U64(chunks_with(&res.after_in, DATA, RAID1), 0);
+	for (size_t i = 0; i < res.nr_warnings; i++)
+		warned |= strstr(res.warnings[i], "the convert breaks the allocation hints") &&
+			  strstr(res.warnings[i], "this kernel ignores the hints");
+	CHECK(warned);
+	bx_plan_result_release(&res);
+	bx_snapshot_release(&f.in);
+}
+
 /* raid1 metadata on two devices: making one data_only leaves one device for metadata. */
 static void test_hint_guard(void)
 {
@@ -898,6 +932,7 @@ int main(void)
 	test_bad_plans();
 	test_resize();
 	test_convert();
+	test_convert_guard_rails_follow_the_kernel();
 	test_hint_guard();
 	test_hint_then_relocate();
 	test_replace();

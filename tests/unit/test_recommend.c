@@ -155,6 +155,39 @@ static void test_decide(void)
 	CHECK(strstr(res.reason, "1.20x pid (10.0 MiB/s)") != NULL);
 }
 
+/*
+ * Issue 39: devid:2 picked "at worst 0.59" while devid:4 is named at 0.60: the
+ * reason says it is a tie. And whether one pass alone picks the same.
+ */
+static void test_tie_and_stability(void)
+{
+	struct bx_rec_candidate cands[3];
+	struct bx_rec_result res = { .candidates = cands, .nr_workloads = 2 };
+	/* [pass][workload][candidate] */
+	double agree[2][2][3] = { { { 40, 59, 100 }, { 40, 100, 60 } },
+				  { { 41, 60, 100 }, { 40, 100, 61 } } };
+	double disagree[2][2][3] = { { { 40, 59, 100 }, { 40, 100, 60 } },
+				     { { 40, 59, 100 }, { 40, 100, 90 } } };
+
+	res.workloads[0].w = (struct bx_probe_workload){ 1, false };
+	res.workloads[1].w = (struct bx_probe_workload){ 8, false };
+	candidate(&res, BX_RP_PID, 0, (double[]){ 40, 40 });
+	candidate(&res, BX_RP_DEVID, 2, (double[]){ 59, 100 });
+	candidate(&res, BX_RP_DEVID, 4, (double[]){ 100, 60 });
+	bx_rec_decide(&res);
+	CHECK(res.pick == 1 && !strcmp(res.recommended, "devid:2"));
+	CHECK(strstr(res.reason, "devid:2 comes closest") && strstr(res.reason, "at worst 0.59"));
+	CHECK(strstr(res.reason, "devid:4 at worst 0.60") &&
+	      strstr(res.reason, "(within 2 % of devid:2: a tie, which goes to the candidate "
+				 "tried first"));
+	CHECK(bx_rec_passes_agree(&res, &agree[0][0][0], 2));
+	CHECK(!bx_rec_passes_agree(&res, &disagree[0][0][0], 2));
+	/* no tie to explain when the pick is ahead */
+	cands[2].rates[1] = 50;
+	bx_rec_decide(&res);
+	CHECK(res.pick == 1 && !strstr(res.reason, "a tie"));
+}
+
 /* 8 readers, pid on raid1c3 of an SSD (device 0) and two HDDs: the HDDs set the pace. */
 static void test_equal_parts(void)
 {
@@ -201,5 +234,6 @@ int main(void)
 	test_equal_parts();
 	test_warm_row();
 	test_decide();
+	test_tie_and_stability();
 	return unit_summary();
 }

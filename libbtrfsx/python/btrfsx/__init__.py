@@ -65,6 +65,8 @@ from ._plan import (  # noqa: F401
     Plan, plan, PlanChange, PlanChunk, PlanOp, PlanShort, PlanShortDevice, PlanStatus, PlanStep)
 from ._kernel import (  # noqa: F401
     kernel_traits, KernelTrait, KernelTraits)
+from ._maintain import (  # noqa: F401
+    maintain, MaintainChunk, MaintainReason, MaintainResult, MaintainState, MaintainStatus)
 
 __version__ = f"{_btrfsx.VERSION_MAJOR}.{_btrfsx.VERSION_MINOR}.{_btrfsx.VERSION_PATCH}"
 
@@ -86,4 +88,6 @@ __all__ = [
     "scrub_offline", "ScrubCounters", "ScrubDevice", "ScrubError", "ScrubFile", "ScrubProgress",
     "ScrubResult", "strerror", "type_name", "Usage", "usage", "UsageClass", "UsageDevice",
     "UsageSpace", "UsageWarning",
+    "maintain", "MaintainChunk", "MaintainReason", "MaintainResult", "MaintainState",
+    "MaintainStatus",
 ]

@@ -161,7 +161,7 @@ def plan(paths: Paths, changes: Sequence[tuple], *, sysfs_root: Optional[Path] =
     @paths: a mount point (needs root), or the member devices / image files
     of an unmounted filesystem. @changes: applied in order, each a tuple
     (op, value) as the command spells it: ("add", "64G:metadata_only"),
-    ("remove", 3), ("resize", "3=10G"), ("hint", "3=data_only"),
+    ("remove", 3), ("resize", "3=10G") or ("resize", "3=max"), ("hint", "3=data_only"),
     ("convert", "metadata=raid1c3"), ("replace", "2=4T"), ("relocate",),
     ("balance", "dusage=50,musage=10..30"), ("resume",).
     An impossible change is no error: see :attr:`Plan.possible` and each

@@ -159,6 +159,8 @@ class Recommendation:
     changed: bool                #: the kernel's policy was another before
     persistent: Optional[str]    #: the record for every mount
     disturbed: bool              #: some device's figures are
+    stable: bool                 #: each pass of the last round alone picks the same
+    rounds: int                  #: of the probe (at most 3), each every replay twice
     workloads: list[RecommendWorkload]
     candidates: list[RecommendCandidate]
     devices: list[RecommendDevice]

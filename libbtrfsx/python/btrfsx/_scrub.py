@@ -43,6 +43,7 @@ class ScrubDevice:
     path: str                    #: "" when missing
     missing: bool
     bytes_to_scrub: int
+    short_bytes: int             #: how much shorter than its device item (0: as long)
     counters: ScrubCounters
 
     @classmethod
