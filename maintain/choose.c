@@ -182,7 +182,53 @@ struct choice {
 	struct bx_maintain_plan *p;
 	uint64_t *logicals;		/* the actions' chunks, in order */
 	size_t cap;
+	uint64_t data_chunk;		/* the kernel's next data chunk, full size */
+	uint64_t keep_slack;		/* data free in its chunks a move must leave */
+	uint64_t target_device;		/* the target's metadata in device bytes */
+	bool slack_kept;		/* a chunk was left for the data side's slack */
 };
+
+/* The kernel allocates a metadata chunk when used + 2 MiB reach 80 % of its space. */
+#define METADATA_ALLOC_PCT 80
+#define METADATA_ALLOC_SLACK (2ULL << 20)
+
+/* The device bytes a chunk of @type and @logical size takes (parity left out). */
+static uint64_t device_bytes(uint64_t type, uint64_t logical)
+{
+	struct bx_raid_attr attr;
+
+	if (bx_raid_attr(type, &attr) || attr.ncopies < 1)
+		return logical;
+	return logical * (uint64_t)attr.ncopies;
+}
+
+/*
+ * What a move must leave for the freed space to stay for metadata (see
+ * room_stays()): the kernel's next data chunk, at its full size, in
+ * device bytes, and half of it as free space in the data chunks (the
+ * writes of a day or so, that then need no new data chunk). Nothing when
+ * metadata will take the freed space first.
+ */
+static void set_data_guard(const struct bx_snapshot *in, const struct bx_usage_report *u,
+			   struct choice *c)
+{
+	struct bx_alloc_limits lim;
+	uint64_t taken = u->metadata_used + METADATA_ALLOC_SLACK;
+
+	if (u->mixed || !u->data_type ||
+	    bx_alloc_limits(u->data_type, writable_size(in), in->nodesize, &lim))
+		return;
+	/*
+	 * Metadata this full gets the next chunk the kernel allocates: it
+	 * allocates one for metadata once its used bytes (reservations not
+	 * counted) and 2 MiB reach 80 %, before the data side needs one.
+	 */
+	if (taken * 100 >= u->metadata_size * METADATA_ALLOC_PCT)
+		return;
+	c->data_chunk = device_bytes(u->data_type, lim.max_chunk_size);
+	c->keep_slack = lim.max_chunk_size / 2;
+	c->target_device = device_bytes(u->metadata_type, c->p->target);
+}
 
 static int add_action(struct choice *c, enum bx_maintain_reason why,
 		      const struct bx_snap_chunk *ch)
@@ -327,6 +373,38 @@ static int predict(struct choice *c, const struct bx_maintain_inputs *inputs,
 	return ret;
 }
 
+/* Free space in the data chunks of @in (mixed ones hold metadata: left out). */
+static uint64_t data_slack(const struct bx_snapshot *in)
+{
+	uint64_t free = 0;
+
+	for (size_t i = 0; i < in->nr_chunks; i++) {
+		const struct bx_snap_chunk *ch = &in->chunks[i];
+
+		if ((ch->type & BTRFS_BLOCK_GROUP_DATA) && !(ch->type & BTRFS_BLOCK_GROUP_METADATA) &&
+		    ch->length > ch->used)
+			free += ch->length - ch->used;
+	}
+	return free;
+}
+
+/*
+ * Whether the space a move frees stays for metadata. The kernel allocates
+ * a data chunk as large as it may (a tenth of the device at most) or, with
+ * less unallocated, all that is left: once the data side has no free space
+ * in its chunks, its next chunk takes what the move freed. A move that
+ * leaves the data side less than @c->keep_slack free in its chunks only
+ * helps when the unallocated space after it holds a full data chunk and
+ * the target besides.
+ */
+static bool room_stays(const struct choice *c, const struct bx_snapshot *after,
+		       const struct bx_maintain_state *st)
+{
+	if (!c->data_chunk || data_slack(after) >= c->keep_slack)
+		return true;
+	return st->unallocated >= c->data_chunk + c->target_device;
+}
+
 /* The candidates' used bytes in @after (where the chunks chosen so far put their data). */
 static void update_used(struct candidate *cand, size_t n, const struct bx_snapshot *after)
 {
@@ -377,6 +455,7 @@ static int add_for_room(struct choice *c, const struct bx_maintain_inputs *input
 	n = candidates(c, cand);
 	while (!ret && best->metadata_room < c->p->target && tries++ < MAX_CANDIDATES &&
 	       (next = next_candidate(c, cand, n))) {
+		bool frees, stays;
 		struct bx_maintain_state st;
 		struct bx_reloc_prediction pred;
 		struct bx_snapshot after;
@@ -388,14 +467,19 @@ static int add_for_room(struct choice *c, const struct bx_maintain_inputs *input
 			ret = predict(c, inputs, &st, &pred, &after);
 		if (ret)
 			break;
-		if (st.unallocated > best->unallocated && pred.failed == 0) {
+		frees = st.unallocated > best->unallocated && pred.failed == 0;
+		stays = frees && room_stays(c, &after, &st);
+
+		if (frees && !stays)
+			c->slack_kept = true;
+		if (stays) {
 			/* What the kernel copies for it: its bytes where the others put theirs. */
 			c->p->actions[c->p->nr_actions - 1].used = next->used;
 			*best = st;
 			*best_pred = pred;
 			update_used(cand, n, &after);
 		} else {
-			c->p->nr_actions--;	/* it frees nothing: left where it is */
+			c->p->nr_actions--;	/* nothing freed for metadata: left where it is */
 			next->rejected = true;
 		}
 		bx_snapshot_release(&after);
@@ -422,10 +506,11 @@ static uint64_t device_for(const struct bx_snapshot *in, const struct bx_usage_r
 	return chunks * chunk * (uint64_t)per_device + (1ULL << 20);
 }
 
-static void say_cannot(const struct bx_snapshot *in, const struct bx_usage_report *u,
+static void say_cannot(const struct choice *c, const struct bx_usage_report *u,
 		       struct bx_maintain_plan *p)
 {
-	char room[32], target[32], dev[32];
+	const struct bx_snapshot *in = c->in;
+	char room[32], target[32], dev[32], chunk[32], slack[32];
 
 	p->status = BX_MAINTAIN_CANNOT;
 	p->device_needed = device_for(in, u, p->target - p->after.metadata_room);
@@ -435,6 +520,14 @@ static void say_cannot(const struct bx_snapshot *in, const struct bx_usage_repor
 	snprintf(p->reason, sizeof(p->reason), "moving data cannot meet the target: metadata "
 		 "room %s after moving every chunk that frees device space, target %s (%s); add "
 		 "a device of at least %s, or delete data", room, target, p->target_why, dev);
+	if (!c->slack_kept)
+		return;
+	bx_pretty_size(c->data_chunk, 0, chunk, sizeof(chunk));
+	bx_pretty_size(c->keep_slack, 0, slack, sizeof(slack));
+	snprintf(p->reason + strlen(p->reason), sizeof(p->reason) - strlen(p->reason),
+		 "; chunks left where they are: moving them would leave the data chunks less "
+		 "than %s free, and the next data chunk (%s) would take the space freed",
+		 slack, chunk);
 }
 
 int bx_maintain_choose(const struct bx_snapshot *in, const struct bx_maintain_policy *policy,
@@ -450,6 +543,7 @@ int bx_maintain_choose(const struct bx_snapshot *in, const struct bx_maintain_po
 	if (ret)
 		return ret;
 	make_target(in, &u, policy, inputs, p);
+	set_data_guard(in, &u, &c);
 	p->after = p->before;
 	p->room_below = p->target && p->before.metadata_room < p->target;
 	ret = add_misplaced(&c, policy);
@@ -471,7 +565,7 @@ int bx_maintain_choose(const struct bx_snapshot *in, const struct bx_maintain_po
 	p->seconds_planned = inputs->copy_rate > 0 ? (double)p->bytes_planned / inputs->copy_rate :
 			     -1;
 	if (p->target && p->after.metadata_room < p->target)
-		say_cannot(in, &u, p);
+		say_cannot(&c, &u, p);
 	else
 		p->status = p->nr_actions ? BX_MAINTAIN_PLANNED : BX_MAINTAIN_NOTHING;
 out:

@@ -18,7 +18,11 @@
  * moved; empty ones first), each kept only when the relocation model
  * (model/kernel/relocation.h: the kernel's relocation, the chunks it
  * allocates on the way) predicts more unallocated device space with it
- * than without, until the predicted room meets the target. The plan is
+ * than without and, with metadata below the kernel's 80 % for a new chunk,
+ * when the data chunks keep half a data chunk free or the unallocated
+ * space holds a full data chunk besides the target (the kernel's next data
+ * chunk takes all that is left when less is: packed data chunks hand it
+ * what a move frees), until the predicted room meets the target. The plan is
  * checked so before the first chunk moves; a target that moving data
  * cannot meet says so, with the size of a device that would meet it.
  * Never a full balance.

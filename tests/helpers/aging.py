@@ -255,7 +255,7 @@ def build_tools(bindir: Path, btrfsx: str) -> str:
     bindir.mkdir(parents=True, exist_ok=True)
     for name in ("guest-age", "guest-fill"):
         if not (bindir / name).exists():
-            fsutil.run(["gcc", "-O2", "-o", str(bindir / name),
+            fsutil.run(["gcc", "-O2", "-I", str(fsutil.REPO), "-o", str(bindir / name),
                         str(fsutil.TESTS_DIR / "vm" / f"{name}.c")])
     if not (bindir / "btrfsx").exists():
         (bindir / "btrfsx").symlink_to(btrfsx)

@@ -139,6 +139,44 @@ static void test_full_cannot(void)
 	bx_snapshot_release(&f.in);
 }
 
+/* The trap's metadata chunk holding @used (chunk and space info). */
+static void metadata_used(struct fs *f, uint64_t used)
+{
+	f->in.chunks[1].used = used;
+	for (size_t i = 0; i < f->in.nr_spaces; i++)
+		if (f->in.spaces[i].flags == META)
+			f->in.spaces[i].used_bytes = used;
+}
+
+/*
+ * Packed data chunks: the one chunk that could move would leave the data
+ * chunks 24 MiB free, and the kernel's next data chunk would take the
+ * 112 MiB it frees; it stays, and the reason says why. With metadata
+ * past the kernel's threshold for a new chunk it moves.
+ */
+static void test_data_slack_kept(void)
+{
+	uint64_t used[8] = { 100 * MiB, 100 * MiB, 100 * MiB, 60 * MiB, 100 * MiB, 100 * MiB,
+			     100 * MiB, 100 * MiB };
+	struct bx_maintain_policy pol;
+	struct bx_maintain_plan p;
+	struct fs f;
+
+	trap(&f, used);
+	metadata_used(&f, 30 * MiB);	/* below the kernel's 80 %: no chunk yet */
+	defaults(&pol);
+	CHECK(bx_maintain_choose(&f.in, &pol, &no_history, &p) == 0);
+	CHECK(p.status == BX_MAINTAIN_CANNOT && p.nr_actions == 0);
+	CHECK(strstr(p.reason, "the next data chunk") != NULL);
+	bx_maintain_plan_release(&p);
+	/* Metadata at 83 %: the kernel gives it the space freed first. */
+	metadata_used(&f, 40 * MiB);
+	CHECK(bx_maintain_choose(&f.in, &pol, &no_history, &p) == 0);
+	CHECK(p.nr_actions == 1 && p.actions[0].logical == f.in.chunks[5].logical);
+	bx_maintain_plan_release(&p);
+	bx_snapshot_release(&f.in);
+}
+
 /* Room to spare: nothing to do; and no target at all: nothing either. */
 static void test_young_and_no_target(void)
 {
@@ -299,6 +337,7 @@ int main(void)
 	test_trap_half_full();
 	test_empty_first();
 	test_full_cannot();
+	test_data_slack_kept();
 	test_young_and_no_target();
 	test_days_at_pace();
 	test_misplaced_first();
