@@ -37,6 +37,8 @@ from helpers import aging, fsutil
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running test (deselect with -m 'not slow')")
     config.addinivalue_line("markers", "root: needs root, loop devices and the btrfs kernel module")
+    config.addinivalue_line("markers", "maintain: the maintenance regimes of issue 37 "
+                            "(tests/test_maintain_regimes.py; select with -m maintain)")
 
 
 def pytest_collection_modifyitems(config, items):
