@@ -12,6 +12,7 @@
 #include <uuid/uuid.h>
 
 #include "cmds/commands.h"
+#include "common/array.h"
 #include "cmds/filesystem-plan.h"
 #include "cmds/filesystem-usage.h"
 #include "cmds/misplaced.h"
@@ -224,40 +225,62 @@ static void skip_unshowable(const char *dev, int ret)
 	bx_error_clear();
 }
 
+/* The fsids shown so far: a filesystem with several members is shown once. */
+struct seen_fsids {
+	char (*uuid)[37];
+	size_t nr, cap;
+};
+
+/* Whether @uuid was shown already; else it is recorded as shown now. */
+static int seen_before(struct seen_fsids *seen, const char *uuid, bool *before)
+{
+	int ret;
+
+	for (size_t i = 0; i < seen->nr; i++) {
+		if (!strcmp(seen->uuid[i], uuid)) {
+			*before = true;
+			return 0;
+		}
+	}
+	*before = false;
+	ret = bx_array_grow((void **)&seen->uuid, &seen->cap, seen->nr + 1, sizeof(*seen->uuid));
+	if (!ret)
+		snprintf(seen->uuid[seen->nr++], sizeof(*seen->uuid), "%s", uuid);
+	return ret;
+}
+
 /* Every btrfs filesystem libblkid sees, one member named per fsid. */
 static int show_all(struct bx_ctx *ctx, unsigned int units, bool mounted_only)
 {
-	char seen[64][37];
-	int nr_seen = 0;
+	struct seen_fsids seen = { 0 };
 	blkid_dev_iterate iter;
 	blkid_cache cache;
 	blkid_dev bdev;
+	int ret = 0;
 
 	if (blkid_get_cache(&cache, "/dev/null") < 0)
 		return bx_error(-ENOMEM, "cannot scan block devices");
 	blkid_probe_all(cache);
 	iter = blkid_dev_iterate_begin(cache);
 	blkid_dev_set_search(iter, "TYPE", "btrfs");
-	while (blkid_dev_next(iter, &bdev) == 0) {
+	while (!ret && blkid_dev_next(iter, &bdev) == 0) {
 		char *uuid = blkid_get_tag_value(cache, "UUID", blkid_dev_devname(bdev));
 		char *name = (char *)blkid_dev_devname(bdev);
-		bool dup = false;
+		bool before = true;
 
-		for (int i = 0; uuid && i < nr_seen; i++)
-			dup |= !strcmp(seen[i], uuid);
-		if (uuid && !dup && nr_seen < 64) {
-			int ret;
+		ret = uuid ? seen_before(&seen, uuid, &before) : 0;
+		if (!ret && !before) {
+			int shown = show_offline(ctx, &name, 1, units, mounted_only);
 
-			snprintf(seen[nr_seen++], sizeof(seen[0]), "%s", uuid);
-			ret = show_offline(ctx, &name, 1, units, mounted_only);
-			if (ret)
-				skip_unshowable(name, ret);
+			if (shown)
+				skip_unshowable(name, shown);
 		}
 		free(uuid);
 	}
 	blkid_dev_iterate_end(iter);
 	blkid_put_cache(cache);
-	return 0;
+	free(seen.uuid);
+	return ret;
 }
 
 static int cmd_show(struct bx_ctx *ctx, int argc, char **argv)
