@@ -90,10 +90,11 @@ static bool balance_refuses(const struct bx_fs_condition *c, enum bx_op op, char
 	    (op == BX_OP_DEVICE_ADD && c->balance != BX_SNAP_BALANCE_RUNNING))
 		return false;
 	snprintf(buf, len, "a%s %s balance holds the kernel's exclusive operation, which refuses a "
-		 "%s until the balance %s ('btrfs balance resume') or is cancelled ('btrfs balance "
-		 "cancel')", c->balance == BX_SNAP_BALANCE_INTERRUPTED ? "n" : "",
+		 "%s until the balance %s or is cancelled ('btrfs balance cancel')",
+		 c->balance == BX_SNAP_BALANCE_INTERRUPTED ? "n" : "",
 		 bx_snap_balance_name(c->balance), bx_op_name(op),
-		 c->balance == BX_SNAP_BALANCE_RUNNING ? "ends" : "is resumed to its end");
+		 c->balance == BX_SNAP_BALANCE_RUNNING ? "ends ('btrfs balance status')" :
+		 "is resumed to its end ('btrfs balance resume')");
 	return true;
 }
 

@@ -288,7 +288,8 @@ def test_after_the_relocation_nothing_is_misplaced(guests, series):
 @pytest.mark.parametrize("series", vmharness.matrix(["v12", "kakra"]))
 def test_a_running_balance_is_refused(guests, series):
     rc, text = guests[series].output("busy")
-    assert rc == 1 and "a balance is running" in text, text
+    assert rc == 1 and "a running balance holds the kernel's exclusive operation" in text, text
+    assert "until the balance ends ('btrfs balance status')" in text, text
 
 
 def test_stock_kernel_reports_stored_hints_and_refuses_to_move(guests):
