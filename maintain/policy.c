@@ -2,10 +2,13 @@
 /* The maintain policy file (see policy.h). */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "common/error.h"
 #include "common/units.h"
@@ -238,20 +241,43 @@ int bx_maintain_policy_parse(const char *text, const char *name, const char *mou
 	return ret;
 }
 
+/*
+ * The policy file opened for reading: a regular file only (opened without
+ * blocking, so a FIFO or a device named by mistake is refused, not waited
+ * on or read forever).
+ */
+static int open_policy(const char *path, bool required, FILE **fp)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+
+	*fp = NULL;
+	if (fd < 0)
+		return errno == ENOENT && !required ? 0 : bx_error(-errno, "%s: %m", path);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return bx_error(-EINVAL, "%s: not a regular file: not a policy file", path);
+	}
+	*fp = fdopen(fd, "r");
+	if (!*fp) {
+		close(fd);
+		return bx_error(-ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int bx_maintain_policy_load(const char *path, bool required, const char *mountpoint,
 			    const char *fsid, struct bx_maintain_policy *p, bool *found)
 {
-	FILE *fp = fopen(path, "re");
+	FILE *fp;
 	char *text;
 	size_t n;
 	int ret;
 
 	*found = false;
-	if (!fp) {
-		if (errno == ENOENT && !required)
-			return 0;
-		return bx_error(-errno, "%s: %m", path);
-	}
+	ret = open_policy(path, required, &fp);
+	if (ret || !fp)
+		return ret;
 	text = malloc(MAX_POLICY_FILE + 1);
 	if (!text) {
 		fclose(fp);

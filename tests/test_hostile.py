@@ -35,7 +35,8 @@ STRINGS = ["x" * 5000, "", "\t", "名前", "a b"]
 # Where some of the inputs are valid, a row names its own: {L} a label, {O}
 # a feature list (empty is the default), {Z} a size that parses but no file
 # can have. {Ps} are the paths but the truncated btrfs, for commands that
-# read only its (good) superblock; {Q} the paths mkfs -b refuses (it creates
+# read only its (good) superblock; {Pp} the paths but the empty file, which is
+# a policy file with no keys (maintain's defaults); {Q} the paths mkfs -b refuses (it creates
 # a missing file, grows an empty one and takes one without a signature).
 OWN = {
     "{L}": ["x" * 256, "x" * 5000],
@@ -68,6 +69,16 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
         ("dir/file", "{P}"), ("{S}", "{B}"), ("--mirror", "{N}", "hello", "{B}"),
         ("--mirror", "9", "hello", "{B}"), ("-o", "{DIR}", "hello", "{B}"), ("hello",),
         ("sub", "{B}"),
+    ],
+    "inspect kernel-traits": [
+        ("--kernel", "{S}"), ("--kernel", "{N}"), ("extra",),
+    ],
+    "maintain plan": [
+        ("{P}",), ("--policy", "{Pp}", "{M}"), ("{M}", "extra"), (),
+    ],
+    "maintain run": [
+        ("{P}",), ("--budget", "{N}", "{M}"), ("--window", "{S}", "{M}"),
+        ("--policy", "{Pp}", "{M}"), ("--dry-run", "{P}"), ("{M}", "extra"), (),
     ],
     "read-policy get": [
         ("{P}",), (), ("{M}", "extra"),
@@ -246,11 +257,12 @@ def cases(objects):
     for command, templates in ROWS.items():
         for template in templates:
             joined = " ".join(template)
-            kinds = ("{P}", "{Ps}", "{Q}", "{N}", "{S}", *OWN)
+            kinds = ("{P}", "{Ps}", "{Pp}", "{Q}", "{N}", "{S}", *OWN)
             kind = next((k for k in kinds if k in joined), None)
             paths = objects.paths
             values = {"{P}": list(paths.values()), "{N}": NUMBERS, "{S}": STRINGS,
                       "{Ps}": [v for k, v in paths.items() if k != "truncated btrfs"],
+                      "{Pp}": [v for k, v in paths.items() if k != "empty"],
                       "{Q}": [v for k, v in paths.items()
                               if k not in ("missing", "empty", "garbage")],
                       **OWN}.get(kind, [None])
