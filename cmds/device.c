@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "cmds/commands.h"
 #include "cmds/device-usage.h"
 #include "common/error.h"
@@ -41,14 +42,6 @@ static const char *const io_stats_usage[] = {
 	NULL
 };
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * Waits @seconds for SIGINT or SIGTERM on @stop_fd (a signalfd of the two,
  * blocked), or for good when it cannot be polled. Returns true when one
@@ -56,9 +49,9 @@ static double now_seconds(void)
  */
 static bool wait_for_stop(int stop_fd, double seconds)
 {
-	double end = now_seconds() + seconds, left;
+	double end = bx_monotonic_seconds() + seconds, left;
 
-	while ((left = end - now_seconds()) > 0) {
+	while ((left = end - bx_monotonic_seconds()) > 0) {
 		struct timespec ts = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
 		struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
 		int n = ppoll(&pfd, 1, &ts, NULL);
@@ -239,7 +232,7 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 	}
 	bx_warn_no_dev_reads(&fs, before);
 	bx_out_list_begin(ctx->out, "samples");
-	start = now_seconds();
+	start = bx_monotonic_seconds();
 	for (uint64_t n = 1; n <= count && !stopped; n++) {
 		double t;
 
@@ -247,7 +240,7 @@ static int cmd_io_stats(struct bx_ctx *ctx, int argc, char **argv)
 		ret = bx_read_dev_reads(ctx->sysfs_root, &fs, after);
 		if (ret)
 			break;
-		t = now_seconds();
+		t = bx_monotonic_seconds();
 		print_sample(ctx->out, units, (unsigned int)n, t - start, &fs, before, after);
 		fflush(stdout);
 		start = t;

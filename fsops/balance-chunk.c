@@ -8,19 +8,12 @@
 #include <sys/ioctl.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "format/ctree.h"
 #include "fsops/balance-chunk.h"
 
 #define POLL_SECONDS 0.1
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void bx_balance_chunk_args(uint64_t logical, uint64_t type, struct btrfs_ioctl_balance_args *a)
 {
@@ -90,7 +83,7 @@ int bx_balance_chunk(int fd, const char *path, uint64_t logical, uint64_t type,
 	sigset_t block, old;
 	bool cancel_sent = false;
 	pthread_t thread;
-	double t0 = now();
+	double t0 = bx_monotonic_seconds();
 	int ret;
 
 	bx_balance_chunk_args(logical, type, &b.args);
@@ -122,14 +115,14 @@ int bx_balance_chunk(int fd, const char *path, uint64_t logical, uint64_t type,
 		 * then ends too. ENOTCONN: the call has not reached the kernel's
 		 * balance yet (or has left it): try again at the next poll.
 		 */
-		if (!cancel_sent && poll && poll(arg, now() - t0) &&
+		if (!cancel_sent && poll && poll(arg, bx_monotonic_seconds() - t0) &&
 		    ioctl(fd, BTRFS_IOC_BALANCE_CTL, BTRFS_BALANCE_CTL_CANCEL) == 0)
 			cancel_sent = true;
 	}
 	pthread_join(thread, NULL);
 	pthread_mutex_destroy(&b.lock);
 	pthread_cond_destroy(&b.cond);
-	*seconds = now() - t0;
+	*seconds = bx_monotonic_seconds() - t0;
 	/* A cancel that came after the chunk was done leaves it moved. */
 	if (b.err == ECANCELED)
 		return cancel_sent ? -EINTR : bx_error(-ECANCELED, "%s: someone cancelled the "

@@ -6,18 +6,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "maintain/pace.h"
 
 #define STEP_SECONDS 0.1
 #define BUSY_RETRY_SECONDS 5.0
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int local_minute(void)
 {
@@ -37,7 +30,7 @@ void bx_pacer_init(struct bx_pacer *p, const struct bx_maintain_policy *policy,
 	p->mfs = mfs;
 	p->stop = stop;
 	p->minute_now = minute_now ? minute_now : local_minute;
-	p->start = now();
+	p->start = bx_monotonic_seconds();
 }
 
 double bx_pace_budget_wait(double budget, uint64_t bytes, double elapsed)
@@ -58,9 +51,9 @@ static bool stop_asked(const struct bx_pacer *p)
 /* Sleeps @seconds in steps; false when a stop came. */
 static bool sleep_for(struct bx_pacer *p, double seconds)
 {
-	double until = now() + seconds;
+	double until = bx_monotonic_seconds() + seconds;
 
-	while (now() < until) {
+	while (bx_monotonic_seconds() < until) {
 		struct timespec ts = { 0, (long)(STEP_SECONDS * 1e9) };
 
 		if (stop_asked(p))
@@ -120,14 +113,14 @@ static bool busy(struct bx_pacer *p)
 	uint64_t before[MAX_SAMPLED], after, full0 = 0, full1 = 0;
 	bool have[MAX_SAMPLED] = { false }, have_full = pressure_full(&full0);
 	size_t n = p->mfs->nr_devs < MAX_SAMPLED ? p->mfs->nr_devs : MAX_SAMPLED;
-	double t0 = now(), dt;
+	double t0 = bx_monotonic_seconds(), dt;
 	bool is_busy = false;
 
 	for (size_t i = 0; i < n; i++)
 		have[i] = p->mfs->devs[i].path[0] && device_ticks(p->mfs->devs[i].path, &before[i]);
 	if (!sleep_for(p, 1.0))
 		return false;
-	dt = now() - t0;
+	dt = bx_monotonic_seconds() - t0;
 	for (size_t i = 0; i < n; i++)
 		if (have[i] && device_ticks(p->mfs->devs[i].path, &after) &&
 		    (double)(after - before[i]) >= dt * 1000 * p->policy->busy_device / 100)
@@ -140,26 +133,26 @@ static bool busy(struct bx_pacer *p)
 
 enum bx_pace_wait bx_pacer_wait(struct bx_pacer *p, uint64_t bytes_moved)
 {
-	double wait = bx_pace_budget_wait(p->policy->budget, bytes_moved, now() - p->start);
-	double t0 = now();
+	double wait = bx_pace_budget_wait(p->policy->budget, bytes_moved, bx_monotonic_seconds() - p->start);
+	double t0 = bx_monotonic_seconds();
 
 	if (stop_asked(p))
 		return BX_PACE_STOPPED;
 	if (!bx_maintain_in_window(p->policy, p->minute_now()))
 		return BX_PACE_WINDOW;
 	if (wait > 0 && !sleep_for(p, wait)) {
-		p->paused += now() - t0;
+		p->paused += bx_monotonic_seconds() - t0;
 		return BX_PACE_STOPPED;
 	}
-	p->paused += now() - t0;
+	p->paused += bx_monotonic_seconds() - t0;
 	while (p->policy->busy_pressure > 0 && busy(p)) {
-		t0 = now();
+		t0 = bx_monotonic_seconds();
 		if (p->busy_paused >= BX_PACE_BUSY_MAX_SECONDS)
 			return BX_PACE_BUSY;
 		if (!sleep_for(p, BUSY_RETRY_SECONDS))
 			return BX_PACE_STOPPED;
-		p->busy_paused += now() - t0;
-		p->paused += now() - t0;
+		p->busy_paused += bx_monotonic_seconds() - t0;
+		p->paused += bx_monotonic_seconds() - t0;
 		if (!bx_maintain_in_window(p->policy, p->minute_now()))
 			return BX_PACE_WINDOW;
 	}

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <linux/btrfs.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/run-lock.h"
 #include "common/units.h"
@@ -49,14 +50,6 @@ struct maintain_run {
 	double start, last_report;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int stop_level(const struct maintain_run *r)
 {
 	return r->o->stop ? *r->o->stop : 0;
@@ -67,7 +60,7 @@ static int stop_level(const struct maintain_run *r)
 /* Reports the progress when it is due (or @force: a chunk starts or ends). */
 static void report(struct maintain_run *r, bool force)
 {
-	double t = now();
+	double t = bx_monotonic_seconds();
 
 	if (!r->o->progress || (!force && t - r->last_report < PROGRESS_INTERVAL))
 		return;
@@ -444,7 +437,7 @@ int bx_maintain_policy_of(const char *path, const char *file, bool required,
 int bx_maintain_run(const char *path, const struct bx_maintain_opts *opts,
 		    struct bx_maintain_result **resp)
 {
-	struct maintain_run r = { .o = opts, .lock_fd = -1, .start = now() };
+	struct maintain_run r = { .o = opts, .lock_fd = -1, .start = bx_monotonic_seconds() };
 	int ret;
 
 	*resp = NULL;
@@ -476,7 +469,7 @@ int bx_maintain_run(const char *path, const struct bx_maintain_opts *opts,
 		r.prog.pausing = false;
 		report(&r, true);
 	}
-	r.res->seconds = now() - r.start;
+	r.res->seconds = bx_monotonic_seconds() - r.start;
 	if (r.lock_fd >= 0)
 		close(r.lock_fd);
 	bx_mounted_close(&r.mfs);

@@ -11,18 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "format/ctree.h"
 #include "format/profiles.h"
 #include "recommend/probe.h"
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ---- the region ---- */
 
@@ -375,7 +368,7 @@ static void *reader_main(void *arg)
 		return NULL;
 	}
 	for (uint64_t n = 0; !rp->failed && !(rp->cancel && *rp->cancel) &&
-			     (begun = now_seconds()) < rp->deadline; n++) {
+			     (begun = bx_monotonic_seconds()) < rp->deadline; n++) {
 		uint64_t offset = read_offset(rp, rd->index, n, &state), physical;
 		uint64_t blocks = atomic_fetch_add(&rp->blocks_read,
 						   BX_PROBE_REQUEST / rp->map->sectorsize);
@@ -395,12 +388,12 @@ static void *reader_main(void *arg)
 		 * in full. Random reads seek every time; none of theirs is colder.
 		 */
 		if (!rp->w->random && !rd->dev_bytes[dev])
-			rd->cold_seconds += now_seconds() - begun;
+			rd->cold_seconds += bx_monotonic_seconds() - begun;
 		else
 			rd->warm_bytes[dev] += BX_PROBE_REQUEST;
 		rd->dev_bytes[dev] += BX_PROBE_REQUEST;
 	}
-	end = now_seconds();
+	end = bx_monotonic_seconds();
 	rd->seconds = end - rp->start;
 	pthread_mutex_lock(&rp->lock);
 	if (end > rp->last_end)
@@ -520,7 +513,7 @@ int bx_probe_replay(struct bx_probe_map *map, const struct bx_probe_workload *w,
 	if (ret)
 		goto out;
 	sample_counters(map, before);
-	start = rp.start = now_seconds();
+	start = rp.start = bx_monotonic_seconds();
 	rp.deadline = start + seconds;
 	rp.last_end = start;
 	for (; started < w->readers; started++) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "fsops/mounted-fs.h"
 #include "fsops/read-policy.h"
@@ -20,14 +21,6 @@ static const uint64_t rr_values[] = { 64 * 1024, 256 * 1024, 1024 * 1024 };
 #define MIN_REPLAY_SECONDS 0.1
 /* A round: every replay forwards, then backwards. */
 #define PASSES 2
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void bx_rec_workload_name(const struct bx_probe_workload *w, char *buf, size_t len)
 {
@@ -131,7 +124,7 @@ static int replay_one(struct run *r, size_t w, size_t c, unsigned int pass)
 	r->pass_rates[pass * n + at] = seconds > 0 ? (double)bytes / seconds : 0;
 	r->done++;
 	if (!ret && r->opts->progress)
-		r->opts->progress(r->opts->progress_arg, r->done, r->total, now_seconds() - r->start);
+		r->opts->progress(r->opts->progress_arg, r->done, r->total, bx_monotonic_seconds() - r->start);
 	return ret;
 }
 
@@ -227,10 +220,10 @@ static int probe(struct bx_probe_map *map, const struct bx_rec_options *opts,
 				      bx_error(-ENOMEM, "out of memory");
 	if (!ret)
 		ret = bx_probe_open(map);
-	r.start = now_seconds();
+	r.start = bx_monotonic_seconds();
 	if (!ret)
 		ret = rounds_until_stable(&r);
-	res->seconds = now_seconds() - r.start;
+	res->seconds = bx_monotonic_seconds() - r.start;
 	if (!ret)
 		account_devices(res, &r.devs);
 	bx_probe_result_free(&r.devs);

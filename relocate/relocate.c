@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/run-lock.h"
 #include "common/units.h"
@@ -56,14 +57,6 @@ struct relocation {
 	size_t nr_created;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static bool cancel_requested(const struct relocation *r)
 {
 	return r->cancelled || (r->o->cancel && *r->o->cancel);
@@ -72,7 +65,7 @@ static bool cancel_requested(const struct relocation *r)
 /* Calls the progress callback when it is due (or @force); true when it asks to cancel. */
 static bool report_progress(struct relocation *r, bool force)
 {
-	double t = now(), interval = r->o->progress_interval > 0 ? r->o->progress_interval : 0.5;
+	double t = bx_monotonic_seconds(), interval = r->o->progress_interval > 0 ? r->o->progress_interval : 0.5;
 
 	if (!r->o->progress || (!force && t - r->last_progress < interval))
 		return false;
@@ -446,10 +439,10 @@ static const struct bx_misplaced_chunk *next_chunk(struct relocation *r,
 /* Sleeps @seconds between chunks, reporting progress; false when cancelled. */
 static bool pause_between(struct relocation *r)
 {
-	double until = now() + r->o->pause;
+	double until = bx_monotonic_seconds() + r->o->pause;
 
 	r->prog.pausing = true;
-	while (now() < until) {
+	while (bx_monotonic_seconds() < until) {
 		struct timespec ts = { 0, (long)(POLL_SECONDS * 1e9) };
 
 		if (cancel_requested(r) || report_progress(r, false))
@@ -686,7 +679,7 @@ int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 	*resp = NULL;
 	r.mfs.fd = -1;
 	r.state_dir = opts->state_dir ? opts->state_dir : DEFAULT_STATE_DIR;
-	r.start = now();
+	r.start = bx_monotonic_seconds();
 	r.res = calloc(1, sizeof(*r.res));
 	if (!r.res)
 		return bx_error(-ENOMEM, "out of memory");
@@ -700,7 +693,7 @@ int bx_relocate_run(const char *path, const struct bx_relocate_opts *opts,
 		ret = run_all(&r);
 	if (r.res->stop == BX_RELOCATE_FAILED && !r.res->reason[0] && ret)
 		snprintf(r.res->reason, sizeof(r.res->reason), "%s", bx_error_message(ret));
-	r.res->seconds = now() - r.start;
+	r.res->seconds = bx_monotonic_seconds() - r.start;
 	if (r.kernel_called) {
 		/*
 		 * What is left (a call that failed may have changed chunks too),

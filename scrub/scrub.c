@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "format/csum.h"
 #include "format/profiles.h"
@@ -212,14 +213,6 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * The running status every STATUS_SAVE_INTERVAL seconds: what @p says so
  * far. One that cannot be written is not tried again; the final save says why.
@@ -253,7 +246,7 @@ static void report_progress(struct scrub_ctx *ctx, struct scrub_thread *threads,
 		return;
 	p.bytes_done = __atomic_load_n(&ctx->bytes_done, __ATOMIC_RELAXED);
 	p.bytes_total = res->bytes_to_scrub;
-	p.elapsed = now_seconds() - start;
+	p.elapsed = bx_monotonic_seconds() - start;
 	/* Counters of running threads are read without a lock: a display, not a result. */
 	for (size_t i = 0; i < nr; i++)
 		for (size_t d = 0; threads[i].w.c && d < ctx->fs->nr_devs; d++)
@@ -650,7 +643,7 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	res->readonly = opts->readonly;
 	res->metadata_only = opts->metadata_only;
 	res->started = time(NULL);
-	start = now_seconds();
+	start = bx_monotonic_seconds();
 	ret = result_devices(fs, res);
 	if (!ret)
 		ret = find_tails(&ctx);
@@ -670,7 +663,7 @@ int bx_scrub_run(struct bx_fs *fs, const struct bx_scrub_opts *opts,
 	res->cancelled = opts->cancel && __atomic_load_n(opts->cancel, __ATOMIC_RELAXED);
 	if (!res->cancelled)
 		scrub_end_last_physical(&ctx, res);
-	res->duration = now_seconds() - start;
+	res->duration = bx_monotonic_seconds() - start;
 	for (size_t i = 0; i < res->nr_devs; i++)
 		bx_scrub_counters_add(&res->total, &res->devs[i].c);
 	qsort(ctx.errors, ctx.nr_errors, sizeof(*ctx.errors), cmp_errors);
