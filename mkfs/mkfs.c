@@ -502,7 +502,7 @@ static void warn_fallback(const struct mkfs *mk, const struct bx_alloc_chunk *ac
 	size_t nr_best = 0, nr_next = 0, used = 0;
 	uint64_t best_hint = 0, next_hint = 0;
 	struct bx_raid_attr attr;
-	char why[256], uses[32];
+	char why[256], uses[48];
 
 	for (size_t i = 0; i < mk->nr_devs; i++) {
 		int tier = bx_alloc_hint_tier(mk->devs[i].hint, ac->type, 0, NULL);
