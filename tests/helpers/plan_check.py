@@ -250,7 +250,7 @@ chunks() {
 	sync
 	dev=$(member)
 	echo "@@BEGIN $1"
-	btrfs inspect-internal dump-tree -t chunk $dev | grep CHUNK_ITEM
+	btrfs inspect-internal dump-tree -t chunk $dev | grep -E 'CHUNK_ITEM|stripe [0-9]+ devid'
 	btrfs inspect-internal dump-tree -t extent $dev | grep -A1 BLOCK_GROUP_ITEM
 	echo "@@END $1 0"
 }
@@ -441,13 +441,17 @@ def aged_case(fs, series: str, kinds: list[str]) -> Case:
 # ----------------------------------------------------------------- the results
 
 def parse_chunks(text: str) -> dict[int, dict]:
-    """logical -> {"type", "used"} from the ``chunks`` block."""
+    """logical -> {"type", "used", "devids"} from the ``chunks`` block."""
     out: dict[int, dict] = {}
     lines = text.splitlines()
+    chunk = None
     for i, line in enumerate(lines):
         m = re.search(r"CHUNK_ITEM (\d+)\)", line)
         if m:
-            out.setdefault(int(m.group(1)), {"used": None})
+            chunk = out.setdefault(int(m.group(1)), {"used": None, "devids": []})
+        m = re.search(r"stripe \d+ devid (\d+)", line)
+        if m and chunk is not None:
+            chunk["devids"].append(int(m.group(1)))
         m = re.search(r"key \((\d+) BLOCK_GROUP_ITEM (\d+)\)", line)
         if m and i + 1 < len(lines):
             used = re.search(r"used (\d+)", lines[i + 1])
@@ -462,7 +466,7 @@ def _chunks_note(before: dict, after: dict, plan: dict) -> str:
     """The block groups behind an allocated-bytes mismatch: the kernel's that
     came and went, and the plan's new ones."""
     def listed(chunks):
-        return ", ".join(f"{lg} {c.get('type', '?')} used {c['used']}"
+        return ", ".join(f"{lg} {c.get('type', '?')} used {c['used']} on {c.get('devids')}"
                          for lg, c in sorted(chunks.items())) or "none"
     came = {lg: c for lg, c in after.items() if lg not in before}
     went = {lg: c for lg, c in before.items() if lg not in after}
