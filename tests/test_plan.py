@@ -11,7 +11,7 @@ kernel on loop devices, and its command line.
   ``BTRFSX_PLAN_CASES`` (default 12: the aged plans below take the rest of
   the time these had) and ``BTRFSX_PLAN_SEED`` (first seed) choose them;
   mismatches are printed with their seed.
-* The same on filesystems with a past (tests/helpers/aging.py; 30 of them,
+* The same on filesystems with a past (tests/helpers/aging.py; 24 of them,
   ``BTRFSX_AGED``), one change each, every device's allocated bytes and the
   space figures held to 1 %; and the issue 30 reproduction.
 * The command: text and JSON, mounted and unmounted alike, exit codes, and
@@ -79,7 +79,7 @@ def run_case(case: plan_check.Case, workdir: Path, path_env: str,
 def outcome_of(case: plan_check.Case, workdir: Path, path_env: str,
                images: list[Path] | None = None) -> plan_check.Outcome:
     """run_case(), its failure an outcome too; @workdir goes at the end: a case
-    fills its devices with written bytes (up to 2 GiB), 30 of them would hold
+    fills its devices with written bytes (up to 2 GiB), two dozen would hold
     tens of GiB of the machine's disk until pytest's next runs."""
     try:
         return run_case(case, workdir, path_env, images)

@@ -21,7 +21,7 @@ aging`` for the rest); it needs root and loop
 devices (it skips otherwise)::
 
     def test_something(aged, tmp_path):
-        for seed in aging.seeds():          # BTRFSX_AGED seeds (default 30)
+        for seed in aging.seeds():          # BTRFSX_AGED seeds (default 24)
             fs = aged.get(seed)             # made on first use, then cached
             images = fs.copy(tmp_path / f"s{seed}")   # your own copy to change
             ...                             # fs.spec: what it is; fs.devids
@@ -83,9 +83,9 @@ HINT_NAMES = ["data_preferred", "metadata_preferred", "metadata_only", "data_onl
 
 
 def seeds() -> range:
-    """The seeds of this run: BTRFSX_AGED of them (default 30) from BTRFSX_AGED_SEED (0)."""
+    """The seeds of this run: BTRFSX_AGED of them (default 24) from BTRFSX_AGED_SEED (0)."""
     first = int(os.environ.get("BTRFSX_AGED_SEED", "0"))
-    return range(first, first + int(os.environ.get("BTRFSX_AGED", "30")))
+    return range(first, first + int(os.environ.get("BTRFSX_AGED", "24")))
 
 
 def _allows(hint: int, data: bool) -> bool:
@@ -131,7 +131,7 @@ def make_spec(seed: int, hinted: bool | None = None, small: bool = False) -> Age
         n = 1 if meta in ("dup", "single") else need
     sizes = [rng.choice(SIZES) for _ in range(n)]
     total = SMALL_TOTAL if small else MAX_TOTAL
-    while sum(sizes) > total:           # small images: 30 of them fit the suite's time
+    while sum(sizes) > total:           # small images: two dozen fit the suite's time
         sizes[sizes.index(max(sizes))] = max(256 * MiB, sizes[sizes.index(max(sizes))] // 2)
         if all(size == 256 * MiB for size in sizes):
             break

@@ -44,7 +44,7 @@ HINTS = {"v12": [0, 1, 2, 3], "kakra": [0, 1, 2, 3, 4]}
 PLANS = int(os.environ.get("BTRFSX_VM_PLANS", "4"))
 #: aged filesystems tried per series (those with a hint value the series
 #: lacks are left out: kakra takes every one, v12 all but 4)
-AGED_PLANS = int(os.environ.get("BTRFSX_VM_AGED", "10"))
+AGED_PLANS = int(os.environ.get("BTRFSX_VM_AGED", "8"))
 AGED_KINDS = ["remove", "resize", "convert", "replace", "add"]
 #: of those, the first few also get a `balance misplaced` of their own
 AGED_RELOCATE = int(os.environ.get("BTRFSX_VM_AGED_RELOCATE", "3"))
