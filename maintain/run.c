@@ -368,7 +368,8 @@ static int finish_run(struct maintain_run *r, int ret)
 		return ret2;
 	if (ret2)
 		bx_warn("the state after the run could not be read: %s", bx_error_message(ret2));
-	res->target_met = target_met(r, &res->final);
+	/* Unread, the state is the plan's prediction: not a target met. */
+	res->target_met = !ret2 && target_met(r, &res->final);
 	if (ret) {
 		res->status = BX_MAINTAIN_FAILED;
 		snprintf(res->reason, sizeof(res->reason), "%s", bx_error_message(ret));

@@ -176,23 +176,33 @@ def test_trap_plan_is_what_run_does_and_small_files_go_on(trap, loopdevs, run_bt
         assert runs[-1]["device_needed"] > 0 and "add a device of at least" in runs[-1]["reason"]
 
 
-def test_sigterm_then_a_second_run_goes_on(trap, btrfsx, run_btrfsx, env, tmp_path):
-    devs, mnt = trap
+def slow_run(mnt: Path, btrfsx, run_btrfsx, env, tmp_path) -> tuple[subprocess.Popen, list, Path]:
+    """A run at 1 MiB/s, which after its first chunk waits for its budget:
+    returned once that chunk has moved, with the planned chunks and the
+    policy file; the caller kills it if it is still running at the end."""
     policy = tmp_path / "policy.conf"
     policy.write_text("[default]\nmetadata-room = 200M\nbusy-pressure = 0\n")
     plan, _ = maintain(run_btrfsx, "plan", "--policy", policy, mnt, env=env)
     actions = [a["logical"] for a in plan["maintain"]["actions"]]
     assert len(actions) >= 2, plan
-    # 1 MiB/s: after the first chunk the run waits for its budget
     proc = subprocess.Popen([btrfsx, "--format", "json", "maintain", "run", "--policy",
                              str(policy), "--budget", "1", str(mnt)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, **env))
+    deadline = time.monotonic() + 120
+    while actions[0] in chunk_logicals(mnt) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if actions[0] in chunk_logicals(mnt):
+        proc.kill()
+        proc.wait()
+        pytest.fail("the first chunk did not move in 120 s")
+    return proc, actions, policy
+
+
+def test_sigterm_then_a_second_run_goes_on(trap, btrfsx, run_btrfsx, env, tmp_path):
+    devs, mnt = trap
+    proc, actions, policy = slow_run(mnt, btrfsx, run_btrfsx, env, tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        while actions[0] in chunk_logicals(mnt) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert actions[0] not in chunk_logicals(mnt)
         # beside it: refused (the lock 'balance misplaced' takes too)
         rc, out, err = run_btrfsx("maintain", "run", mnt, check=1, env=env)
         assert "runs on this filesystem" in err
@@ -498,3 +508,27 @@ def test_busy_device_pauses_the_run(trap, btrfsx, env, tmp_path):
     assert doc["status"] == "target-met"
     # at least one pause of 5 seconds while the reader ran
     assert doc["paused_seconds"] >= 5, doc
+
+
+def test_unmounted_mid_run_says_so(trap, btrfsx, run_btrfsx, env, tmp_path):
+    """The filesystem unmounted (lazily: the run holds it open) after the
+    first chunk: the run stops with a message naming the mountpoint, what
+    it moved before is reported, and nothing more moves."""
+    devs, mnt = trap
+    proc, actions, _ = slow_run(mnt, btrfsx, run_btrfsx, env, tmp_path)
+    try:
+        fsutil.run(["umount", "-l", str(mnt)])
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    doc = json.loads(out)["maintain"]
+    assert doc["status"] == "failed" and not doc["target_met"], doc
+    assert f"{mnt}: not on a mounted btrfs filesystem" in doc["reason"]
+    assert f"{mnt}: not on a mounted btrfs filesystem" in err
+    assert [c["logical"] for c in doc["moved"]] == actions[:1]
+    with fsutil.mounted(devs) as again:
+        left = chunk_logicals(again)
+    assert actions[0] not in left and set(actions[1:]) <= left
