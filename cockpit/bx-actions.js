@@ -63,7 +63,7 @@
                         done(out, "devid " + d.devid + ": " + (r.doc.previous || "") + " -> " + r.doc.allocation_hint);
                         d.hint = r.doc.allocation_hint;
                         BX.clear(now).appendChild(BX.hintBadge("device property set", "allocation_hint", d.hint));
-                    }, function (e) { refusal(out, e); }).then(function () { BX.state(page, "ready"); });
+                    }).catch(function (e) { refusal(out, e); }).then(function () { BX.state(page, "ready"); });
                 });
             });
             tbody.appendChild(BX.el("tr", {}, [BX.el("td", { text: String(d.devid) }), BX.el("td", { text: d.device }),
@@ -107,10 +107,10 @@
                     BX.run(argv, { superuser: "require" }).then(function (res) {
                         done(out, "read policy " + res.doc.previous + " -> " + res.doc.policy +
                              (res.doc.persistent ? ", recorded" : ""));
-                    }, function (e) { refusal(out, e); }).then(function () { BX.state(page, "ready"); });
+                    }).catch(function (e) { refusal(out, e); }).then(function () { BX.state(page, "ready"); });
                 });
             });
-        }, function (e) { refusal(box, e); });
+        }).catch(function (e) { refusal(box, e); });
     }
 
     /* ---- a long run: progress lines, pause and cancel ---- */
@@ -214,7 +214,7 @@
         return BX.run(argv).then(function (r) {
             BX.clear(out);
             show(r.doc);
-        }, function (e) {
+        }).catch(function (e) {
             BX.clear(out);
             refusal(out, e);
         }).then(function () { BX.state(page, "ready"); });
@@ -421,7 +421,7 @@
     /* The filesystems read again, then their actions drawn. */
     function reload() {
         BX.state(page, "loading");
-        return BX.listFilesystems().then(show, function (e) {
+        return BX.listFilesystems().then(show).catch(function (e) {
             BX.clear(body).appendChild(BX.message("error", e.message));
         }).then(function () { BX.state(page, "ready"); });
     }

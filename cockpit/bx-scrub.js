@@ -69,7 +69,7 @@
             }));
             var fs = BX.chosenFs();
             return fs ? render(fs) : null;
-        }, function (e) {
+        }).catch(function (e) {
             BX.clear(body).appendChild(BX.message("error", e.message));
         }).then(function () { BX.state(page, "ready"); });
     }

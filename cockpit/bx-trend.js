@@ -84,7 +84,7 @@
             if (!r.doc.filesystems.length)
                 body.appendChild(BX.message("info", "The history holds no filesystem yet: enable the monitor's timer (systemctl enable --now btrfsx-monitor.timer) or run btrfsx monitor record."));
             r.doc.filesystems.forEach(function (f, i) { body.appendChild(card(f, i)); });
-        }, function (e) {
+        }).catch(function (e) {
             BX.clear(body).appendChild(BX.message("error", e.message));
         }).then(function () { BX.state(page, "ready"); });
     }

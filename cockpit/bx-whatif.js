@@ -190,7 +190,7 @@
         result.setAttribute("data-src", src);
         BX.run(args).then(function (r) {
             render(r.doc, src);
-        }, function (e) {
+        }).catch(function (e) {
             BX.clear(result).appendChild(BX.message("error", e.message));
         }).then(function () { BX.state(page, "ready"); });
     }
@@ -224,7 +224,7 @@
             BX.state(page, "loading");
             BX.listFilesystems().then(function (filesystems) {
                 BX.clear(fsBox).appendChild(BX.fsSelect(filesystems, function () { BX.clear(result); }));
-            }, function (e) {
+            }).catch(function (e) {
                 BX.clear(fsBox).appendChild(BX.message("error", e.message));
             }).then(function () { BX.state(page, "ready"); });
         },
