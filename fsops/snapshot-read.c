@@ -746,10 +746,13 @@ int bx_snapshot_read(char *const *paths, int nr_paths, const char *sysfs_root,
 /*
  * A mounted filesystem can change between the searches that read it: a
  * block group the cleaner deletes after its chunk was listed has no block
- * group item any more (seen once in 60 aged plans on 6.18). What is read
- * then does not hold together (-EUCLEAN): read it again, a few times.
+ * group item any more (seen once in 60 aged plans on 6.18, and by a
+ * maintain run beside a busy workload, whose cleaner deleted block groups
+ * through three reads in a row). What is read then does not hold together
+ * (-EUCLEAN): read it again, a little later each time.
  */
-#define MOUNTED_READ_TRIES 3
+#define MOUNTED_READ_TRIES 6
+#define MOUNTED_READ_PAUSE_MS 50
 
 static int read_whole(char *const *paths, int nr_paths, const char *sysfs_root,
 		      struct bx_snapshot *in, bool dextents)
@@ -771,6 +774,7 @@ static int read_whole(char *const *paths, int nr_paths, const char *sysfs_root,
 			return ret;
 		/* Not an error: the kernel changed it meanwhile; the next read says. */
 		bx_error_clear();
+		usleep((useconds_t)tries * MOUNTED_READ_PAUSE_MS * 1000);
 	}
 }
 
