@@ -176,8 +176,9 @@ def test_trap_plan_is_what_run_does_and_small_files_go_on(trap, loopdevs, run_bt
         assert runs[-1]["device_needed"] > 0 and "add a device of at least" in runs[-1]["reason"]
 
 
-def slow_run(mnt: Path, btrfsx, run_btrfsx, env, tmp_path) -> tuple[subprocess.Popen, list, Path]:
-    """A run at 1 MiB/s, which after its first chunk waits for its budget:
+def slow_run(mnt: Path, btrfsx, run_btrfsx, env, tmp_path,
+             budget: int = 1) -> tuple[subprocess.Popen, list, Path]:
+    """A run at @budget MiB/s, which after its first chunk waits for it:
     returned once that chunk has moved, with the planned chunks and the
     policy file; the caller kills it if it is still running at the end."""
     policy = tmp_path / "policy.conf"
@@ -186,7 +187,7 @@ def slow_run(mnt: Path, btrfsx, run_btrfsx, env, tmp_path) -> tuple[subprocess.P
     actions = [a["logical"] for a in plan["maintain"]["actions"]]
     assert len(actions) >= 2, plan
     proc = subprocess.Popen([btrfsx, "--format", "json", "maintain", "run", "--policy",
-                             str(policy), "--budget", "1", str(mnt)],
+                             str(policy), "--budget", str(budget), str(mnt)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, **env))
     deadline = time.monotonic() + 120
@@ -515,7 +516,8 @@ def test_unmounted_mid_run_says_so(trap, btrfsx, run_btrfsx, env, tmp_path):
     first chunk: the run stops with a message naming the mountpoint, what
     it moved before is reported, and nothing more moves."""
     devs, mnt = trap
-    proc, actions, _ = slow_run(mnt, btrfsx, run_btrfsx, env, tmp_path)
+    # 4 MiB/s: some 8 s of waiting after the first chunk, all the unmount needs
+    proc, actions, _ = slow_run(mnt, btrfsx, run_btrfsx, env, tmp_path, budget=4)
     try:
         fsutil.run(["umount", "-l", str(mnt)])
         out, err = proc.communicate(timeout=300)
