@@ -133,26 +133,29 @@ static bool busy(struct bx_pacer *p)
 
 enum bx_pace_wait bx_pacer_wait(struct bx_pacer *p, uint64_t bytes_moved)
 {
-	double wait = bx_pace_budget_wait(p->policy->budget, bytes_moved, bx_monotonic_seconds() - p->start);
 	double t0 = bx_monotonic_seconds();
+	double wait = bx_pace_budget_wait(p->policy->budget, bytes_moved, t0 - p->start);
+	bool slept;
 
 	if (stop_asked(p))
 		return BX_PACE_STOPPED;
 	if (!bx_maintain_in_window(p->policy, p->minute_now()))
 		return BX_PACE_WINDOW;
-	if (wait > 0 && !sleep_for(p, wait)) {
-		p->paused += bx_monotonic_seconds() - t0;
-		return BX_PACE_STOPPED;
-	}
+	slept = wait <= 0 || sleep_for(p, wait);
 	p->paused += bx_monotonic_seconds() - t0;
+	if (!slept)
+		return BX_PACE_STOPPED;
 	while (p->policy->busy_pressure > 0 && busy(p)) {
-		t0 = bx_monotonic_seconds();
+		double waited;
+
 		if (p->busy_paused >= BX_PACE_BUSY_MAX_SECONDS)
 			return BX_PACE_BUSY;
+		t0 = bx_monotonic_seconds();
 		if (!sleep_for(p, BUSY_RETRY_SECONDS))
 			return BX_PACE_STOPPED;
-		p->busy_paused += bx_monotonic_seconds() - t0;
-		p->paused += bx_monotonic_seconds() - t0;
+		waited = bx_monotonic_seconds() - t0;
+		p->busy_paused += waited;
+		p->paused += waited;
 		if (!bx_maintain_in_window(p->policy, p->minute_now()))
 			return BX_PACE_WINDOW;
 	}
