@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/clock.h"
 #include "cmds/commands.h"
 #include "cmds/device-usage.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "fsops/io-stats.h"
 #include "fsops/mounted-fs.h"

@@ -12,10 +12,10 @@
 #include <uuid/uuid.h>
 
 #include "cmds/commands.h"
-#include "common/array.h"
 #include "cmds/filesystem-plan.h"
 #include "cmds/filesystem-usage.h"
 #include "cmds/misplaced.h"
+#include "common/array.h"
 #include "fsops/alloc-hint.h"
 #include "common/error.h"
 #include "fsops/mounted-fs.h"

@@ -65,7 +65,8 @@ static bool cancel_requested(const struct relocation *r)
 /* Calls the progress callback when it is due (or @force); true when it asks to cancel. */
 static bool report_progress(struct relocation *r, bool force)
 {
-	double t = bx_monotonic_seconds(), interval = r->o->progress_interval > 0 ? r->o->progress_interval : 0.5;
+	double t = bx_monotonic_seconds();
+	double interval = r->o->progress_interval > 0 ? r->o->progress_interval : 0.5;
 
 	if (!r->o->progress || (!force && t - r->last_progress < interval))
 		return false;
