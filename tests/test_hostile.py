@@ -35,9 +35,10 @@ STRINGS = ["x" * 5000, "", "\t", "名前", "a b"]
 # Where some of the inputs are valid, a row names its own: {L} a label, {O}
 # a feature list (empty is the default), {Z} a size that parses but no file
 # can have. {Ps} are the paths but the truncated btrfs, for commands that
-# read only its (good) superblock; {Pp} the paths but the empty file, which is
-# a policy file with no keys (maintain's defaults); {Q} the paths mkfs -b refuses (it creates
-# a missing file, grows an empty one and takes one without a signature).
+# read only its (good) superblock; {Pp} the paths but the empty file, which
+# is a policy file with no keys (maintain's defaults); {Q} the paths mkfs -b
+# refuses (it creates a missing file, grows an empty one and takes one
+# without a signature).
 OWN = {
     "{L}": ["x" * 256, "x" * 5000],
     "{O}": ["x" * 5000, "\t", "名前", "a b", "^"],

@@ -13,6 +13,7 @@ SIGTERM and a second run, the metrics, and bad input for every option.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -21,6 +22,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -176,11 +178,12 @@ def test_trap_plan_is_what_run_does_and_small_files_go_on(trap, loopdevs, run_bt
         assert runs[-1]["device_needed"] > 0 and "add a device of at least" in runs[-1]["reason"]
 
 
+@contextlib.contextmanager
 def slow_run(mnt: Path, btrfsx, run_btrfsx, env, tmp_path,
-             budget: int = 1) -> tuple[subprocess.Popen, list, Path]:
+             budget: int = 1) -> Iterator[tuple[subprocess.Popen, list, Path]]:
     """A run at @budget MiB/s, which after its first chunk waits for it:
-    returned once that chunk has moved, with the planned chunks and the
-    policy file; the caller kills it if it is still running at the end."""
+    yielded once that chunk has moved, with the planned chunks and the
+    policy file; killed at the end if it is still running."""
     policy = tmp_path / "policy.conf"
     policy.write_text("[default]\nmetadata-room = 200M\nbusy-pressure = 0\n")
     plan, _ = maintain(run_btrfsx, "plan", "--policy", policy, mnt, env=env)
@@ -190,20 +193,22 @@ def slow_run(mnt: Path, btrfsx, run_btrfsx, env, tmp_path,
                              str(policy), "--budget", str(budget), str(mnt)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, **env))
-    deadline = time.monotonic() + 120
-    while actions[0] in chunk_logicals(mnt) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if actions[0] in chunk_logicals(mnt):
-        proc.kill()
-        proc.wait()
-        pytest.fail("the first chunk did not move in 120 s")
-    return proc, actions, policy
+    try:
+        deadline = time.monotonic() + 120
+        while actions[0] in chunk_logicals(mnt) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if actions[0] in chunk_logicals(mnt):
+            pytest.fail("the first chunk did not move in 120 s")
+        yield proc, actions, policy
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_sigterm_then_a_second_run_goes_on(trap, btrfsx, run_btrfsx, env, tmp_path):
     devs, mnt = trap
-    proc, actions, policy = slow_run(mnt, btrfsx, run_btrfsx, env, tmp_path)
-    try:
+    with slow_run(mnt, btrfsx, run_btrfsx, env, tmp_path) as (proc, actions, policy):
         # beside it: refused (the lock 'balance misplaced' takes too)
         rc, out, err = run_btrfsx("maintain", "run", mnt, check=1, env=env)
         assert "runs on this filesystem" in err
@@ -213,10 +218,6 @@ def test_sigterm_then_a_second_run_goes_on(trap, btrfsx, run_btrfsx, env, tmp_pa
         assert "runs on this filesystem" in plan_beside["maintain"]["refused"]
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 6, err
     doc = json.loads(out)["maintain"]
     assert doc["status"] == "stopped" and "signal" in doc["reason"]
@@ -517,14 +518,9 @@ def test_unmounted_mid_run_says_so(trap, btrfsx, run_btrfsx, env, tmp_path):
     it moved before is reported, and nothing more moves."""
     devs, mnt = trap
     # 4 MiB/s: some 8 s of waiting after the first chunk, all the unmount needs
-    proc, actions, _ = slow_run(mnt, btrfsx, run_btrfsx, env, tmp_path, budget=4)
-    try:
+    with slow_run(mnt, btrfsx, run_btrfsx, env, tmp_path, budget=4) as (proc, actions, _):
         fsutil.run(["umount", "-l", str(mnt)])
         out, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, err
     doc = json.loads(out)["maintain"]
     assert doc["status"] == "failed" and not doc["target_met"], doc
