@@ -18,6 +18,7 @@
 #include "fsops/mounted-fs.h"
 #include "disk/device-claim.h"
 #include "disk/volumes.h"
+#include "format/ctree.h"
 
 static int cmp_devid(const void *a, const void *b)
 {
@@ -181,6 +182,17 @@ int bx_mounted_label(const struct bx_mounted_fs *fs, char *label, size_t len)
 	if (ioctl(fs->fd, FS_IOC_GETFSLABEL, buf) < 0)
 		return bx_error(-errno, "%s: cannot read the label: %m", fs->path);
 	snprintf(label, len, "%.*s", FSLABEL_MAX - 1, buf);
+	return 0;
+}
+
+int bx_mounted_block_group_tree(int fd, const char *path, uint64_t *tree_id)
+{
+	struct btrfs_ioctl_feature_flags flags;
+
+	if (ioctl(fd, BTRFS_IOC_GET_FEATURES, &flags) < 0)
+		return bx_error(-errno, "%s: cannot read the filesystem's features: %m", path);
+	*tree_id = flags.compat_ro_flags & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE ?
+		   BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID;
 	return 0;
 }
 

@@ -64,6 +64,13 @@ int bx_mounted_space_info(int fd, const char *path, struct btrfs_ioctl_space_arg
 /* The filesystem's label (BTRFS_IOC_GET_FSLABEL), "" when it has none. */
 int bx_mounted_label(const struct bx_mounted_fs *fs, char *label, size_t len);
 
+/*
+ * The tree that holds the block group items: the block group tree when
+ * the filesystem has one (BTRFS_IOC_GET_FEATURES), else the extent tree.
+ * @fd is any file of the mounted filesystem; @path names it in errors.
+ */
+int bx_mounted_block_group_tree(int fd, const char *path, uint64_t *tree_id);
+
 /* The kernel's per-device error counters, in BTRFS_IOC_GET_DEV_STATS order. */
 enum bx_dev_stat {
 	BX_DEV_STAT_WRITE_ERRS,

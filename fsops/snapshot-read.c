@@ -298,7 +298,8 @@ void bx_kernel_running(struct bx_kernel *k)
 	bx_kernel_init(k, uname(&u) ? NULL : u.release, false);
 }
 
-static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_snap_chunk *c);
+static int read_block_group_used(int fd, const char *path, uint64_t tree,
+				 struct bx_snap_chunk *c);
 
 /*
  * The used bytes of the chunks on seed devices: their free space is
@@ -306,22 +307,20 @@ static int search_block_group(int fd, const char *path, uint64_t tree, struct bx
  */
 static int read_seed_chunks_used(int fd, struct bx_snapshot *in)
 {
+	uint64_t tree = 0;
 	int ret = 0;
 
-	for (size_t i = 0; i < in->nr_chunks && ret >= 0; i++) {
+	for (size_t i = 0; i < in->nr_chunks && !ret; i++) {
 		struct bx_snap_chunk *c = &in->chunks[i];
 
 		if (!bx_snap_chunk_on_seed(in, c))
 			continue;
-		ret = search_block_group(fd, in->path, BTRFS_EXTENT_TREE_OBJECTID, c);
-		/* Not in the extent tree: the filesystem has a block group tree. */
-		if (ret == 0)
-			ret = search_block_group(fd, in->path, BTRFS_BLOCK_GROUP_TREE_OBJECTID, c);
-		if (ret == 0)
-			ret = bx_error(-EUCLEAN, "%s: chunk %llu has no block group item", in->path,
-				       (unsigned long long)c->logical);
+		if (!tree)
+			ret = bx_mounted_block_group_tree(fd, in->path, &tree);
+		if (!ret)
+			ret = read_block_group_used(fd, in->path, tree, c);
 	}
-	return ret < 0 ? ret : 0;
+	return ret;
 }
 
 /*
@@ -676,36 +675,35 @@ static int block_group_cb(void *arg, const struct btrfs_ioctl_search_header *sh,
 	return 1;	/* found: stop */
 }
 
-/* The block group item of @c in tree @tree: 1 found, 0 not there, or an error. */
-static int search_block_group(int fd, const char *path, uint64_t tree, struct bx_snap_chunk *c)
+/*
+ * The used bytes of chunk @c from its block group item in @tree. A chunk
+ * listed without one was deleted since (-EUCLEAN: read it all again).
+ */
+static int read_block_group_used(int fd, const char *path, uint64_t tree,
+				 struct bx_snap_chunk *c)
 {
-	return bx_mounted_search_tree(fd, path, tree, c->logical, c->logical,
-				      BTRFS_BLOCK_GROUP_ITEM_KEY, block_group_cb, c);
+	int ret = bx_mounted_search_tree(fd, path, tree, c->logical, c->logical,
+					 BTRFS_BLOCK_GROUP_ITEM_KEY, block_group_cb, c);
+
+	if (ret == 0)
+		return bx_error(-EUCLEAN, "%s: chunk %llu has no block group item", path,
+				(unsigned long long)c->logical);
+	return ret < 0 ? ret : 0;
 }
 
 int bx_snapshot_read_chunk_used(struct bx_snapshot *in)
 {
-	uint64_t tree = BTRFS_EXTENT_TREE_OBJECTID;
-	int fd, ret = 0;
+	uint64_t tree;
+	int fd, ret;
 
 	if (in->chunks_used_known || !in->mounted)
 		return 0;
 	fd = open(in->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return bx_error(-errno, "%s: %m", in->path);
-	for (size_t i = 0; i < in->nr_chunks && ret >= 0; i++) {
-		struct bx_snap_chunk *c = &in->chunks[i];
-
-		ret = search_block_group(fd, in->path, tree, c);
-		/* Not in the extent tree: the filesystem has a block group tree. */
-		if (ret == 0 && i == 0 && tree == BTRFS_EXTENT_TREE_OBJECTID) {
-			tree = BTRFS_BLOCK_GROUP_TREE_OBJECTID;
-			ret = search_block_group(fd, in->path, tree, c);
-		}
-		if (ret == 0)
-			ret = bx_error(-EUCLEAN, "%s: chunk %llu has no block group item", in->path,
-				       (unsigned long long)c->logical);
-	}
+	ret = bx_mounted_block_group_tree(fd, in->path, &tree);
+	for (size_t i = 0; i < in->nr_chunks && !ret; i++)
+		ret = read_block_group_used(fd, in->path, tree, &in->chunks[i]);
 	close(fd);
 	if (ret < 0)
 		return ret;
