@@ -691,7 +691,12 @@ static int read_block_group_used(int fd, const char *path, uint64_t tree,
 	return ret < 0 ? ret : 0;
 }
 
-int bx_snapshot_read_chunk_used(struct bx_snapshot *in)
+/*
+ * Fills bx_snap_chunk.used of a mounted filesystem's snapshot from the
+ * block group items (one search per chunk); the offline reader fills it
+ * already.
+ */
+static int read_chunk_used(struct bx_snapshot *in)
 {
 	uint64_t tree;
 	int fd, ret;
@@ -752,17 +757,24 @@ int bx_snapshot_read(char *const *paths, int nr_paths, const char *sysfs_root,
 #define MOUNTED_READ_TRIES 6
 #define MOUNTED_READ_PAUSE_MS 50
 
+/* What read_whole() reads beside the snapshot. */
+enum read_more {
+	READ_COMMIT_FIRST = 1 << 0,	/* a mounted filesystem's transaction, first */
+	READ_EXTENTS = 1 << 1,		/* the data chunks' extents */
+};
+
 static int read_whole(char *const *paths, int nr_paths, const char *sysfs_root,
-		      struct bx_snapshot *in, bool dextents)
+		      struct bx_snapshot *in, unsigned int more)
 {
 	for (int tries = 1;; tries++) {
-		int ret = read_any(paths, nr_paths, sysfs_root, in, tries == 1);
+		bool commit = (more & READ_COMMIT_FIRST) && tries == 1;
+		int ret = read_any(paths, nr_paths, sysfs_root, in, commit);
 		bool again;
 
 		if (ret)
 			return ret;
-		ret = bx_snapshot_read_chunk_used(in);
-		if (!ret && dextents)
+		ret = read_chunk_used(in);
+		if (!ret && (more & READ_EXTENTS))
 			ret = bx_snapshot_read_dextents(in);
 		if (!ret)
 			return 0;
@@ -779,11 +791,17 @@ static int read_whole(char *const *paths, int nr_paths, const char *sysfs_root,
 int bx_snapshot_read_used(char *const *paths, int nr_paths, const char *sysfs_root,
 			  struct bx_snapshot *in)
 {
-	return read_whole(paths, nr_paths, sysfs_root, in, false);
+	return read_whole(paths, nr_paths, sysfs_root, in, READ_COMMIT_FIRST);
+}
+
+int bx_snapshot_read_committed_used(char *const *paths, int nr_paths, const char *sysfs_root,
+				    struct bx_snapshot *in)
+{
+	return read_whole(paths, nr_paths, sysfs_root, in, 0);
 }
 
 int bx_snapshot_read_extents(char *const *paths, int nr_paths, const char *sysfs_root,
 			     struct bx_snapshot *in)
 {
-	return read_whole(paths, nr_paths, sysfs_root, in, true);
+	return read_whole(paths, nr_paths, sysfs_root, in, READ_COMMIT_FIRST | READ_EXTENTS);
 }

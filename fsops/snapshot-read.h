@@ -43,13 +43,6 @@ int bx_snapshot_read_offline(char *const *paths, int nr_paths, const char *sysfs
 			     struct bx_snapshot *in, char *mnt, size_t mnt_len);
 
 /*
- * Fills bx_snap_chunk.used of a mounted filesystem's input from the block
- * group items (one TREE_SEARCH_V2 per chunk, in the extent tree or the block
- * group tree); the offline reader fills it already. Needs CAP_SYS_ADMIN.
- */
-int bx_snapshot_read_chunk_used(struct bx_snapshot *in);
-
-/*
  * Fills the data chunks' extents of @in (mounted: TREE_SEARCH_V2 on the
  * extent tree; unmounted: the extent tree read from the devices @in->path
  * names), for the planner's relocation. Needs chunks in address order.
@@ -67,15 +60,21 @@ int bx_snapshot_read(char *const *paths, int nr_paths, const char *sysfs_root,
 		     struct bx_snapshot *in);
 
 /*
- * bx_snapshot_read() and every chunk's used bytes
- * (bx_snapshot_read_chunk_used()): what the misplaced report needs. A
- * mounted filesystem's running transaction is committed first, as the
- * kernel's relocations do before they start (what files just deleted hold
- * is free only then); one that changed between the searches (the cleaner
+ * bx_snapshot_read() and every chunk's used bytes (from the block group
+ * items): what the misplaced report needs. A mounted filesystem's running
+ * transaction is committed first, as the kernel's relocations do before
+ * they start (what files just deleted hold is free only then); one that changed between the searches (the cleaner
  * deleted a block group) is read again, a few times.
  */
 int bx_snapshot_read_used(char *const *paths, int nr_paths, const char *sysfs_root,
 			  struct bx_snapshot *in);
+
+/*
+ * bx_snapshot_read_used() without the commit: the filesystem as last
+ * committed, for readers that must not write (monitor samples, usage).
+ */
+int bx_snapshot_read_committed_used(char *const *paths, int nr_paths, const char *sysfs_root,
+				    struct bx_snapshot *in);
 
 /*
  * bx_snapshot_read_used() and the data chunks' extents

@@ -132,14 +132,9 @@ int bx_mon_collect(const char *mountpoint, const char *sysfs_root, int64_t time,
 	s->fig.time = time;
 	snprintf(s->mountpoint, sizeof(s->mountpoint), "%s", mountpoint);
 	sysfs_root = sysfs_root ? sysfs_root : "/sys";
-	ret = bx_snapshot_read_mounted(mountpoint, sysfs_root, &in);
+	ret = bx_snapshot_read_committed_used((char *const *)&mountpoint, 1, sysfs_root, &in);
 	if (ret)
 		return ret;
-	ret = bx_snapshot_read_chunk_used(&in);
-	if (ret) {
-		bx_snapshot_release(&in);
-		return ret;
-	}
 	/* What usage warns about is for the report to say, not for every sample. */
 	ret = bx_usage_compute(&in, BX_USAGE_QUIET, &rep);
 	if (ret) {

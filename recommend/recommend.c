@@ -476,12 +476,11 @@ static int read_region(const char *path, const struct bx_rec_options *opts,
 		       struct bx_probe_map *map)
 {
 	struct bx_snapshot in;
-	int ret = bx_snapshot_read_mounted(path, opts->sysfs_root, &in);
+	int ret = bx_snapshot_read_committed_used((char *const *)&path, 1, opts->sysfs_root, &in);
 
-	if (!ret)
-		ret = bx_snapshot_read_chunk_used(&in);
-	if (!ret)
-		ret = bx_probe_map_build(&in, opts->sysfs_root, map);
+	if (ret)
+		return ret;
+	ret = bx_probe_map_build(&in, opts->sysfs_root, map);
 	bx_snapshot_release(&in);
 	return ret;
 }
