@@ -63,8 +63,9 @@ int bx_snapshot_read(char *const *paths, int nr_paths, const char *sysfs_root,
  * bx_snapshot_read() and every chunk's used bytes (from the block group
  * items): what the misplaced report needs. A mounted filesystem's running
  * transaction is committed first, as the kernel's relocations do before
- * they start (what files just deleted hold is free only then); one that changed between the searches (the cleaner
- * deleted a block group) is read again, a few times.
+ * they start (what files just deleted hold is free only then); one that
+ * changed between the searches (the cleaner deleted a block group) is read
+ * again, a few times.
  */
 int bx_snapshot_read_used(char *const *paths, int nr_paths, const char *sysfs_root,
 			  struct bx_snapshot *in);
