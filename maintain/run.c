@@ -263,8 +263,8 @@ static int one_action(struct maintain_run *r, const struct bx_maintain_action *a
 	r->prog.current = r->prog.current_used = 0;
 	if (ret == -EINTR) {
 		r->res->kernel_seconds += seconds;
-		stopped(r, "stopped by a signal while moving a chunk; it stays where it was (run "
-			"again to go on)");
+		stopped(r, "stopped while moving a chunk (a second signal or the caller's "
+			"cancel); it stays where it was (run again to go on)");
 		return 0;
 	}
 	if (ret == -ENOSPC)
@@ -291,7 +291,8 @@ static bool may_go_on(struct maintain_run *r)
 	case BX_PACE_GO:
 		return true;
 	case BX_PACE_STOPPED:
-		stopped(r, "stopped by a signal or the end of input between chunks (run again to go on)");
+		stopped(r, "stopped between chunks (a signal, the end of input or the caller's "
+			"cancel; run again to go on)");
 		break;
 	case BX_PACE_WINDOW:
 		stopped(r, r->res->nr_moved ? "the time window ended (the next run goes on)" :

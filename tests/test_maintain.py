@@ -487,6 +487,58 @@ print(json.dumps({
     assert got["run"]["fsid"] == m["fsid"]
 
 
+def test_python_cancel_stops_after_the_chunk_moving(trap, run_btrfsx, env, tmp_path):
+    """btrfsx.maintain(cancel=Event): set from another thread while the
+    first chunk moves at 1 MiB/s, the run ends after it (STOPPED, that chunk
+    moved) as SIGTERM ends the command's."""
+    import test_python as tp
+    devs, mnt = trap
+    policy = tmp_path / "policy.conf"
+    policy.write_text("[default]\nmetadata-room = 200M\nbusy-pressure = 0\nbudget = 1\n")
+    plan, _ = maintain(run_btrfsx, "plan", "--policy", policy, mnt, env=env)
+    actions = [a["logical"] for a in plan["maintain"]["actions"]]
+    assert len(actions) >= 2, plan
+    pyenv = dict(os.environ, PYTHONPATH=str(tp.build_dir() / "libbtrfsx" / "python"),
+                 PYTHONDONTWRITEBYTECODE="1", ASAN_OPTIONS="detect_leaks=0", **env)
+    runtime = tp.sanitizer_runtime()
+    if runtime:
+        pyenv["LD_PRELOAD"] = runtime
+    code = """
+import json, sys, threading, btrfsx
+mnt, state, policy = sys.argv[1:4]
+cancel, out = threading.Event(), {}
+def run():
+    out["result"] = btrfsx.maintain(mnt, state_dir=state, policy_file=policy, cancel=cancel)
+worker = threading.Thread(target=run)
+worker.start()
+print("started", flush=True)
+sys.stdin.readline()
+cancel.set()
+worker.join(120)
+r = out["result"]
+print(json.dumps({"status": r.status.name, "moved": [c.logical for c in r.moved],
+                  "reason": r.reason}))
+"""
+    proc = subprocess.Popen([tp.make_variable("PYTHON") or "python3", "-c", code, str(mnt),
+                             env["BTRFSX_STATE_DIR"], str(policy)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=pyenv)
+    try:
+        assert proc.stdout.readline().strip() == "started", proc.stderr.read()
+        deadline = time.monotonic() + 120
+        while actions[0] in chunk_logicals(mnt) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert actions[0] not in chunk_logicals(mnt), "the first chunk did not move in 120 s"
+        out, err = proc.communicate("\n", timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    got = json.loads(out.splitlines()[-1])
+    assert got["status"] == "STOPPED" and got["moved"] == actions[:1], got
+
+
 def test_busy_device_pauses_the_run(trap, btrfsx, env, tmp_path):
     """A reader keeps the device busy (its io_ticks) while the run is about to
     move its first chunk: the run pauses until the reader stops."""

@@ -454,6 +454,63 @@ int progress_start(struct progress_context *ctx)
 	return stop;
 }
 
+/* How often the watcher of a call without progress callback looks at the event. */
+#define CANCEL_WATCH_MS 100
+
+static void *watch_cancel(void *arg)
+{
+	struct cancel_watch *w = arg;
+	const struct timespec pause = { 0, CANCEL_WATCH_MS * 1000000L };
+
+	while (!__atomic_load_n(&w->call_done, __ATOMIC_ACQUIRE)) {
+		PyGILState_STATE gil;
+		int set;
+
+		nanosleep(&pause, NULL);
+		gil = PyGILState_Ensure();
+		set = cancel_requested(w->ctx);
+		if (set < 0)
+			keep_raised(w->ctx);
+		PyGILState_Release(gil);
+		if (set) {
+			__atomic_store_n(&w->ctx->stop, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	return NULL;
+}
+
+int cancel_watch_start(struct cancel_watch *w, struct progress_context *ctx)
+{
+	int err;
+
+	w->ctx = ctx;
+	w->call_done = 0;
+	w->running = false;
+	if (ctx->cancel == Py_None)
+		return 0;
+	if (!PyObject_HasAttrString(ctx->cancel, "is_set")) {
+		PyErr_SetString(PyExc_TypeError, "cancel must have is_set(), as threading.Event");
+		return -1;
+	}
+	err = pthread_create(&w->thread, NULL, watch_cancel, w);
+	if (err) {
+		errno = err;
+		PyErr_SetFromErrno(PyExc_OSError);
+		return -1;
+	}
+	w->running = true;
+	return 0;
+}
+
+void cancel_watch_end(struct cancel_watch *w)
+{
+	__atomic_store_n(&w->call_done, 1, __ATOMIC_RELEASE);
+	if (w->running)
+		pthread_join(w->thread, NULL);
+	w->running = false;
+}
+
 /* A list of ints from @n unsigned 64-bit values. */
 PyObject *u64_list(const uint64_t *values, size_t n)
 {

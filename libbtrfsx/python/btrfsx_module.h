@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -122,6 +123,22 @@ int progress_tick(struct progress_context *ctx, PyObject *(*to_dict_fn)(const vo
 		  const void *p);
 /* Raises again what the callback raised during the call. */
 void restore_raised(struct progress_context *ctx);
+
+/*
+ * For a call without a progress callback: a thread beside it that takes
+ * the GIL every CANCEL_WATCH_MS and sets @ctx->stop once the cancel event
+ * is set. Start it holding the GIL (0, or -1 with an exception set); end
+ * it after the call, before the GIL is taken back.
+ */
+struct cancel_watch {
+	struct progress_context *ctx;
+	volatile int call_done;
+	pthread_t thread;
+	bool running;
+};
+
+int cancel_watch_start(struct cancel_watch *w, struct progress_context *ctx);
+void cancel_watch_end(struct cancel_watch *w);
 
 /* ---- the areas ---- */
 

@@ -47,25 +47,45 @@ static PyObject *py_maintain(PyObject *module, PyObject *args)
 {
 	struct btrfsx_maintain_options opts = { 0 };
 	struct btrfsx_maintain_result *result = NULL;
+	struct progress_context ctx = { .callback = Py_None };
+	struct cancel_watch watch;
 	PyObject *path = NULL, *policy = NULL, *sysfs_root = NULL, *state_dir = NULL, *ret;
-	int plan_only = 0;
+	int plan_only = 0, stop;
 	enum btrfsx_error err;
 
-	if (!PyArg_ParseTuple(args, "O&pO&dO&O&:maintain", PyUnicode_FSConverter, &path,
+	if (!PyArg_ParseTuple(args, "O&pO&dO&O&O:maintain", PyUnicode_FSConverter, &path,
 			      &plan_only, optional_path, &policy, &opts.pace, optional_path,
-			      &sysfs_root, optional_path, &state_dir)) {
+			      &sysfs_root, optional_path, &state_dir, &ctx.cancel)) {
 		release_paths(path, policy, sysfs_root);
+		release_paths(state_dir, NULL, NULL);
 		return NULL;
 	}
+	stop = progress_start(&ctx);
+	if (stop >= 0 && cancel_watch_start(&watch, &ctx))
+		stop = -1;
+	if (stop < 0) {
+		release_paths(path, policy, sysfs_root);
+		release_paths(state_dir, NULL, NULL);
+		return NULL;
+	}
+	/* Already set: the run stops before its first chunk. */
+	ctx.stop = stop;
 	opts.plan_only = plan_only;
 	opts.policy_file = path_or_null(policy);
 	opts.sysfs_root = path_or_null(sysfs_root);
 	opts.state_dir = path_or_null(state_dir);
+	opts.cancel = &ctx.stop;
 	Py_BEGIN_ALLOW_THREADS
 	err = btrfsx_maintain(PyBytes_AS_STRING(path), &opts, &result);
+	cancel_watch_end(&watch);
 	Py_END_ALLOW_THREADS
 	release_paths(path, policy, sysfs_root);
 	release_paths(state_dir, NULL, NULL);
+	if (ctx.raised[0]) {
+		btrfsx_maintain_result_free(result);
+		restore_raised(&ctx);
+		return NULL;
+	}
 	if (err)
 		ret = raise_error(module, err, result ? maintain_result_to_dict(result) : NULL);
 	else
@@ -76,7 +96,8 @@ static PyObject *py_maintain(PyObject *module, PyObject *args)
 
 static PyMethodDef maintain_methods[] = {
 	{ "maintain", py_maintain, METH_VARARGS,
-	  "maintain(path, plan_only, policy_file, pace, sysfs_root, state_dir) -> (dict, warnings)" },
+	  "maintain(path, plan_only, policy_file, pace, sysfs_root, state_dir, cancel) -> "
+	  "(dict, warnings)" },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import threading
 from typing import Optional
 
 from . import _btrfsx
@@ -115,14 +116,16 @@ class MaintainResult:
 
 def maintain(path: Path, *, plan_only: bool = False, policy_file: Optional[Path] = None,
              pace: Optional[float] = None, sysfs_root: Optional[Path] = None,
-             state_dir: Optional[Path] = None) -> MaintainResult:
+             state_dir: Optional[Path] = None,
+             cancel: Optional[threading.Event] = None) -> MaintainResult:
     """Plan (@plan_only: writes nothing) or run maintenance on the filesystem
     mounted at @path (``btrfsx maintain plan|run``): the fewest chunks moved
     that keep its metadata room at the target of the policy (@policy_file,
     default /etc/btrfsx/maintain.conf when there) and its chunks where the
     hints want them. @pace: metadata bytes a day (for a target in days);
-    None unknown. The run cannot be cancelled from Python but by signalling
-    a separate process (``btrfsx maintain run``).
+    None unknown. Setting @cancel (from another thread: the call holds this
+    one) stops the run as SIGTERM stops ``btrfsx maintain run``: the chunk
+    moving now finishes, no other starts, and the result says ``STOPPED``.
 
     BusyError beside a balance, replace, resize, device add or remove, scrub
     or another relocation; PermissionDeniedError on a read-only mount;
@@ -132,7 +135,7 @@ def maintain(path: Path, *, plan_only: bool = False, policy_file: Optional[Path]
     try:
         raw, warnings = _btrfsx.maintain(path, plan_only, policy_file,
                                          -1.0 if pace is None else float(pace),
-                                         sysfs_root, state_dir)
+                                         sysfs_root, state_dir, cancel)
     except BtrfsxError as e:
         if e.partial is not None:
             e.result = MaintainResult._from(e.partial, e.warnings)
