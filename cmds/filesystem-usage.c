@@ -266,22 +266,6 @@ static int filesystem_usage_print(struct bx_out *out, const struct bx_snapshot *
 	return ret;
 }
 
-/*
- * The snapshot usage reports; with the kernel's reclaim on, the used bytes
- * of every block group too (which are below its threshold), read again
- * if the kernel deleted one meanwhile.
- */
-static int read_snapshot(char *const *paths, int nr_paths, const char *sysfs_root,
-			 struct bx_snapshot *in)
-{
-	int ret = bx_snapshot_read(paths, nr_paths, sysfs_root, in);
-
-	if (ret || !bx_reclaim_any(&in->reclaim))
-		return ret;
-	bx_snapshot_release(in);
-	return bx_snapshot_read_committed_used(paths, nr_paths, sysfs_root, in);
-}
-
 int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 {
 	enum { OPT_STRICT = 256 };
@@ -315,7 +299,7 @@ int bx_cmd_filesystem_usage(struct bx_ctx *ctx, int argc, char **argv)
 	ret = bx_kernel_arg(ctx, kernel_version, &kernel);
 	if (ret)
 		return ret;
-	ret = read_snapshot(argv + optind, argc - optind, ctx->sysfs_root, &in);
+	ret = bx_snapshot_read_usage(argv + optind, argc - optind, ctx->sysfs_root, &in);
 	if (ret)
 		return ret;
 	bx_kernel_use(&kernel, &in);

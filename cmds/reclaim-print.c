@@ -17,61 +17,63 @@ static const char *const kind_labels[BX_SNAP_NR_KINDS] = {
 };
 
 /* "below 72 % used (dynamic), at the deletion ...", or "off". */
-static void rule_text(const struct bx_reclaim_kind *k, int threshold, char *buf, size_t len)
+static void rule_text(const struct bx_reclaim_kind_report *k, char *buf, size_t len)
 {
-	if (!bx_reclaim_on(k)) {
+	if (!k->on) {
 		snprintf(buf, len, "off");
 		return;
 	}
-	snprintf(buf, len, "below %d %% used%s, %s", threshold, k->dynamic ? " (dynamic)" : "",
+	snprintf(buf, len, "below %u %% used%s, %s", k->threshold, k->dynamic ? " (dynamic)" : "",
 		 k->periodic ? "at the cleaner's sweeps (periodic)" :
 		 "at the deletion that takes a block group below it");
 }
 
-static void kind_json(struct bx_out *out, unsigned int kind, const struct bx_reclaim_kind *k,
-		      int threshold, const struct bx_reclaim_below *below, unsigned int units)
+static void kind_json(struct bx_out *out, unsigned int kind,
+		      const struct bx_reclaim_kind_report *k, unsigned int units)
 {
 	bx_out_obj_begin(out, kind_keys[kind], BX_OBJ_JSON_ONLY, NULL);
-	bx_out_bool(out, "on", bx_reclaim_on(k), 0);
+	bx_out_bool(out, "on", k->on, 0);
 	bx_out_bool(out, "dynamic", k->dynamic, 0);
 	bx_out_bool(out, "periodic", k->periodic, 0);
-	bx_out_u64(out, "threshold", (uint64_t)threshold, 0);
+	bx_out_u64(out, "threshold", k->threshold, 0);
 	bx_out_obj_begin(out, "below_threshold", BX_OBJ_JSON_ONLY, NULL);
-	bx_out_u64(out, "block_groups", below->block_groups, 0);
-	bx_out_size(out, "used", below->used, units, 0);
-	bx_out_size(out, "size", below->size, units, 0);
-	bx_out_size(out, "device_bytes", below->device_bytes, units, 0);
+	bx_out_u64(out, "block_groups", k->below_block_groups, 0);
+	bx_out_size(out, "used", k->below_used, units, 0);
+	bx_out_size(out, "size", k->below_size, units, 0);
+	bx_out_size(out, "device_bytes", k->below_device_bytes, units, 0);
 	bx_out_obj_end(out);
 	bx_out_obj_begin(out, "reclaimed", BX_OBJ_JSON_ONLY, NULL);
-	bx_out_u64(out, "block_groups", k->count, 0);
-	bx_out_size(out, "bytes", k->bytes, units, 0);
-	bx_out_u64(out, "errors", k->errors, 0);
+	bx_out_u64(out, "block_groups", k->reclaimed_block_groups, 0);
+	bx_out_size(out, "bytes", k->reclaimed_bytes, units, 0);
+	bx_out_u64(out, "errors", k->reclaim_errors, 0);
 	bx_out_obj_end(out);
 	bx_out_obj_end(out);
 }
 
 /* The text lines below the rules: the block groups it may take, what that does. */
-static void effect_text(struct bx_out *out, const struct bx_reclaim *r,
-			const struct bx_reclaim_below *below, uint64_t device_bytes, uint64_t chunk,
+static void effect_text(struct bx_out *out, const struct bx_reclaim_report *rep,
 			unsigned int units)
 {
+	uint64_t chunk = rep->data_chunk_size;
 	char used[48], size[48], label[64], line[160];
 	bool dynamic = false, periodic = false;
 
 	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++) {
-		dynamic |= bx_reclaim_on(&r->kind[i]) && r->kind[i].dynamic;
-		periodic |= bx_reclaim_on(&r->kind[i]) && r->kind[i].periodic;
-		if (!below[i].block_groups)
+		const struct bx_reclaim_kind_report *k = &rep->kind[i];
+
+		dynamic |= k->on && k->dynamic;
+		periodic |= k->on && k->periodic;
+		if (!k->below_block_groups)
 			continue;
-		bx_pretty_size(below[i].used, units, used, sizeof(used));
-		bx_pretty_size(below[i].size, units, size, sizeof(size));
+		bx_pretty_size(k->below_used, units, used, sizeof(used));
+		bx_pretty_size(k->below_size, units, size, sizeof(size));
 		snprintf(label, sizeof(label), "    Below it (%s):", kind_keys[i]);
 		snprintf(line, sizeof(line), "%llu block group%s, %s used of %s",
-			 (unsigned long long)below[i].block_groups,
-			 below[i].block_groups == 1 ? "" : "s", used, size);
+			 (unsigned long long)k->below_block_groups,
+			 k->below_block_groups == 1 ? "" : "s", used, size);
 		bx_out_str(out, label, line, BX_F_TEXT_ONLY);
 	}
-	bx_pretty_size(device_bytes, units, size, sizeof(size));
+	bx_pretty_size(rep->device_bytes_below_threshold, units, size, sizeof(size));
 	bx_out_textf(out, "    Relocating a block group moves its extents into other block groups "
 		     "or new");
 	bx_out_textf(out, "    chunks: Device unallocated rises by up to its device bytes (%s "
@@ -96,36 +98,29 @@ static void effect_text(struct bx_out *out, const struct bx_reclaim *r,
 void bx_reclaim_print(struct bx_out *out, const struct bx_snapshot *settings,
 		      const struct bx_snapshot *in, const char *heading, unsigned int units)
 {
-	const struct bx_reclaim *r = &settings->reclaim;
-	struct bx_reclaim_below below[BX_SNAP_NR_KINDS];
-	int threshold[BX_SNAP_NR_KINDS];
-	uint64_t chunk = bx_reclaim_data_chunk(in, r), device_bytes = 0;
-	bool known = false, text = bx_reclaim_any(r);
+	struct bx_reclaim_report rep;
+	bool text = bx_reclaim_any(&settings->reclaim);
 	char rule[192];
 
-	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++) {
-		known |= r->kind[i].known;
-		threshold[i] = bx_reclaim_threshold(in, r, i);
-		bx_reclaim_below(in, i, bx_reclaim_on(&r->kind[i]) ? threshold[i] : 0, &below[i]);
-		device_bytes += below[i].device_bytes;
-	}
-	if (!settings->mounted || !known) {
+	bx_reclaim_report(settings, in, &rep);
+	if (!rep.known) {
 		bx_out_str(out, "reclaim", NULL, BX_F_JSON_ONLY);
 		return;
 	}
 	if (text)
 		bx_out_textf(out, "%s", "");
 	bx_out_obj_begin(out, "reclaim", text ? BX_OBJ_LINES : BX_OBJ_JSON_ONLY, heading);
-	bx_out_size(out, "data_chunk_size", chunk, units, BX_F_JSON_ONLY);
+	bx_out_size(out, "data_chunk_size", rep.data_chunk_size, units, BX_F_JSON_ONLY);
 	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++) {
-		if (!r->kind[i].known)
+		if (!rep.kind[i].known)
 			continue;
-		kind_json(out, i, &r->kind[i], threshold[i], &below[i], units);
-		rule_text(&r->kind[i], threshold[i], rule, sizeof(rule));
+		kind_json(out, i, &rep.kind[i], units);
+		rule_text(&rep.kind[i], rule, sizeof(rule));
 		bx_out_str(out, kind_labels[i], rule, BX_F_TEXT_ONLY);
 	}
-	bx_out_size(out, "device_bytes_below_threshold", device_bytes, units, BX_F_JSON_ONLY);
+	bx_out_size(out, "device_bytes_below_threshold", rep.device_bytes_below_threshold, units,
+		    BX_F_JSON_ONLY);
 	if (text)
-		effect_text(out, r, below, device_bytes, chunk, units);
+		effect_text(out, &rep, units);
 	bx_out_obj_end(out);
 }

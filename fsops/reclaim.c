@@ -152,11 +152,11 @@ int bx_reclaim_threshold(const struct bx_snapshot *in, const struct bx_reclaim *
 	return (int)((target - free_space) * 100 / target);
 }
 
-void bx_reclaim_below(const struct bx_snapshot *in, unsigned int kind, int threshold,
-		      struct bx_reclaim_below *out)
+/* The block groups of @kind in @in used below @threshold percent of their size, into @out. */
+static void count_below(const struct bx_snapshot *in, unsigned int kind, uint32_t threshold,
+			struct bx_reclaim_kind_report *out)
 {
-	memset(out, 0, sizeof(*out));
-	if (!in->chunks_used_known || kind >= BX_SNAP_NR_KINDS || threshold <= 0)
+	if (!in->chunks_used_known || !threshold)
 		return;
 	for (size_t i = 0; i < in->nr_chunks; i++) {
 		const struct bx_snap_chunk *c = &in->chunks[i];
@@ -167,10 +167,36 @@ void bx_reclaim_below(const struct bx_snapshot *in, unsigned int kind, int thres
 		/* As the kernel compares (mult_perc): used below threshold % of the length. */
 		if (c->used >= c->length * (uint64_t)threshold / 100)
 			continue;
-		out->block_groups++;
-		out->used += c->used;
-		out->size += c->length;
-		out->device_bytes += bx_profile_stripe_size(c->type, c->length, c->num_stripes) *
-				     c->num_stripes;
+		out->below_block_groups++;
+		out->below_used += c->used;
+		out->below_size += c->length;
+		out->below_device_bytes += bx_profile_stripe_size(c->type, c->length,
+								  c->num_stripes) * c->num_stripes;
+	}
+}
+
+void bx_reclaim_report(const struct bx_snapshot *settings, const struct bx_snapshot *in,
+		       struct bx_reclaim_report *out)
+{
+	const struct bx_reclaim *r = &settings->reclaim;
+
+	memset(out, 0, sizeof(*out));
+	out->data_chunk_size = bx_reclaim_data_chunk(in, r);
+	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++) {
+		const struct bx_reclaim_kind *k = &r->kind[i];
+		struct bx_reclaim_kind_report *kr = &out->kind[i];
+
+		out->known |= settings->mounted && k->known;
+		kr->known = k->known;
+		kr->on = bx_reclaim_on(k);
+		kr->dynamic = k->dynamic;
+		kr->periodic = k->periodic;
+		kr->threshold = (uint32_t)bx_reclaim_threshold(in, r, i);
+		kr->reclaimed_block_groups = k->count;
+		kr->reclaimed_bytes = k->bytes;
+		kr->reclaim_errors = k->errors;
+		if (kr->on)
+			count_below(in, i, kr->threshold, kr);
+		out->device_bytes_below_threshold += kr->below_device_bytes;
 	}
 }

@@ -35,16 +35,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/fields.h"
 #include "model/reclaim.h"
 #include "model/snapshot.h"
-
-/* The block groups of one kind below a threshold, and what they hold. */
-struct bx_reclaim_below {
-	uint64_t block_groups;
-	uint64_t used;			/* logical bytes in them */
-	uint64_t size;			/* their logical size */
-	uint64_t device_bytes;		/* what they take of the devices */
-};
 
 /*
  * Reads the reclaim settings of the mounted filesystem @fsid under
@@ -78,12 +71,44 @@ int bx_reclaim_threshold(const struct bx_snapshot *in, const struct bx_reclaim *
 			 unsigned int kind);
 
 /*
- * The block groups of @kind (BX_SNAP_KIND_*) in @in used below
- * @threshold percent of their size: those the kernel relocates once its
- * rule picks them. Needs the chunks' used bytes (chunks_used_known);
- * without them, all zero.
+ * One kind's reclaim as usage, plan and the library report it: the
+ * settings, the threshold for the state described, the block groups used
+ * below it (those the kernel relocates once its rule picks them) and what
+ * it relocated since the mount.
  */
-void bx_reclaim_below(const struct bx_snapshot *in, unsigned int kind, int threshold,
-		      struct bx_reclaim_below *out);
+#define BX_RECLAIM_KIND_FIELDS(X)								\
+	X(bool, known, )	/* the kernel shows the kind's settings */			\
+	X(bool, on, )		/* it relocates now or as space runs low */			\
+	X(bool, dynamic, )									\
+	X(bool, periodic, )									\
+	X(uint32_t, threshold, )	/* percent of a block group's size; 0: off */		\
+	X(uint64_t, below_block_groups, )							\
+	X(uint64_t, below_used, )	/* logical bytes in them */				\
+	X(uint64_t, below_size, )	/* their logical size */				\
+	X(uint64_t, below_device_bytes, )	/* what they take of the devices */		\
+	X(uint64_t, reclaimed_block_groups, )	/* since the mount (reclaim_count) */		\
+	X(uint64_t, reclaimed_bytes, )	/* what they held (reclaim_bytes) */			\
+	X(uint64_t, reclaim_errors, )	/* relocations that failed */
+
+struct bx_reclaim_kind_report {
+	BX_RECLAIM_KIND_FIELDS(BX_FIELD_MEMBER)
+};
+
+struct bx_reclaim_report {
+	bool known;			/* mounted, and the kernel shows some kind's settings */
+	uint64_t data_chunk_size;	/* C (bx_reclaim_data_chunk()) */
+	uint64_t device_bytes_below_threshold;	/* of every kind */
+	struct bx_reclaim_kind_report kind[BX_SNAP_NR_KINDS];
+};
+
+/*
+ * The report of the reclaim settings of @settings (the filesystem as read)
+ * for the state @in describes (the same, or a plan's after-state): a
+ * dynamic threshold is the one the kernel will have then. The block groups
+ * below it need the chunks' used bytes in @in (chunks_used_known); without
+ * them, none.
+ */
+void bx_reclaim_report(const struct bx_snapshot *settings, const struct bx_snapshot *in,
+		       struct bx_reclaim_report *out);
 
 #endif

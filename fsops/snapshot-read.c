@@ -800,6 +800,17 @@ int bx_snapshot_read_committed_used(char *const *paths, int nr_paths, const char
 	return read_whole(paths, nr_paths, sysfs_root, in, 0);
 }
 
+int bx_snapshot_read_usage(char *const *paths, int nr_paths, const char *sysfs_root,
+			   struct bx_snapshot *in)
+{
+	int ret = bx_snapshot_read(paths, nr_paths, sysfs_root, in);
+
+	if (ret || !bx_reclaim_any(&in->reclaim))
+		return ret;
+	bx_snapshot_release(in);
+	return bx_snapshot_read_committed_used(paths, nr_paths, sysfs_root, in);
+}
+
 int bx_snapshot_read_extents(char *const *paths, int nr_paths, const char *sysfs_root,
 			     struct bx_snapshot *in)
 {

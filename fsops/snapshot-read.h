@@ -78,6 +78,14 @@ int bx_snapshot_read_committed_used(char *const *paths, int nr_paths, const char
 				    struct bx_snapshot *in);
 
 /*
+ * What filesystem usage reports: bx_snapshot_read(), and with the kernel's
+ * reclaim on, the chunks' used bytes too (which are below its threshold),
+ * read as bx_snapshot_read_committed_used() does.
+ */
+int bx_snapshot_read_usage(char *const *paths, int nr_paths, const char *sysfs_root,
+			   struct bx_snapshot *in);
+
+/*
  * bx_snapshot_read_used() and the data chunks' extents
  * (bx_snapshot_read_dextents()): what a model of the kernel's relocation
  * needs (the what-if planner).

@@ -254,6 +254,27 @@ struct btrfsx_usage_space {
 	uint64_t used_bytes;		/* logical */
 };
 
+/*
+ * One kind's automatic reclaim by the kernel (btrfsx_usage.reclaim): the
+ * sysfs settings of a mounted filesystem, the threshold of now, the block
+ * groups used below it and what the kernel relocated since the mount.
+ * Since 0.3
+ */
+struct btrfsx_usage_reclaim {
+	bool known;			/* the kernel shows this kind's settings */
+	bool on;			/* it relocates now or as space runs low */
+	bool dynamic;			/* dynamic_reclaim */
+	bool periodic;			/* periodic_reclaim */
+	uint32_t threshold;		/* percent of a block group's size; 0: off */
+	uint64_t below_block_groups;	/* block groups used below the threshold */
+	uint64_t below_used;		/* logical bytes in them */
+	uint64_t below_size;		/* their logical size */
+	uint64_t below_device_bytes;	/* what they take of the devices */
+	uint64_t reclaimed_block_groups;	/* since the mount */
+	uint64_t reclaimed_bytes;	/* what they held */
+	uint64_t reclaim_errors;	/* relocations that failed */
+};
+
 /* btrfsx_usage.warnings */
 #define BTRFSX_USAGE_W_METADATA_LOW (1u << 0)		/* room < 50% of metadata used */
 #define BTRFSX_USAGE_W_DATA_ON_META_DEVS (1u << 1)	/* data may fill metadata_preferred devices */
@@ -317,6 +338,14 @@ struct btrfsx_usage {
 	 */
 	char kernel[16];
 	bool kernel_running;
+	/*
+	 * The kernel's automatic reclaim, which the figures leave out: false
+	 * unmounted (or a kernel without it), the rest then 0. Since 0.3
+	 */
+	bool have_reclaim;
+	uint64_t reclaim_data_chunk_size;	/* the data chunk size its rules reckon with */
+	uint64_t reclaim_device_bytes_below_threshold;	/* of every kind */
+	struct btrfsx_usage_reclaim reclaim[3];	/* data, metadata, system */
 };
 
 /* Flags of btrfsx_usage_get(). */

@@ -59,6 +59,12 @@ struct bx_usage_report;
 struct bx_misplaced_report;
 struct btrfsx_usage *bx_api_usage_from(const struct bx_snapshot *in,
 				       const struct bx_usage_report *rep, unsigned int model_flags);
+/*
+ * The kernel's reclaim into @u: the settings @settings was read with, for
+ * the state @in describes (the same, or a plan's after-state).
+ */
+void bx_api_usage_reclaim(const struct bx_snapshot *settings, const struct bx_snapshot *in,
+			  struct btrfsx_usage *u);
 struct btrfsx_misplaced *bx_api_misplaced_from(const struct bx_misplaced_report *rep);
 
 #endif

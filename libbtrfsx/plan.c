@@ -219,6 +219,8 @@ static struct btrfsx_plan *plan_from(const struct bx_snapshot *in,
 	bx_api_kernel_fields(&in->kernel, plan->kernel, &plan->kernel_running);
 	plan->before = bx_api_usage_from(in, &res->before, 0);
 	plan->after = bx_api_usage_from(&res->after_in, &res->after, 0);
+	if (plan->after)
+		bx_api_usage_reclaim(in, &res->after_in, plan->after);
 	plan->nr_moved = res->nr_moved;
 	plan->nr_created = res->nr_created;
 	plan->warnings = calloc(res->nr_warnings + 1, sizeof(*plan->warnings));

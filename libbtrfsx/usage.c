@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "fsops/reclaim.h"
 #include "fsops/snapshot-read.h"
 #include "fsops/usage.h"
 #include "libbtrfsx/libbtrfsx-private.h"
@@ -56,6 +57,29 @@ static void public_device(const struct bx_usage_dev_row *in, struct btrfsx_usage
 {
 	BX_USAGE_DEVICE_FIELDS(BX_FIELD_COPY)
 	snprintf(out->path, sizeof(out->path), "%s", in->missing ? "" : in->path);
+}
+
+static void public_reclaim(const struct bx_reclaim_kind_report *in,
+			   struct btrfsx_usage_reclaim *out)
+{
+	BX_RECLAIM_KIND_FIELDS(BX_FIELD_COPY)
+}
+
+void bx_api_usage_reclaim(const struct bx_snapshot *settings, const struct bx_snapshot *in,
+			  struct btrfsx_usage *u)
+{
+	struct bx_reclaim_report rep;
+
+	_Static_assert(sizeof(u->reclaim) / sizeof(u->reclaim[0]) == BX_SNAP_NR_KINDS,
+		       "one per BX_SNAP_KIND_*");
+	bx_reclaim_report(settings, in, &rep);
+	if (!rep.known)
+		return;
+	u->have_reclaim = true;
+	u->reclaim_data_chunk_size = rep.data_chunk_size;
+	u->reclaim_device_bytes_below_threshold = rep.device_bytes_below_threshold;
+	for (unsigned int i = 0; i < BX_SNAP_NR_KINDS; i++)
+		public_reclaim(&rep.kind[i], &u->reclaim[i]);
 }
 
 static void fill_classes(const struct bx_usage_report *rep, struct btrfsx_usage *u)
@@ -117,6 +141,7 @@ struct btrfsx_usage *bx_api_usage_from(const struct bx_snapshot *in,
 	fill_classes(rep, u);
 	fill_devices(rep, u);
 	fill_spaces(in, u);
+	bx_api_usage_reclaim(in, in, u);
 	bx_api_kernel_fields(&in->kernel, u->kernel, &u->kernel_running);
 	return u;
 }
@@ -153,8 +178,8 @@ PUBLIC enum btrfsx_error btrfsx_usage_get_for_kernel(const char *const *paths, s
 		model_flags |= BX_USAGE_IGNORE_HINTS;
 	if (flags & BTRFSX_USAGE_STRICT)
 		model_flags |= BX_USAGE_STRICT;
-	ret = bx_snapshot_read((char *const *)paths, (int)nr_paths, bx_api_sysfs_root(sysfs_root),
-			       &in);
+	ret = bx_snapshot_read_usage((char *const *)paths, (int)nr_paths,
+				     bx_api_sysfs_root(sysfs_root), &in);
 	if (ret)
 		return bx_api_result(ret);
 	bx_api_kernel_use(&k, &in);

@@ -328,6 +328,7 @@ def usage_as_cli(res: dict) -> dict:
                      "size": d["size"], "unallocated": d["unallocated"], "data": d["data"],
                      "metadata": d["metadata"], "system": d["system"], "slack": d["slack"]}
                     for d in res["devices"]],
+        "reclaim": res["reclaim"],
     }
     return doc
 
@@ -337,9 +338,7 @@ def usage_as_cli(res: dict) -> dict:
 CLI_ONLY_DEVICE_KEYS = ("allocations", "data_allocatable", "metadata_allocatable", "seed")
 # issue 30's transition keys, which struct btrfsx_usage does not carry (yet)
 CLI_ONLY_MODEL_KEYS = ("balance", "kernel_honours_hints")
-# the kernel's reclaim settings (issue 40's 7.3 work) are read beside the usage, not part of
-# struct btrfsx_usage (yet)
-CLI_ONLY_KEYS = ("warnings", "__header", "reclaim")
+CLI_ONLY_KEYS = ("warnings", "__header")
 
 
 def compare_usage(report: dict, cli: dict):

@@ -17,6 +17,7 @@ switched on through sysfs (/sys/fs/btrfs/<FSID>/allocation/data/):
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -153,6 +154,49 @@ def test_sysfs_root_is_where_the_settings_come_from(fs, btrfsx_json, tmp_path):
     assert rec["metadata"]["on"] and rec["metadata"]["threshold"] == 40, rec
     assert rec["metadata"]["reclaimed"]["block_groups"] == 7, rec
     assert rec["data"]["on"] is False, rec
+    planned = reclaim_of(btrfsx_json, "filesystem", "plan", str(mnt), "--add", "1G",
+                         env={"BTRFSX_SYSFS_ROOT": str(fake)})
+    usage, plan_before, plan_after = library_reclaim(mnt, fake)
+    assert usage == rec == plan_before, (usage, rec, plan_before)
+    assert plan_after == planned, (plan_after, planned)
+
+
+def library_reclaim(mnt: Path, sysfs_root: Path) -> list[dict]:
+    """The reclaim of btrfsx.usage() and of btrfsx.plan()'s two sides (an
+    added 1 GiB device), in the command line's JSON shape."""
+    import test_python as tp
+    env = dict(os.environ, PYTHONPATH=str(tp.build_dir() / "libbtrfsx" / "python"),
+               PYTHONDONTWRITEBYTECODE="1", ASAN_OPTIONS="detect_leaks=0")
+    runtime = tp.sanitizer_runtime()
+    if runtime:
+        env["LD_PRELOAD"] = runtime
+    code = """
+import json, sys, btrfsx
+mnt, root = sys.argv[1:3]
+def cli(r):
+    if r is None:
+        return None
+    doc = {"data_chunk_size": r.data_chunk_size,
+           "device_bytes_below_threshold": r.device_bytes_below_threshold}
+    for name in ("data", "metadata", "system"):
+        k = getattr(r, name)
+        if k is not None:
+            doc[name] = {"on": k.on, "dynamic": k.dynamic, "periodic": k.periodic,
+                         "threshold": k.threshold,
+                         "below_threshold": {"block_groups": k.below_block_groups,
+                                             "used": k.below_used, "size": k.below_size,
+                                             "device_bytes": k.below_device_bytes},
+                         "reclaimed": {"block_groups": k.reclaimed_block_groups,
+                                       "bytes": k.reclaimed_bytes, "errors": k.reclaim_errors}}
+    return doc
+plan = btrfsx.plan(mnt, [("add", "1G")], sysfs_root=root)
+print(json.dumps([cli(btrfsx.usage(mnt, sysfs_root=root).reclaim), cli(plan.before.reclaim),
+                  cli(plan.after.reclaim)]))
+"""
+    p = subprocess.run([tp.make_variable("PYTHON") or "python3", "-c", code, str(mnt),
+                        str(sysfs_root)], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
 
 
 def test_dynamic_threshold_is_the_kernels(fs, btrfsx_json):

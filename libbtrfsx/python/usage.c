@@ -5,6 +5,7 @@
 #include "btrfsx_module.h"
 
 /* The engines' field lists (common/fields.h): the tables of the results they describe. */
+#include "fsops/reclaim.h"
 #include "fsops/usage.h"
 
 #define USAGE(type, name, dims) FIELD(struct btrfsx_usage, name),
@@ -26,6 +27,15 @@ static const struct field usage_fields[] = {
 	FIELD(struct btrfsx_usage, strict),
 	FIELD(struct btrfsx_usage, kernel),
 	FIELD(struct btrfsx_usage, kernel_running),
+	FIELD(struct btrfsx_usage, have_reclaim),
+	FIELD(struct btrfsx_usage, reclaim_data_chunk_size),
+	FIELD(struct btrfsx_usage, reclaim_device_bytes_below_threshold),
+	END_FIELDS
+};
+
+#define USAGE_RECLAIM(type, name, dims) FIELD(struct btrfsx_usage_reclaim, name),
+static const struct field usage_reclaim_fields[] = {
+	BX_RECLAIM_KIND_FIELDS(USAGE_RECLAIM)
 	END_FIELDS
 };
 
@@ -59,7 +69,9 @@ PyObject *usage_to_dict(const struct btrfsx_usage *usage)
 	     put_new(dict, "devices", to_list(usage->devices, usage->nr_devices,
 					      sizeof(*usage->devices), usage_device_fields)) ||
 	     put_new(dict, "spaces", to_list(usage->spaces, usage->nr_spaces,
-					     sizeof(*usage->spaces), usage_space_fields))))
+					     sizeof(*usage->spaces), usage_space_fields)) ||
+	     put_new(dict, "reclaim", to_list(usage->reclaim, BX_SNAP_NR_KINDS,
+					      sizeof(*usage->reclaim), usage_reclaim_fields))))
 		Py_CLEAR(dict);
 	return dict;
 }
@@ -98,6 +110,7 @@ static const struct py_table usage_tables[] = {
 	{ "UsageSpace", usage_space_fields },
 	{ "UsageClass", usage_class_fields },
 	{ "UsageDevice", usage_device_fields },
+	{ "UsageReclaim", usage_reclaim_fields },
 	{ NULL, NULL }
 };
 

@@ -297,6 +297,44 @@ static void print_usage_lists(const struct btrfsx_usage *u)
 	close_block(']');
 }
 
+/* The kernel's reclaim, in the shape of the command line's "reclaim" (null unmounted). */
+static void print_usage_reclaim(const struct btrfsx_usage *u)
+{
+	static const char *const kinds[] = { "data", "metadata", "system" };
+
+	if (!u->have_reclaim) {
+		j_str("reclaim", NULL);
+		return;
+	}
+	open_block("reclaim", '{');
+	j_u64("data_chunk_size", u->reclaim_data_chunk_size);
+	for (size_t i = 0; i < 3; i++) {
+		const struct btrfsx_usage_reclaim *k = &u->reclaim[i];
+
+		if (!k->known)
+			continue;
+		open_block(kinds[i], '{');
+		j_bool("on", k->on);
+		j_bool("dynamic", k->dynamic);
+		j_bool("periodic", k->periodic);
+		j_u64("threshold", k->threshold);
+		open_block("below_threshold", '{');
+		j_u64("block_groups", k->below_block_groups);
+		j_u64("used", k->below_used);
+		j_u64("size", k->below_size);
+		j_u64("device_bytes", k->below_device_bytes);
+		close_block('}');
+		open_block("reclaimed", '{');
+		j_u64("block_groups", k->reclaimed_block_groups);
+		j_u64("bytes", k->reclaimed_bytes);
+		j_u64("errors", k->reclaim_errors);
+		close_block('}');
+		close_block('}');
+	}
+	j_u64("device_bytes_below_threshold", u->reclaim_device_bytes_below_threshold);
+	close_block('}');
+}
+
 /*
  * usage <sysfs_root> <flags> <path>...
  * usage-kernel <kernel> <sysfs_root> <flags> <path>...: btrfsx_usage_get_for_kernel()
@@ -320,6 +358,7 @@ static int report_usage(const char *kernel, int argc, char **argv)
 		print_usage_overall(u);
 		print_usage_model(u);
 		print_usage_lists(u);
+		print_usage_reclaim(u);
 		close_block('}');
 	}
 	btrfsx_usage_free(u);

@@ -47,7 +47,7 @@ from ._hints import (  # noqa: F401
     fs_info_offline, FsInfo, hint_get, hint_parse, hint_set, HintChange, HintInterface,
     HintState)
 from ._usage import (  # noqa: F401
-    Usage, usage, UsageClass, UsageDevice, UsageSpace, UsageWarning)
+    Reclaim, Usage, usage, UsageClass, UsageDevice, UsageReclaim, UsageSpace, UsageWarning)
 from ._read_policy import (  # noqa: F401
     ApplyReport, ApplyResult, ApplyStatus, io_stats_sample, IoStats, IoStatsSample,
     read_policy_apply, read_policy_get, read_policy_recommend, read_policy_set, ReadPolicy,
@@ -83,11 +83,11 @@ __all__ = [
     "PlanOp", "PlanShort", "PlanShortDevice", "PlanStatus", "PlanStep", "profile_name",
     "read_policy_apply", "read_policy_get", "read_policy_recommend", "read_policy_set",
     "ReadPolicy", "ReadPolicyChange", "ReadPolicyInterface", "Recommendation",
-    "RecommendCandidate", "RecommendDevice", "RecommendWorkload", "relocate_misplaced",
+    "Reclaim", "RecommendCandidate", "RecommendDevice", "RecommendWorkload", "relocate_misplaced",
     "Relocated", "RelocatedNewChunk", "RelocateProgress", "RelocateResult", "RelocateStatus",
     "scrub_offline", "ScrubCounters", "ScrubDevice", "ScrubError", "ScrubFile", "ScrubProgress",
     "ScrubResult", "strerror", "type_name", "Usage", "usage", "UsageClass", "UsageDevice",
-    "UsageSpace", "UsageWarning",
+    "UsageReclaim", "UsageSpace", "UsageWarning",
     "maintain", "MaintainChunk", "MaintainReason", "MaintainResult", "MaintainState",
     "MaintainStatus",
 ]

@@ -57,7 +57,51 @@ class UsageSpace(_BlockGroupFlags):
     used_bytes: int
 
 
-@_c_fields(absorbs=("have_statfs", "have_global_reserve"), nested=("classes", "devices", "spaces"))
+@_c_fields()
+@dataclasses.dataclass(frozen=True)
+class UsageReclaim:
+    """One kind's automatic reclaim by the kernel: its sysfs settings, the
+    threshold of now, the block groups used below it (logical bytes, and
+    what they take of the devices) and what it relocated since the mount."""
+    known: bool                  #: the kernel shows this kind's settings
+    on: bool                     #: it relocates now or as space runs low
+    dynamic: bool
+    periodic: bool
+    threshold: int               #: percent of a block group's size; 0 off
+    below_block_groups: int
+    below_used: int
+    below_size: int
+    below_device_bytes: int
+    reclaimed_block_groups: int  #: since the mount
+    reclaimed_bytes: int
+    reclaim_errors: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Reclaim:
+    """The kernel's automatic reclaim of a mounted filesystem, which the
+    usage figures leave out (``reclaim`` of ``btrfsx filesystem usage``)."""
+    data_chunk_size: int         #: the data chunk size its rules reckon with
+    device_bytes_below_threshold: int
+    data: Optional[UsageReclaim]  #: None where the kernel shows no settings
+    metadata: Optional[UsageReclaim]
+    system: Optional[UsageReclaim]
+
+    @classmethod
+    def _from(cls, raw: dict) -> Optional["Reclaim"]:
+        if not raw["have_reclaim"]:
+            return None
+        kinds = [UsageReclaim(**k) if k["known"] else None for k in raw["reclaim"]]
+        return cls(raw["reclaim_data_chunk_size"], raw["reclaim_device_bytes_below_threshold"],
+                   *kinds)
+
+
+_RECLAIM_FIELDS = ("have_reclaim", "reclaim_data_chunk_size",
+                   "reclaim_device_bytes_below_threshold")
+
+
+@_c_fields(absorbs=("have_statfs", "have_global_reserve") + _RECLAIM_FIELDS,
+           nested=("classes", "devices", "spaces", "reclaim"))
 @dataclasses.dataclass(frozen=True)
 class Usage:
     """Every figure of ``btrfsx filesystem usage`` (bytes).
@@ -109,6 +153,7 @@ class Usage:
     classes: list[UsageClass]    #: by hint value
     devices: list[UsageDevice]   #: by devid
     spaces: list[UsageSpace]     #: data, metadata, system; by profile
+    reclaim: Optional[Reclaim]   #: None unmounted or on a kernel without it
     warnings: tuple[str, ...] = ()
 
     @property
@@ -126,6 +171,8 @@ class Usage:
         fields = dict(raw)
         have_statfs = fields.pop("have_statfs")
         have_reserve = fields.pop("have_global_reserve")
+        for name in _RECLAIM_FIELDS:
+            fields.pop(name)
         fields.update(
             fsid=_fsid(raw["fsid"]),
             free_statfs=raw["free_statfs"] if have_statfs else None,
@@ -135,7 +182,8 @@ class Usage:
             warning_flags=UsageWarning(raw["warning_flags"]),
             classes=[UsageClass(**dict(c, hint=_hint(c["hint"]))) for c in raw["classes"]],
             devices=[UsageDevice(**dict(d, hint=_hint(d["hint"]))) for d in raw["devices"]],
-            spaces=[UsageSpace(**s) for s in raw["spaces"]])
+            spaces=[UsageSpace(**s) for s in raw["spaces"]],
+            reclaim=Reclaim._from(raw))
         return cls(**fields, warnings=warnings)
 
 
