@@ -193,9 +193,14 @@ static int parse_args(struct bx_ctx *ctx, int argc, char **argv, bool run,
 	return bx_check_argc(argc - optind, 1, 1);
 }
 
-/* The pace of metadata growth (bytes a day) from the monitor's history; -1: none. */
-static double history_pace(const struct bx_ctx *ctx, const struct maintain_args *a,
-			   const char *mountpoint)
+/*
+ * The pace of metadata growth (bytes a day) from the monitor's history
+ * into *@pace, -1 when it has none. A history named with --db that cannot
+ * be read is an error, as a --policy file is; the default one may be
+ * missing (no monitor runs).
+ */
+static int history_pace(const struct bx_ctx *ctx, const struct maintain_args *a,
+			const char *mountpoint, double *pace)
 {
 	struct bx_mon_db *db = NULL;
 	struct bx_mon_fs *list = NULL, *fs = NULL;
@@ -203,31 +208,32 @@ static double history_pace(const struct bx_ctx *ctx, const struct maintain_args 
 	char path[PATH_MAX];
 	size_t nr = 0;
 	int64_t t;
-	double pace = -1;
+	int ret;
 
+	*pace = -1;
 	if (a->db_given)
 		snprintf(path, sizeof(path), "%s", a->db);
 	else
 		bx_monitor_default_db(ctx, path, sizeof(path));
-	if (bx_mon_db_open(path, BX_MON_READ, &db)) {
-		/* No history (the usual case without the monitor): no pace, said once. */
+	ret = bx_mon_db_open(path, BX_MON_READ, &db);
+	if (ret) {
 		if (a->db_given)
-			bx_warn("%s", bx_error_message(-ENOENT));
+			return bx_error_wrap(ret, "--db");
 		bx_error_clear();
-		return -1;
+		return 0;
 	}
 	if (!bx_mon_db_filesystems(db, &list, &nr) &&
 	    !bx_mon_find_fs(list, nr, mountpoint, path, &fs) && !bx_monitor_now(&t)) {
 		struct bx_mon_project_opts po = bx_mon_project_defaults(t);
 
 		if (!bx_mon_project(db, fs->id, &po, &proj) && proj.metadata.status == BX_TREND_OK)
-			pace = proj.metadata.slope > 0 ? proj.metadata.slope * 86400 : 0;
+			*pace = proj.metadata.slope > 0 ? proj.metadata.slope * 86400 : 0;
 	}
 	/* A filesystem the history has not seen, or too little of it: no pace. */
 	bx_error_clear();
 	free(list);
 	bx_mon_db_close(db);
-	return pace;
+	return 0;
 }
 
 /* The policy of the filesystem at @path: defaults, the file, then the options. */
@@ -454,7 +460,9 @@ static int maintain(struct bx_ctx *ctx, int argc, char **argv, bool run)
 	o.sysfs_root = ctx->sysfs_root;
 	o.state_dir = ctx->state_dir;
 	o.stop = &stop_requested;
-	o.pace = history_pace(ctx, &a, argv[optind]);
+	ret = history_pace(ctx, &a, argv[optind], &o.pace);
+	if (ret)
+		return ret;
 	stop_requested = 0;
 	ps.show = run && !a.dry_run && bx_progress_shown(&a.progress);
 	ps.json = ctx->format == BX_FORMAT_JSON;

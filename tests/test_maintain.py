@@ -442,9 +442,15 @@ def test_pace_from_the_monitors_history(loopdevs, run_btrfsx, env, tmp_path):
         m = doc["maintain"]
         assert m["target_why"].startswith("metadata-room-days: 3650 days")
         assert m["target"] == pytest.approx(3650 * m["pace"], rel=0.01)
-        # another history, empty of this filesystem: no pace
-        doc, _ = maintain(run_btrfsx, "plan", "--db", tmp_path / "none.db", mnt, env=now)
+        # another history, with one sample of it: too little for a pace
+        other = tmp_path / "other.db"
+        run_btrfsx("monitor", "record", "--db", other, mnt, env=now)
+        doc, _ = maintain(run_btrfsx, "plan", "--db", other, mnt, env=now)
         assert doc["maintain"]["pace"] is None and doc["maintain"]["before"]["days_left"] is None
+        # a history named but missing: a failure, as a missing --policy file
+        rc, out, err = run_btrfsx("maintain", "plan", "--db", tmp_path / "none.db", mnt,
+                                  check=1, env=now)
+        assert "--db" in err and "none.db" in err, err
 
 
 def test_python_plan_and_run(trap, run_btrfsx, env):
