@@ -128,9 +128,17 @@ cmp -s /tmp/sums.before /tmp/sums.after && echo "@@R sums_equal yes $(wc -l < /t
 	echo "@@R sums_equal no"
 sync
 capture chunks_after btrfs inspect-internal dump-tree -t chunk /dev/vda
-btrfs balance start --full-balance --bg /mnt >/dev/null 2>&1
+# A balance of the kernel's beside it: started, then cancelled; the umount
+# waits for its process to go (it holds /mnt open until it exits).
+btrfs balance start --full-balance /mnt >/dev/null 2>&1 &
+balance=$!
+n=0
+while [ $n -lt 600 ] && ! btrfs balance status /mnt 2>/dev/null | grep -q "is running"; do
+	sleep 0.1; n=$((n + 1))
+done
 capture busy btrfsx balance misplaced /mnt
 btrfs balance cancel /mnt >/dev/null 2>&1
+wait $balance
 umount /mnt
 capture check btrfs check --readonly /dev/vda
 capture report_after_offline btrfsx --format json filesystem misplaced $DEVS
