@@ -28,7 +28,7 @@ fi
 # a TCG guest keeps a core busy while most host tests wait on loop devices
 # and the kernel, so the two together take little more than the guests
 # alone. Their output follows the host tests'. Each run prints its slowest
-# tests: what to look at when the suite nears its budget (30 minutes).
+# tests: what to look at when the suite nears its budget (40 minutes).
 status=0
 vm_log="$build/vm-tests.log"
 # setsid: its own process group, so an interrupted suite stops its guests too
