@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The whole test suite: dependencies, a sanitizer build (clang, ASan+UBSan),
 # the C unit tests, the pytest suite against real loop devices (root) and in
-# qemu guests with patched kernels (tests/vm/, beside the host tests), and
-# the release tarball (scripts/distcheck.sh, after the host tests).
-# Arguments go to pytest and run only those tests, without the tarball check.
+# qemu guests with patched kernels (tests/vm/, beside the host tests), then
+# the release tarball (scripts/distcheck.sh). Arguments go to pytest and run
+# only those tests, without the tarball check.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh" --vm
@@ -36,11 +36,9 @@ setsid python3 -m pytest -q -p no:cacheprovider --durations=25 tests/vm >"$vm_lo
 vm_pid=$!
 trap 'kill -TERM -- -$vm_pid 2>/dev/null' EXIT
 python3 -m pytest -q -p no:cacheprovider --durations=25 --ignore=tests/vm tests || status=$?
-# The tarball check while the guests finish: on a cold machine (kernels to
-# download, modules to build) they end last.
-"$top/scripts/distcheck.sh" || status=1
 wait $vm_pid || status=$?
 trap - EXIT
 echo "---- tests/vm (run beside the host tests) ----"
 cat "$vm_log"
+"$top/scripts/distcheck.sh" || status=1
 exit $status
