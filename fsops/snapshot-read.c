@@ -761,6 +761,7 @@ int bx_snapshot_read(char *const *paths, int nr_paths, const char *sysfs_root,
 enum read_more {
 	READ_COMMIT_FIRST = 1 << 0,	/* a mounted filesystem's transaction, first */
 	READ_EXTENTS = 1 << 1,		/* the data chunks' extents */
+	READ_USED_FOR_RECLAIM = 1 << 2,	/* the used bytes only with the kernel's reclaim on */
 };
 
 static int read_whole(char *const *paths, int nr_paths, const char *sysfs_root,
@@ -773,7 +774,8 @@ static int read_whole(char *const *paths, int nr_paths, const char *sysfs_root,
 
 		if (ret)
 			return ret;
-		ret = read_chunk_used(in);
+		if (!(more & READ_USED_FOR_RECLAIM) || bx_reclaim_any(&in->reclaim))
+			ret = read_chunk_used(in);
 		if (!ret && (more & READ_EXTENTS))
 			ret = bx_snapshot_read_dextents(in);
 		if (!ret)
@@ -803,12 +805,7 @@ int bx_snapshot_read_committed_used(char *const *paths, int nr_paths, const char
 int bx_snapshot_read_usage(char *const *paths, int nr_paths, const char *sysfs_root,
 			   struct bx_snapshot *in)
 {
-	int ret = bx_snapshot_read(paths, nr_paths, sysfs_root, in);
-
-	if (ret || !bx_reclaim_any(&in->reclaim))
-		return ret;
-	bx_snapshot_release(in);
-	return bx_snapshot_read_committed_used(paths, nr_paths, sysfs_root, in);
+	return read_whole(paths, nr_paths, sysfs_root, in, READ_USED_FOR_RECLAIM);
 }
 
 int bx_snapshot_read_extents(char *const *paths, int nr_paths, const char *sysfs_root,
